@@ -1,0 +1,1 @@
+// The Sendspin player. Empty until the Sendspin player issue lands: nothing here pretends to work.

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// The `farcast` command as a user runs it: exit codes, one-line failures, JSON output.
+@Suite struct CLITests {
+    @Test func versionAndHelp() throws {
+        let bin = try farcastBinary()
+        let version = try run(bin, ["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdout.hasPrefix("farcast "))
+        let help = try run(bin, ["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("vnc"))
+        #expect(help.stdout.contains("sendspin"))
+    }
+
+    @Test func doctorReportsAPrivateStateDirectoryAsJSON() throws {
+        let folder = try TemporaryFolder()
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = folder.path
+        let result = try run(try farcastBinary(), ["doctor", "--json"], environment: env)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(object?["state_directory"] as? String == folder.path + "/farcast")
+        #expect(object?["state_files_private"] as? Bool == true)
+        let attributes = try FileManager.default.attributesOfItem(atPath: folder.path + "/farcast")
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+    }
+
+    @Test func failureIsOneLineOnStderrWithNonZeroExit() throws {
+        let folder = try TemporaryFolder()
+        // A regular file where the state folder must go: doctor cannot create it.
+        _ = FileManager.default.createFile(atPath: folder.path + "/farcast", contents: Data("x".utf8))
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = folder.path
+        let result = try run(try farcastBinary(), ["doctor"], environment: env)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("farcast: "))
+        #expect(result.stderr.contains("not a directory"))
+        #expect(result.stderr.split(separator: "\n").count == 1, "stderr: \(result.stderr)")
+    }
+
+    @Test func usageErrorsExitNonZero() throws {
+        let result = try run(try farcastBinary(), ["doctor", "--quiet", "--verbose"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("contradict"))
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Where the package lives, from this file's path (Tests/IntegrationTests/Support/Peers.swift).
+let packageRoot: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A peer binary or library the tests need is missing. The message says how to install it:
+/// integration tests fail rather than skip, because `scripts/setup` installs every peer.
+struct MissingPeer: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "\(what) is not installed: run scripts/setup (it installs every test peer)" }
+}
+
+/// Finds an executable on PATH (or at an absolute path) or fails with an install hint.
+func requireExecutable(_ name: String, package: String) throws -> String {
+    if name.hasPrefix("/") {
+        guard FileManager.default.isExecutableFile(atPath: name) else { throw MissingPeer(what: "\(name) (Debian package \(package))") }
+        return name
+    }
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    for dir in path.split(separator: ":") + ["/usr/bin", "/usr/sbin", "/sbin"] {
+        let candidate = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    throw MissingPeer(what: "\(name) (Debian package \(package))")
+}
+
+/// The `farcast` binary under test: $FARCAST_BIN (set by scripts/test), else the debug build.
+func farcastBinary() throws -> String {
+    let path = ProcessInfo.processInfo.environment["FARCAST_BIN"]
+        ?? packageRoot.appendingPathComponent(".build/debug/farcast").path
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw MissingPeer(what: "the farcast binary at \(path) (build it with `swift build`)")
+    }
+    return path
+}
+
+/// The result of running a program to completion.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a program to completion with a time limit; a hung program is killed and reported.
+func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+         stdin: Data? = nil, timeout: TimeInterval = 60) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try? input.fileHandleForWriting.close()
+    // Drain both pipes concurrently so a chatty child never blocks on a full pipe.
+    let outData = DataBox(), errData = DataBox()
+    let group = DispatchGroup()
+    for (pipe, sink) in [(out, outData), (err, errData)] {
+        group.enter()
+        DispatchQueue.global().async {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            sink.value.withLock { $0 = data }
+            group.leave()
+        }
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning {
+        process.terminate()
+        usleep(200_000)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        group.wait()
+        throw TimedOut(command: ([executable] + arguments).joined(separator: " "), seconds: timeout)
+    }
+    group.wait()
+    process.waitUntilExit()
+    return ProcessResult(status: process.terminationStatus,
+                         stdout: String(decoding: outData.value.withLock { $0 }, as: UTF8.self),
+                         stderr: String(decoding: errData.value.withLock { $0 }, as: UTF8.self))
+}
+
+final class DataBox: Sendable {
+    let value = Mutex(Data())
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    var command: String
+    var seconds: TimeInterval
+    var description: String { "`\(command)` did not finish within \(Int(seconds)) s" }
+}
+
+/// A long-running peer (a server) started for one test and stopped when the value goes away.
+final class BackgroundProcess: @unchecked Sendable {
+    // @unchecked: `process` is only touched from init/stop/deinit, which never overlap.
+    let process: Process
+    let logPath: String
+    let name: String
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, logName: String) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        name = logName
+        logPath = NSTemporaryDirectory() + "farcast-\(logName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)!
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// The peer's output so far, for failure messages.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        for _ in 0..<100 where process.isRunning { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
+}
+
+/// Waits until something accepts TCP connections on 127.0.0.1:port.
+func waitForTCPPort(_ port: Int, timeout: TimeInterval = 20, process: BackgroundProcess? = nil) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let process, !process.isRunning {
+            throw PeerFailed(name: process.name, log: process.log)
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        close(fd)
+        if ok { return }
+        usleep(50_000)
+    }
+    throw PeerFailed(name: process?.name ?? "port \(port)", log: "nothing accepted connections on 127.0.0.1:\(port) within \(Int(timeout)) s\n" + (process?.log ?? ""))
+}
+
+struct PeerFailed: Error, CustomStringConvertible {
+    var name: String
+    var log: String
+    var description: String { "\(name) failed to start:\n\(log)" }
+}
+
+/// Hands out X display numbers unique within this test process, so tests can run in parallel.
+/// The base is spread by PID so two test processes on one machine rarely collide.
+enum DisplayNumbers {
+    private static let next = Mutex(20 + Int(getpid() % 200) * 4)
+    static func allocate() -> Int {
+        next.withLock { n in
+            while FileManager.default.fileExists(atPath: "/tmp/.X\(n)-lock") || FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)") { n += 1 }
+            defer { n += 1 }
+            return n
+        }
+    }
+}
+
+/// A private temporary folder removed when the value goes away.
+final class TemporaryFolder: Sendable {
+    let path: String
+    init() throws {
+        path = NSTemporaryDirectory() + "farcast-it-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
