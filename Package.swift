@@ -15,13 +15,34 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
+        // System libraries: a module map over one shim header each, nothing else.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+
         .target(
             name: "FarcastSupport",
-            dependencies: [.product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
-        .target(name: "RFB", dependencies: ["FarcastSupport"]),
+        .target(
+            name: "RFB",
+            dependencies: [
+                "FarcastSupport", "CZlib",
+                .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(name: "Sendspin", dependencies: ["FarcastSupport"]),
         .executableTarget(
             name: "farcast",
@@ -32,7 +53,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["FarcastSupport"]),
+        .testTarget(name: "RFBTests", dependencies: ["RFB", "FarcastSupport", "CZlib"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "IntegrationTests", dependencies: ["FarcastSupport", "RFB", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -156,4 +156,14 @@ public struct ByteReader: Sendable {
             try body(UnsafeRawBufferPointer(rebasing: raw[start..<start + count]))
         }
     }
+
+    /// Gives `body` a pointer to every remaining byte without consuming any; the caller skips
+    /// what it used. For decoders that work through as much buffered input as there is.
+    @inlinable
+    public func withUnsafeRemainingBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let start = offset, end = endIndex
+        return try bytes.withUnsafeBytes { raw in
+            try body(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+        }
+    }
 }

@@ -1,10 +1,246 @@
 import ArgumentParser
+import FarcastSupport
+import Foundation
+import Logging
+import RFB
 
 struct VNCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vnc",
         abstract: "Remote desktops over RFB/VNC.",
-        discussion: "The RFB engine has not landed yet: this group has no commands so far.",
-        subcommands: []
+        discussion: """
+            Server addresses: vnc://[user@]host[:port] (TCP port, default 5900), host:N (display N, port 5900+N), host::port.
+
+            Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. TLS certificates (VeNCrypt X509*) are pinned on first use in the state directory; a changed certificate is refused until you connect once with --trust.
+            """,
+        subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self]
     )
+}
+
+/// Options every `farcast vnc` command that connects shares.
+struct VNCConnectionOptions: ParsableArguments {
+    @Argument(help: "The server: vnc://[user@]host[:port], host:display or host::port.")
+    var server: String
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "path"))
+    var passwordFile: String?
+
+    @Option(help: "User name for Plain/X509Plain (else the URL's user, FARCAST_VNC_USERNAME, or a prompt).")
+    var username: String?
+
+    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated: x509vnc, x509plain, x509none, vncauth, none, plain.", valueName: "list"))
+    var security: String?
+
+    @Flag(help: "Accept a TLS certificate that differs from the pinned one, and pin it.")
+    var trust = false
+
+    @Flag(help: "Ask for exclusive access (other viewers are disconnected) instead of sharing.")
+    var exclusive = false
+
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to wait for the TCP connection.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
+    func endpoint() throws -> VNCEndpoint {
+        do { return try VNCEndpoint(parsing: server) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+    }
+
+    func securityPreference() throws -> [SecurityMethod] {
+        guard let security else { return SecurityMethod.defaultPreference }
+        var list: [SecurityMethod] = []
+        for name in security.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !name.isEmpty {
+            guard let method = SecurityMethod(rawValue: name) else {
+                throw ValidationError("unknown security method '\(name)'; choose from \(SecurityMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            list.append(method)
+        }
+        guard !list.isEmpty else { throw ValidationError("--security needs at least one method") }
+        return list
+    }
+
+    func validate() throws {
+        _ = try securityPreference()
+        guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
+    }
+
+    /// Options for `VNCClient.connect`, starting from `configuration`.
+    func clientOptions(_ configuration: RFBConnection.Configuration) throws -> VNCClient.Options {
+        var options = VNCClient.Options()
+        var configuration = configuration
+        configuration.securityPreference = try securityPreference()
+        configuration.shared = !exclusive
+        options.configuration = configuration
+        options.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
+        options.acceptChangedCertificate = trust
+        return options
+    }
+
+    /// Supplies credentials from the file, the environment or a prompt.
+    func credentialProvider(endpoint: VNCEndpoint, logger: Logger) -> VNCCredentialProvider {
+        let passwordFile = passwordFile
+        let username = username ?? endpoint.username ?? ProcessInfo.processInfo.environment["FARCAST_VNC_USERNAME"]
+        return { request in
+            var user = username
+            if request.needsUsername && user == nil {
+                user = Secrets.prompt("User name for \(endpoint): ", echo: true)
+                if user == nil { throw RFBError.credentialsRequired("a user name (\(request.method))") }
+            }
+            if let passwordFile {
+                let (password, warning) = try Secrets.readFirstLine(ofFile: passwordFile)
+                if let warning { logger.warning("\(warning)") }
+                return VNCCredentials(username: user, password: password)
+            }
+            if let password = ProcessInfo.processInfo.environment["FARCAST_VNC_PASSWORD"] {
+                return VNCCredentials(username: user, password: password)
+            }
+            if let password = Secrets.prompt("Password for \(endpoint) (\(request.method)): ") {
+                return VNCCredentials(username: user, password: password)
+            }
+            throw RFBError.credentialsRequired("a password (\(request.method))")
+        }
+    }
+}
+
+struct VNCInfoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Connect, authenticate and describe the server: name, size, pixel format, version, security types."
+    )
+
+    @OptionGroup var connection: VNCConnectionOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let logger = global.makeLogger(label: "farcast.vnc")
+            let endpoint = try connection.endpoint()
+            var configuration = RFBConnection.Configuration()
+            configuration.requestsUpdates = false
+            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
+                                                     options: try connection.clientOptions(configuration), logger: logger)
+            let info = await client.serverInfo!
+            await client.close()
+            if global.json {
+                try printJSON(VNCInfoReport(server: endpoint.description, info: info))
+            } else {
+                print("server            \(endpoint)")
+                print("protocol          RFB \(info.protocolVersion) (server banner \"\(info.banner)\")")
+                print("security offered  \(info.securityTypes.map(securityTypeName).joined(separator: ", "))")
+                if !info.veNCryptSubtypes.isEmpty {
+                    print("VeNCrypt subtypes \(info.veNCryptSubtypes.map(veNCryptSubtypeName).joined(separator: ", "))")
+                }
+                print("security used     \(info.security)")
+                print("desktop name      \(info.name)")
+                print("size              \(info.width)x\(info.height)")
+                print("pixel format      \(info.serverPixelFormat)")
+            }
+        }
+    }
+}
+
+struct VNCInfoReport: Encodable {
+    var server: String
+    var protocolVersion: String
+    var banner: String
+    var securityTypes: [String]
+    var veNCryptSubtypes: [String]
+    var security: String
+    var name: String
+    var width: Int
+    var height: Int
+    var pixelFormat: String
+
+    init(server: String, info: ServerInfo) {
+        self.server = server
+        protocolVersion = info.protocolVersion
+        banner = info.banner
+        securityTypes = info.securityTypes.map(securityTypeName)
+        veNCryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
+        security = info.security
+        name = info.name
+        width = info.width
+        height = info.height
+        pixelFormat = info.serverPixelFormat
+    }
+}
+
+struct VNCScreenshotCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "screenshot",
+        abstract: "Connect, wait for a complete first frame and write it as a PNG.",
+        discussion: "Lossless by default: Tight sends JPEG only when --quality is given."
+    )
+
+    @OptionGroup var connection: VNCConnectionOptions
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the PNG.", valueName: "path"))
+    var output: String
+
+    @Option(help: ArgumentHelp("Ask for only this encoding (plus Raw, which servers may always use): \(RFBEncoding.decodable.map(\.name).joined(separator: ", ")).", valueName: "name"))
+    var encoding: String?
+
+    @Option(help: ArgumentHelp("Allow JPEG in Tight at this quality level, 0 (smallest) to 9 (best).", valueName: "0-9"))
+    var quality: Int?
+
+    @Option(name: .customLong("pixel-format"), help: ArgumentHelp("Pixel format to ask for: rgb888 (default), rgb565, bgr233, map8.", valueName: "name"))
+    var pixelFormat: String?
+
+    @Option(help: ArgumentHelp("Seconds to wait for the first complete frame.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let encoding, RFBEncoding(name: encoding) == nil {
+            throw ValidationError("unknown encoding '\(encoding)'; choose from \(RFBEncoding.decodable.map(\.name).joined(separator: ", "))")
+        }
+        if let quality, !(0...9).contains(quality) { throw ValidationError("--quality must be 0…9") }
+        if let pixelFormat, PixelFormat(name: pixelFormat) == nil { throw ValidationError("unknown pixel format '\(pixelFormat)'") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let logger = global.makeLogger(label: "farcast.vnc")
+            let endpoint = try connection.endpoint()
+            var configuration = RFBConnection.Configuration()
+            if let encoding { configuration.encodings = [RFBEncoding(name: encoding)!] }
+            configuration.jpegQuality = quality
+            if let pixelFormat { configuration.pixelFormat = PixelFormat(name: pixelFormat)! }
+            let started = ContinuousClock.now
+            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
+                                                     options: try connection.clientOptions(configuration), logger: logger)
+            do {
+                try await client.waitForFirstFrame(timeout: .milliseconds(Int(timeout * 1000)))
+            } catch {
+                await client.close()
+                throw error
+            }
+            let framebuffer = await client.framebuffer
+            let stats = await client.statistics
+            let used = await client.rectanglesByEncoding
+            await client.close()
+            let png = try PNGEncoder.encode(framebuffer)
+            guard FileManager.default.createFile(atPath: output, contents: Data(png)) else {
+                throw CommandFailure(message: "cannot write \(output)")
+            }
+            let elapsed = ContinuousClock.now - started
+            let encodings = used.sorted { $0.value > $1.value }.map { "\($0.key)×\($0.value)" }
+            if global.json {
+                try printJSON(ScreenshotReport(path: output, width: framebuffer.width, height: framebuffer.height,
+                                               rectangles: stats.rectangles, encodings: Dictionary(uniqueKeysWithValues: used.map { ($0.key.description, $0.value) }),
+                                               seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            } else {
+                print("wrote \(output): \(framebuffer.width)x\(framebuffer.height), \(stats.rectangles) rectangle(s) (\(encodings.joined(separator: ", "))) in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated)))")
+            }
+        }
+    }
+}
+
+struct ScreenshotReport: Encodable {
+    var path: String
+    var width: Int
+    var height: Int
+    var rectangles: Int
+    var encodings: [String: Int]
+    var seconds: Double
 }

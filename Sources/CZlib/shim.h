@@ -1,0 +1,9 @@
+#include <zlib.h>
+
+// inflateInit/deflateInit are macros Swift cannot import; these wrap them.
+static inline int czlib_inflate_init(z_streamp strm) {
+    return inflateInit_(strm, ZLIB_VERSION, (int)sizeof(z_stream));
+}
+static inline int czlib_deflate_init(z_streamp strm, int level) {
+    return deflateInit_(strm, level, ZLIB_VERSION, (int)sizeof(z_stream));
+}

@@ -1,0 +1,321 @@
+import Crypto
+import FarcastSupport
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// Supplies credentials when a server's security method needs them (may prompt the user).
+public typealias VNCCredentialProvider = @Sendable (CredentialRequest) async throws -> VNCCredentials
+
+/// A connected VNC session: the async face of `RFBConnection` over a SwiftNIO TCP channel.
+///
+/// Connect with `VNCClient.connect(to:credentials:options:)`, then read `events`, take
+/// `framebuffer` snapshots and send input. The actor serialises everything that touches the
+/// protocol state; the socket is only touched by the read loop and `send`.
+public actor VNCClient {
+    /// Connection options beyond the protocol configuration.
+    public struct Options: Sendable {
+        public var configuration = RFBConnection.Configuration()
+        /// Time allowed for the TCP connection.
+        public var connectTimeout: Duration = .seconds(10)
+        /// Time allowed for the handshake, not counting time spent waiting for credentials.
+        public var handshakeTimeout: Duration = .seconds(30)
+        /// Where TLS certificate pins live; nil uses `vnc/pins.json` in the user's state directory.
+        public var trustStore: TrustStore?
+        /// Accept (and re-pin) a certificate that differs from its pin (the user said `--trust`).
+        public var acceptChangedCertificate = false
+        public var jpegDecoder: (any JPEGDecoding)? = makeDefaultJPEGDecoder()
+        /// Sees every byte received from the server after TLS decryption (recording, tests).
+        public var inboundTap: (@Sendable ([UInt8]) -> Void)?
+
+        public init() {}
+    }
+
+    public nonisolated let events: AsyncStream<RFBEvent>
+    public nonisolated let endpoint: VNCEndpoint
+
+    private let eventSink: AsyncStream<RFBEvent>.Continuation
+    private let options: Options
+    private let logger: Logger
+    private var core: RFBConnection
+    private var channel: (any Channel)?
+    private var outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>?
+    private var readyWaiter: CheckedContinuation<ServerInfo, any Error>?
+    private var firstFrameWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+    private var nextWaiterID = 0
+    private var firstFrameComplete = false
+    private var endReason: RFBError?
+    private var ended = false
+    private var handshakeDeadline: ContinuousClock.Instant?
+    private let tlsOutcome = TLSOutcome()
+
+    /// What the server said during the handshake.
+    public private(set) var serverInfo: ServerInfo?
+
+    private init(endpoint: VNCEndpoint, options: Options, logger: Logger) {
+        self.endpoint = endpoint
+        self.options = options
+        self.logger = logger
+        core = RFBConnection(configuration: options.configuration, jpegDecoder: options.jpegDecoder)
+        (events, eventSink) = AsyncStream.makeStream(of: RFBEvent.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    /// Connects, authenticates and completes the RFB handshake. Returns once ServerInit has
+    /// arrived; the first frame follows (see `waitForFirstFrame`).
+    public static func connect(to endpoint: VNCEndpoint, credentials: @escaping VNCCredentialProvider,
+                               options: Options = Options(), logger: Logger = Logger(label: "farcast.vnc")) async throws -> VNCClient {
+        let client = VNCClient(endpoint: endpoint, options: options, logger: logger)
+        let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.nanoseconds(Int64(options.connectTimeout.components.seconds) * 1_000_000_000
+                    + options.connectTimeout.components.attoseconds / 1_000_000_000))
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: endpoint.host, port: endpoint.port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw RFBError.connectFailed("\(endpoint): \(describeNIOError(error))")
+        }
+        logger.debug("TCP connected", metadata: ["endpoint": "\(endpoint)"])
+        return try await client.start(asyncChannel, credentials: credentials)
+    }
+
+    private func start(_ asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: @escaping VNCCredentialProvider) async throws -> VNCClient {
+        channel = asyncChannel.channel
+        handshakeDeadline = .now + options.handshakeTimeout
+        Task { await self.run(asyncChannel, credentials: credentials) }
+        Task { await self.watchHandshake() }
+        let info = try await withCheckedThrowingContinuation { continuation in
+            if let serverInfo {
+                continuation.resume(returning: serverInfo)
+            } else if let endReason {
+                continuation.resume(throwing: endReason)
+            } else {
+                readyWaiter = continuation
+            }
+        }
+        logger.debug("session ready", metadata: ["name": "\(info.name)", "size": "\(info.width)x\(info.height)"])
+        return self
+    }
+
+    private func watchHandshake() async {
+        while !ended && serverInfo == nil {
+            if let deadline = handshakeDeadline, ContinuousClock.now >= deadline {
+                finish(.timedOut("waiting for the server to finish the RFB handshake"))
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    // MARK: - Public API
+
+    /// A snapshot of the remote screen as decoded so far.
+    public var framebuffer: Framebuffer { core.framebuffer }
+    /// The monitor layout.
+    public var screens: [RFBScreen] { core.screens }
+    public var cursor: RFBCursor? { core.cursor }
+    public var desktopName: String { core.desktopName }
+    /// Counters for progress reports: updates, rectangles and pixels decoded.
+    public var statistics: (updates: Int, rectangles: Int, pixels: Int) {
+        (core.updatesReceived, core.rectanglesDecoded, core.pixelsDecoded)
+    }
+    /// Pixel-data rectangles decoded per encoding.
+    public var rectanglesByEncoding: [RFBEncoding: Int] { core.rectanglesByEncoding }
+    public var isConnected: Bool { !ended }
+    /// Why the session ended, once it has.
+    public var disconnectReason: RFBError? { endReason }
+
+    /// Waits until every pixel of the framebuffer has been received once.
+    public func waitForFirstFrame(timeout: Duration = .seconds(30)) async throws {
+        if firstFrameComplete { return }
+        if let endReason { throw endReason }
+        let id = nextWaiterID
+        nextWaiterID += 1
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            self.failWaiter(id, .timedOut("waiting for the first complete frame"))
+        }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { continuation in
+            firstFrameWaiters[id] = continuation
+        }
+    }
+
+    private func failWaiter(_ id: Int, _ error: RFBError) {
+        firstFrameWaiters.removeValue(forKey: id)?.resume(throwing: error)
+    }
+
+    /// Sends a message (input event, update request, resize request).
+    public func send(_ message: ClientMessage) async throws {
+        guard !ended else { throw endReason ?? .notConnected }
+        try await perform(core.send(message), credentials: nil)
+    }
+
+    /// Asks for an update of the whole screen.
+    public func requestUpdate(incremental: Bool = true) async throws {
+        guard !ended else { throw endReason ?? .notConnected }
+        try await perform(core.requestUpdate(incremental: incremental), credentials: nil)
+    }
+
+    /// Closes the session.
+    public func close() async {
+        finish(nil)
+    }
+
+    // MARK: - The read loop
+
+    private func run(_ asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: @escaping VNCCredentialProvider) async {
+        do {
+            try await asyncChannel.executeThenClose { inbound, outbound in
+                self.outbound = outbound
+                for try await buffer in inbound {
+                    if ended { break }
+                    if let tap = options.inboundTap { tap(Array(buffer.readableBytesView)) }
+                    let actions = buffer.withUnsafeReadableBytes { core.receive($0) }
+                    try await perform(actions, credentials: credentials)
+                    if ended || core.isClosed { break }
+                }
+                if !ended && !core.isClosed {
+                    try await perform(core.connectionClosed(), credentials: credentials)
+                }
+            }
+        } catch let error as RFBError {
+            finish(error)
+        } catch {
+            finish(mapTransportError(error))
+        }
+        finish(nil)
+    }
+
+    private func perform(_ initial: [RFBConnection.Action], credentials: VNCCredentialProvider?) async throws {
+        var queue = initial[...]
+        while let action = queue.popFirst() {
+            switch action {
+            case .send(let bytes):
+                logger.trace("send", metadata: ["bytes": "\(bytes.count)", "type": "\(bytes.first ?? 0)"])
+                guard let outbound else { throw RFBError.notConnected }
+                try await outbound.write(ByteBuffer(bytes: bytes))
+            case .startTLS:
+                try await startTLS()
+                queue += core.tlsEstablished()
+            case .requestCredentials(let request):
+                guard let credentials else { throw RFBError.credentialsRequired("credentials") }
+                // The user may take a while at a prompt: the handshake clock stops meanwhile.
+                handshakeDeadline = nil
+                let supplied = try await credentials(request)
+                handshakeDeadline = .now + options.handshakeTimeout
+                queue += core.provideCredentials(supplied)
+            case .ready(let info):
+                serverInfo = info
+                handshakeDeadline = nil
+                readyWaiter?.resume(returning: info)
+                readyWaiter = nil
+            case .event(let event):
+                logger.trace("event", metadata: ["event": "\(event)"])
+                if case .framebufferUpdated(_, let first) = event, first {
+                    firstFrameComplete = true
+                    for (_, waiter) in firstFrameWaiters { waiter.resume() }
+                    firstFrameWaiters = [:]
+                }
+                eventSink.yield(event)
+            case .close(let error):
+                finish(error)
+            }
+        }
+    }
+
+    private func startTLS() async throws {
+        guard let channel else { throw RFBError.notConnected }
+        let store = try options.trustStore ?? TrustStore(directory: StateDirectory.resolve(), fileName: "vnc/pins.json")
+        let peer = endpoint.pinKey
+        let accept = options.acceptChangedCertificate
+        let outcome = tlsOutcome
+        let log = logger
+        var tls = TLSConfiguration.makeClientConfiguration()
+        // Certificates are checked against the trust-on-first-use pin below instead of a CA
+        // chain (VNC servers use self-signed certificates); hostname checks need a chain.
+        tls.certificateVerification = .noHostnameVerification
+        let context = try NIOSSLContext(configuration: tls)
+        try await channel.eventLoop.submit {
+            let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { certificates, promise in
+                do {
+                    guard let leaf = certificates.first else {
+                        outcome.set(.failed("the server presented no certificate"))
+                        promise.succeed(.failed)
+                        return
+                    }
+                    let fingerprint = hexString(SHA256.hash(data: try leaf.toDERBytes()))
+                    switch try store.check(peer: peer, fingerprint: fingerprint, acceptChange: accept) {
+                    case .matchesPin:
+                        promise.succeed(.certificateVerified)
+                    case .pinnedOnFirstUse:
+                        log.notice("pinned the TLS certificate of \(peer) on first use", metadata: ["sha256": "\(fingerprint)"])
+                        promise.succeed(.certificateVerified)
+                    case .replacedPin(let previous):
+                        log.notice("replaced the TLS pin of \(peer) as asked (--trust)", metadata: ["old": "\(previous)", "new": "\(fingerprint)"])
+                        promise.succeed(.certificateVerified)
+                    case .mismatch(let pinned):
+                        outcome.set(.mismatch(pinned: pinned, presented: fingerprint))
+                        promise.succeed(.failed)
+                    }
+                } catch {
+                    outcome.set(.failed("cannot check the certificate pin: \(error)"))
+                    promise.succeed(.failed)
+                }
+            }
+            try channel.pipeline.syncOperations.addHandler(handler, position: .first)
+        }.get()
+    }
+
+    private func mapTransportError(_ error: any Error) -> RFBError {
+        switch tlsOutcome.get() {
+        case .mismatch(let pinned, let presented):
+            return .certificateChanged(host: endpoint.pinKey, pinned: pinned, presented: presented)
+        case .failed(let reason):
+            return .tlsFailed(reason)
+        case nil:
+            if error is NIOSSLError { return .tlsFailed(describeNIOError(error)) }
+            return .connectionClosed("with an error: \(describeNIOError(error))")
+        }
+    }
+
+    private func finish(_ error: RFBError?) {
+        guard !ended else { return }
+        ended = true
+        endReason = error
+        handshakeDeadline = nil
+        let failure = error ?? .connectionClosed("before the handshake finished")
+        readyWaiter?.resume(throwing: failure)
+        readyWaiter = nil
+        for (_, waiter) in firstFrameWaiters { waiter.resume(throwing: error ?? .connectionClosed("before the first frame was complete")) }
+        firstFrameWaiters = [:]
+        eventSink.yield(.disconnected(error))
+        eventSink.finish()
+        channel?.close(promise: nil)
+    }
+}
+
+/// What the TLS verification callback decided, read back when the handshake fails.
+final class TLSOutcome: Sendable {
+    enum Value: Sendable {
+        case mismatch(pinned: String, presented: String)
+        case failed(String)
+    }
+
+    private let value = Mutex<Value?>(nil)
+    func set(_ v: Value) { value.withLock { $0 = v } }
+    func get() -> Value? { value.withLock { $0 } }
+}
+
+/// NIO errors without build paths, on one line.
+func describeNIOError(_ error: any Error) -> String {
+    if let io = error as? IOError { return io.description }
+    let text = String(describing: error)
+    return text.split(whereSeparator: \.isNewline).joined(separator: " ")
+}

@@ -1,0 +1,98 @@
+/// Where a VNC server listens, parsed from the forms users type.
+///
+/// - `vnc://[user@]host[:port]` — the port is a TCP port (default 5900)
+/// - `host:N` — display N, port 5900 + N (N below 100; larger N is taken as a port)
+/// - `host::port` — an explicit TCP port
+/// - `host` — display 0
+/// IPv6 literals go in brackets: `[::1]:1`, `vnc://[::1]:5901`.
+public struct VNCEndpoint: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var username: String?
+
+    public init(host: String, port: Int = 5900, username: String? = nil) {
+        self.host = host
+        self.port = port
+        self.username = username
+    }
+
+    public enum ParseError: Error, Equatable, CustomStringConvertible {
+        case invalid(String, reason: String)
+        public var description: String {
+            switch self {
+            case .invalid(let text, let reason):
+                return "cannot read '\(text)' as a VNC address (\(reason)); use vnc://host:port, host:display or host::port"
+            }
+        }
+    }
+
+    public init(parsing text: String) throws(ParseError) {
+        var rest = text.drop(while: { $0 == " " || $0 == "\t" })
+        while rest.last == " " || rest.last == "\t" { rest = rest.dropLast() }
+        var username: String?
+        var isURL = false
+        if rest.lowercased().hasPrefix("vnc://") {
+            isURL = true
+            rest = rest.dropFirst(6)
+            if rest.hasSuffix("/") { rest = rest.dropLast() }
+            if let at = rest.lastIndex(of: "@") {
+                username = String(rest[..<at]).removingPercentEncodingSimple()
+                rest = rest[rest.index(after: at)...]
+            }
+        }
+        guard !rest.isEmpty else { throw .invalid(text, reason: "no host") }
+        var host: Substring
+        var tail: Substring
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw .invalid(text, reason: "unclosed '['") }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            tail = rest[rest.index(after: close)...]
+        } else if let colon = rest.firstIndex(of: ":") {
+            host = rest[..<colon]
+            tail = rest[colon...]
+        } else {
+            host = rest
+            tail = ""
+        }
+        guard !host.isEmpty else { throw .invalid(text, reason: "no host") }
+        var port = 5900
+        if tail.hasPrefix("::") {
+            guard !isURL else { throw .invalid(text, reason: "'::port' is not URL syntax") }
+            guard let p = Int(tail.dropFirst(2)), (1...65535).contains(p) else { throw .invalid(text, reason: "bad port") }
+            port = p
+        } else if tail.hasPrefix(":") {
+            guard let n = Int(tail.dropFirst()), n >= 0 else { throw .invalid(text, reason: "bad display or port number") }
+            if isURL || n >= 100 {
+                guard (1...65535).contains(n) else { throw .invalid(text, reason: "port out of range") }
+                port = n
+            } else {
+                port = 5900 + n
+            }
+        } else if !tail.isEmpty {
+            throw .invalid(text, reason: "unexpected '\(tail)'")
+        }
+        self.init(host: String(host), port: port, username: username)
+    }
+
+    /// The key under which a TLS pin for this server is kept.
+    public var pinKey: String { "\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+
+    public var description: String { "\(host.contains(":") ? "[\(host)]" : host)::\(port)" }
+}
+
+extension StringProtocol {
+    /// Decodes %XX escapes (user names in URLs) without Foundation.
+    func removingPercentEncodingSimple() -> String {
+        var bytes: [UInt8] = []
+        var it = Array(utf8)[...]
+        while let b = it.popFirst() {
+            if b == 0x25, it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(v)
+                it = it.dropFirst(2)
+            } else {
+                bytes.append(b)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

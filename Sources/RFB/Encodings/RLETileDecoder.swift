@@ -1,0 +1,186 @@
+import FarcastSupport
+
+/// The tile format ZRLE (64×64 tiles inside zlib) and TRLE (16×16 tiles, no zlib) share:
+/// raw, solid, packed-palette, plain-RLE and palette-RLE tiles of CPIXELs. TRLE adds two
+/// subencodings (127, 129) that reuse the previous tile's palette.
+struct RLETileDecoder {
+    let converter: PixelConverter
+    let encoding: String
+    let allowsPaletteReuse: Bool
+    /// The palette of the last palette tile (TRLE reuse); fixed capacity 128, never reallocated.
+    var palette = [UInt32](repeating: 0, count: 128)
+    var paletteSize = 0
+
+    init(converter: PixelConverter, encoding: String, allowsPaletteReuse: Bool) {
+        self.converter = converter
+        self.encoding = encoding
+        self.allowsPaletteReuse = allowsPaletteReuse
+    }
+
+    /// Largest inflated size of a ZRLE rectangle of `width`×`height`: bounds untrusted lengths.
+    static func maximumEncodedSize(width: Int, height: Int, bytesPerCPixel bpc: Int, tileSize: Int) -> Int {
+        let tiles = ((width + tileSize - 1) / tileSize) * ((height + tileSize - 1) / tileSize)
+        return tiles * (1 + 127 * bpc) + width * height * (bpc + 2)
+    }
+
+    /// Decodes one tile at `origin` (rows `stride` words apart). Throws `TruncatedInput` if the
+    /// cursor runs out, `RFBError` for malformed data; paints only once the tile is known whole
+    /// where a retry could otherwise paint twice (harmless anyway: painting is idempotent).
+    mutating func decodeTile(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
+                             width tw: Int, height th: Int) throws {
+        let bpc = converter.bytesPerCPixel
+        let sub = try c.u8()
+        switch sub {
+        case 0:
+            try c.require(tw * th * bpc)
+            if converter.isNative && bpc == 4 {
+                for r in 0..<th {
+                    UnsafeMutableRawPointer(origin + r * stride).copyMemory(from: c.pointer + r * tw * 4, byteCount: tw * 4)
+                }
+            } else {
+                var p = c.pointer
+                for r in 0..<th {
+                    let row = origin + r * stride
+                    for x in 0..<tw {
+                        row[x] = converter.cpixel(p)
+                        p += bpc
+                    }
+                }
+            }
+            c.position += tw * th * bpc
+        case 1:
+            try c.require(bpc)
+            let colour = converter.cpixel(c.pointer)
+            c.position += bpc
+            fill(origin, stride: stride, width: tw, height: th, colour: colour)
+            palette[0] = colour
+            paletteSize = 1
+        case 2...16:
+            try readPalette(&c, count: Int(sub))
+            try decodePacked(&c, origin: origin, stride: stride, width: tw, height: th)
+        case 127 where allowsPaletteReuse:
+            guard paletteSize >= 2 else {
+                throw RFBError.malformedRectangle(encoding: encoding, detail: "tile reuses a palette of \(paletteSize) colours for packed pixels")
+            }
+            try decodePacked(&c, origin: origin, stride: stride, width: tw, height: th)
+        case 128:
+            try decodePlainRLE(&c, origin: origin, stride: stride, width: tw, height: th)
+        case 129 where allowsPaletteReuse:
+            guard paletteSize >= 1 else {
+                throw RFBError.malformedRectangle(encoding: encoding, detail: "tile reuses a palette before any was sent")
+            }
+            try decodePaletteRLE(&c, origin: origin, stride: stride, width: tw, height: th)
+        case 130...255:
+            try readPalette(&c, count: Int(sub) - 128)
+            try decodePaletteRLE(&c, origin: origin, stride: stride, width: tw, height: th)
+        default:
+            throw RFBError.malformedRectangle(encoding: encoding, detail: "unknown tile subencoding \(sub)")
+        }
+    }
+
+    private func fill(_ origin: UnsafeMutablePointer<UInt32>, stride: Int, width: Int, height: Int, colour: UInt32) {
+        var p = origin
+        for _ in 0..<height {
+            p.update(repeating: colour, count: width)
+            p += stride
+        }
+    }
+
+    private mutating func readPalette(_ c: inout BoundedCursor, count: Int) throws(TruncatedInput) {
+        let bpc = converter.bytesPerCPixel
+        try c.require(count * bpc)
+        for i in 0..<count { palette[i] = converter.cpixel(c.pointer + i * bpc) }
+        c.position += count * bpc
+        paletteSize = count
+    }
+
+    private func decodePacked(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
+                              width tw: Int, height th: Int) throws {
+        let bits = paletteSize == 2 ? 1 : paletteSize <= 4 ? 2 : 4
+        let rowBytes = (tw * bits + 7) / 8
+        try c.require(rowBytes * th)
+        let mask = UInt8((1 << bits) - 1)
+        let size = paletteSize
+        try palette.withUnsafeBufferPointer { pal in
+            for r in 0..<th {
+                let src = c.pointer + r * rowBytes
+                let row = origin + r * stride
+                var shift = 8
+                var byteIndex = 0
+                var byte: UInt8 = 0
+                for x in 0..<tw {
+                    if shift == 8 || shift <= 0 {
+                        byte = src.load(fromByteOffset: byteIndex, as: UInt8.self)
+                        byteIndex += 1
+                        shift = 8
+                    }
+                    shift -= bits
+                    let index = Int((byte >> UInt8(shift)) & mask)
+                    guard index < size else {
+                        throw RFBError.malformedRectangle(encoding: encoding, detail: "palette index \(index) beyond a palette of \(size)")
+                    }
+                    row[x] = pal[index]
+                }
+            }
+        }
+        c.position += rowBytes * th
+    }
+
+    /// Reads an RLE run length (1 + the sum of bytes, 255 continuing), refusing runs that
+    /// would overrun the tile so a stream of 255s cannot spin forever.
+    @inline(__always)
+    private func runLength(_ c: inout BoundedCursor, limit: Int) throws -> Int {
+        var length = 1
+        while true {
+            let b = try c.u8()
+            length += Int(b)
+            if length > limit {
+                throw RFBError.malformedRectangle(encoding: encoding, detail: "run of \(length)+ pixels overruns its tile (\(limit) left)")
+            }
+            if b != 255 { return length }
+        }
+    }
+
+    /// Writes a run that may wrap from one tile row to the next.
+    @inline(__always)
+    private func paint(_ origin: UnsafeMutablePointer<UInt32>, stride: Int, width: Int, at index: Int, count: Int, colour: UInt32) {
+        var i = index, left = count
+        while left > 0 {
+            let x = i % width, y = i / width
+            let n = min(left, width - x)
+            (origin + y * stride + x).update(repeating: colour, count: n)
+            i += n
+            left -= n
+        }
+    }
+
+    private func decodePlainRLE(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
+                                width tw: Int, height th: Int) throws {
+        let total = tw * th, bpc = converter.bytesPerCPixel
+        var i = 0
+        while i < total {
+            try c.require(bpc)
+            let colour = converter.cpixel(c.pointer)
+            c.position += bpc
+            let n = try runLength(&c, limit: total - i)
+            paint(origin, stride: stride, width: tw, at: i, count: n, colour: colour)
+            i += n
+        }
+    }
+
+    private func decodePaletteRLE(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
+                                  width tw: Int, height th: Int) throws {
+        let total = tw * th
+        var i = 0
+        while i < total {
+            let b = try c.u8()
+            let index = Int(b & 0x7F)
+            guard index < paletteSize else {
+                throw RFBError.malformedRectangle(encoding: encoding, detail: "palette index \(index) beyond a palette of \(paletteSize)")
+            }
+            let n = b & 0x80 != 0 ? try runLength(&c, limit: total - i) : 1
+            paint(origin, stride: stride, width: tw, at: i, count: n, colour: palette[index])
+            i += n
+        }
+    }
+}

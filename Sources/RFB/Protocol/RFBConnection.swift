@@ -1,0 +1,783 @@
+import FarcastSupport
+
+/// The RFB client protocol as a pure state machine: feed it the bytes the server sent, get back
+/// what to send, what happened, and whether to start TLS or ask for credentials. It owns no
+/// socket, thread or clock, so every rule is testable with byte vectors and a recorded stream
+/// replays without a network.
+///
+/// Invariants: bytes are consumed strictly in order; a rectangle is decoded only after it has
+/// been validated against the framebuffer; after `.close` no further action is produced.
+public struct RFBConnection: Sendable {
+    /// How the client wants the session to go.
+    public struct Configuration: Sendable {
+        /// Security methods in the order the user prefers them.
+        public var securityPreference: [SecurityMethod] = SecurityMethod.defaultPreference
+        /// Share the desktop with other clients (ClientInit shared-flag).
+        public var shared = true
+        /// The pixel format to ask the server for.
+        public var pixelFormat: PixelFormat = .rgb888
+        /// Pixel-data encodings in preference order; nil means Farcast's default order.
+        /// Raw is always accepted even when not listed, as the protocol requires.
+        public var encodings: [RFBEncoding]?
+        /// JPEG quality level 0–9 for Tight; nil keeps Tight lossless (no JPEG).
+        public var jpegQuality: Int?
+        /// JPEG fine quality 0–100 (TigerVNC servers); sent only with `jpegQuality`.
+        public var jpegFineQuality: Int?
+        /// JPEG chroma subsampling (TigerVNC servers); sent only with `jpegQuality`.
+        public var jpegSubsampling: JPEGSubsampling?
+        /// zlib compression level 0–9, or nil for the server's default.
+        public var compressionLevel: Int?
+        /// Use ContinuousUpdates when the server offers it.
+        public var continuousUpdates = true
+        /// Keep asking for incremental updates (false: only the first frame is requested).
+        public var requestsUpdates = true
+        /// Ask for cursor shapes (Cursor, XCursor) so the client can draw the pointer itself.
+        public var localCursor = true
+
+        public init() {}
+
+        /// Default pixel-data encodings, best compression first (TigerVNC's order plus the ones
+        /// its viewer lacks).
+        public static let defaultEncodings: [RFBEncoding] = [.copyRect, .tight, .zrle, .hextile, .zlib, .trle, .coRRE, .rre, .raw]
+    }
+
+    /// What the transport must do.
+    public enum Action: Sendable {
+        /// Write these bytes to the server.
+        case send([UInt8])
+        /// Start a TLS client handshake on the connection now, then call `tlsEstablished()`.
+        case startTLS
+        /// Obtain credentials and call `provideCredentials(_:)`.
+        case requestCredentials(CredentialRequest)
+        /// The handshake finished; the session is ready.
+        case ready(ServerInfo)
+        case event(RFBEvent)
+        /// The session is over; close the connection.
+        case close(RFBError)
+    }
+
+    enum Phase: Sendable, Equatable {
+        case version
+        case securityTypes
+        case securityType33
+        case securityFailureReason(refusedBeforeAuth: Bool)
+        case vncAuthChallenge
+        case veNCryptVersion
+        case veNCryptVersionAck
+        case veNCryptSubtypes
+        case veNCryptSubtypeAck(SecurityMethod)
+        case tlsHandshake(SecurityMethod)
+        case plainCredentials
+        case securityResult
+        case serverInit
+        case messages
+        case closed
+    }
+
+    struct RectHeader: Sendable {
+        var rect: RFBRect
+        var encoding: RFBEncoding
+    }
+
+    struct UpdateInProgress: Sendable {
+        /// Rectangles still to come; nil when the server announced 65535 and ends with LastRect.
+        var remaining: Int?
+        var current: RectHeader?
+        var progress: RectProgress = .start
+        var dirty: [RFBRect] = []
+    }
+
+    public let configuration: Configuration
+    private(set) var phase: Phase = .version
+    /// Minor version agreed (3, 7 or 8).
+    public private(set) var minorVersion = 0
+    public private(set) var banner = ""
+    /// Security types the server offered, for reports and error messages.
+    public private(set) var offeredSecurityTypes: [UInt8] = []
+    public private(set) var offeredVeNCryptSubtypes: [UInt32] = []
+    public private(set) var chosenMethod: SecurityMethod?
+    public private(set) var serverInfo: ServerInfo?
+    /// The client's copy of the remote screen.
+    public private(set) var framebuffer = Framebuffer(width: 0, height: 0)
+    /// The monitor layout (one screen covering the framebuffer unless the server said otherwise).
+    public private(set) var screens: [RFBScreen] = []
+    public private(set) var desktopName = ""
+    public private(set) var cursor: RFBCursor?
+    /// True once the server announced ContinuousUpdates support.
+    public private(set) var serverSupportsContinuousUpdates = false
+    public private(set) var continuousUpdatesActive = false
+    public private(set) var serverSupportsFence = false
+    /// Updates completed so far.
+    public private(set) var updatesReceived = 0
+    /// Rectangles decoded so far (pixel data only) and their pixels.
+    public private(set) var rectanglesDecoded = 0
+    public private(set) var pixelsDecoded = 0
+    /// Rectangles decoded per encoding (pixel data only), to see what the server really used.
+    public private(set) var rectanglesByEncoding: [RFBEncoding: Int] = [:]
+
+    private var credentials: VNCCredentials?
+    private var credentialsRequested = false
+    private var decoder: DecoderState
+    private var update: UpdateInProgress?
+    private var coverage: CoverageMap?
+    private var input: [UInt8] = []
+    private var readIndex = 0
+    /// Don't re-parse until the input holds this many bytes (avoids re-parsing a large
+    /// length-prefixed payload on every arriving segment).
+    private var waitUntil = 0
+
+    public init(configuration: Configuration = Configuration(), jpegDecoder: (any JPEGDecoding)? = makeDefaultJPEGDecoder()) {
+        self.configuration = configuration
+        decoder = DecoderState(format: configuration.pixelFormat, jpeg: jpegDecoder)
+    }
+
+    public var isClosed: Bool { phase == .closed }
+    public var isReady: Bool { phase == .messages }
+
+    // MARK: - Inputs
+
+    /// Feeds bytes received from the server.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [Action] {
+        guard phase != .closed else { return [] }
+        input.append(contentsOf: bytes)
+        return process()
+    }
+
+    public mutating func receive(_ bytes: [UInt8]) -> [Action] {
+        bytes.withUnsafeBytes { receive($0) }
+    }
+
+    /// Supplies the credentials asked for with `.requestCredentials`.
+    public mutating func provideCredentials(_ credentials: VNCCredentials) -> [Action] {
+        self.credentials = credentials
+        return process()
+    }
+
+    /// The TLS handshake asked for with `.startTLS` completed; bytes from now on are the
+    /// decrypted stream.
+    public mutating func tlsEstablished() -> [Action] {
+        guard case .tlsHandshake(let method) = phase else { return [] }
+        switch method {
+        case .x509None, .tlsNone: phase = .securityResult
+        case .x509Vnc, .tlsVnc: phase = .vncAuthChallenge
+        default: phase = .plainCredentials
+        }
+        return process()
+    }
+
+    /// The transport saw end of stream or an error.
+    public mutating func connectionClosed() -> [Action] {
+        guard phase != .closed else { return [] }
+        let context: String
+        switch phase {
+        case .version: context = "before the server sent its RFB banner"
+        case .messages where update != nil: context = "in the middle of a framebuffer update"
+        case .messages: context = "by the server"
+        case .securityResult, .vncAuthChallenge, .plainCredentials:
+            context = "during authentication (the server may have rejected the credentials without a reason)"
+        default: context = "during the handshake"
+        }
+        phase = .closed
+        return [.close(.connectionClosed(context))]
+    }
+
+    /// Sends a normal-phase message (input events, update requests, resize requests).
+    public mutating func send(_ message: ClientMessage) -> [Action] {
+        guard phase == .messages else { return [] }
+        return [.send(message.encoded())]
+    }
+
+    /// Asks for an update of the whole framebuffer.
+    public mutating func requestUpdate(incremental: Bool) -> [Action] {
+        send(.framebufferUpdateRequest(incremental: incremental, RFBRect(x: 0, y: 0, width: framebuffer.width, height: framebuffer.height)))
+    }
+
+    // MARK: - The parse loop
+
+    private mutating func process() -> [Action] {
+        var actions: [Action] = []
+        while phase != .closed, input.count >= waitUntil {
+            var reader = ByteReader(input, offset: readIndex)
+            do {
+                let progressed = try step(&reader, &actions)
+                readIndex = reader.offset
+                waitUntil = 0
+                if !progressed { break }
+            } catch let truncated as TruncatedInput {
+                // Steps leave the reader at their last commit point when input runs out.
+                readIndex = reader.offset
+                waitUntil = truncated.offset + truncated.needed
+                break
+            } catch let error as RFBError {
+                fail(error, &actions)
+            } catch {
+                fail(.protocolViolation(String(describing: error)), &actions)
+            }
+        }
+        compactInput()
+        return actions
+    }
+
+    private mutating func fail(_ error: RFBError, _ actions: inout [Action]) {
+        phase = .closed
+        update = nil
+        input = []
+        readIndex = 0
+        actions.append(.close(error))
+    }
+
+    private mutating func compactInput() {
+        if readIndex == input.count {
+            waitUntil = max(0, waitUntil - readIndex)
+            input.removeAll(keepingCapacity: input.capacity <= 4 << 20)
+            readIndex = 0
+        } else if readIndex >= 1 << 16 && readIndex * 2 >= input.count {
+            input.removeSubrange(0..<readIndex)
+            waitUntil = max(0, waitUntil - readIndex)
+            readIndex = 0
+        }
+    }
+
+    /// Runs one step of the current phase. Returns false when blocked on something other than
+    /// input (credentials, TLS).
+    private mutating func step(_ reader: inout ByteReader, _ actions: inout [Action]) throws -> Bool {
+        switch phase {
+        case .version: try readVersion(&reader, &actions)
+        case .securityTypes: try readSecurityTypes(&reader, &actions)
+        case .securityType33: try readSecurityType33(&reader, &actions)
+        case .securityFailureReason(let beforeAuth):
+            var r = reader
+            let reason = try readReason(&r)
+            reader = r
+            throw beforeAuth ? RFBError.serverRefused(reason: reason) : RFBError.authenticationFailed(reason: reason)
+        case .vncAuthChallenge:
+            guard let password = try credentialsOrRequest(&actions)?.password else { return false }
+            var r = reader
+            let challenge = try r.readBytes(16)
+            reader = r
+            actions.append(.send(VNCAuthentication.response(challenge: challenge, password: password)))
+            phase = .securityResult
+        case .veNCryptVersion: try readVeNCryptVersion(&reader, &actions)
+        case .veNCryptVersionAck:
+            let status = try reader.readUInt8()
+            guard status == 0 else { throw RFBError.protocolViolation("the server refused VeNCrypt version 0.2 (status \(status))") }
+            phase = .veNCryptSubtypes
+        case .veNCryptSubtypes: try readVeNCryptSubtypes(&reader, &actions)
+        case .veNCryptSubtypeAck(let method):
+            let status = try reader.readUInt8()
+            guard status == 1 else { throw RFBError.authenticationFailed(reason: "the server refused VeNCrypt subtype \(method)") }
+            try afterSubtypeAccepted(method, &reader, &actions)
+        case .tlsHandshake:
+            return false
+        case .plainCredentials:
+            guard let creds = try credentialsOrRequest(&actions) else { return false }
+            var w = ByteWriter()
+            let user = Array((creds.username ?? "").utf8), pass = Array(creds.password.utf8)
+            w.writeInteger(UInt32(user.count))
+            w.writeInteger(UInt32(pass.count))
+            w.writeBytes(user)
+            w.writeBytes(pass)
+            actions.append(.send(w.bytes))
+            phase = .securityResult
+        case .securityResult:
+            let result = try reader.readInteger(as: UInt32.self)
+            guard result == 0 else {
+                if minorVersion >= 8 {
+                    phase = .securityFailureReason(refusedBeforeAuth: false)
+                    return true
+                }
+                throw RFBError.authenticationFailed(reason: "the server rejected the credentials (RFB 3.\(minorVersion) servers give no reason)")
+            }
+            sendClientInit(&actions)
+        case .serverInit: try readServerInit(&reader, &actions)
+        case .messages: try readMessage(&reader, &actions)
+        case .closed: return false
+        }
+        return true
+    }
+
+    private mutating func credentialsOrRequest(_ actions: inout [Action]) throws(RFBError) -> VNCCredentials? {
+        if let credentials { return credentials }
+        guard let method = chosenMethod else { throw .protocolViolation("credentials needed before a security method was chosen") }
+        if !credentialsRequested {
+            credentialsRequested = true
+            actions.append(.requestCredentials(CredentialRequest(method: method, needsUsername: method.needsUsername)))
+        }
+        return nil
+    }
+
+    // MARK: - Handshake
+
+    private mutating func readVersion(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let bytes = try r.readBytes(12)
+        reader = r
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard bytes.starts(with: Array("RFB ".utf8)), bytes[11] == 0x0A, bytes[7] == 0x2E,
+              let major = Int(String(decoding: bytes[4..<7], as: UTF8.self)),
+              let minor = Int(String(decoding: bytes[8..<11], as: UTF8.self)) else {
+            throw RFBError.notAnRFBServer(banner: text)
+        }
+        banner = String(text.dropLast())
+        if major < 3 { throw RFBError.unsupportedVersion("\(major).\(minor)") }
+        if major > 3 || minor >= 8 {
+            minorVersion = 8        // 3.8, Apple's 3.889 and anything newer speak 3.8
+        } else if minor == 7 {
+            minorVersion = 7
+        } else {
+            minorVersion = 3        // 3.3, and the 3.5 some old servers wrongly announce
+        }
+        actions.append(.send(Array(String(format3(minorVersion)).utf8)))
+        phase = minorVersion >= 7 ? .securityTypes : .securityType33
+    }
+
+    private func format3(_ minor: Int) -> String { "RFB 003.00\(minor)\n" }
+
+    private func readReason(_ r: inout ByteReader) throws -> String {
+        let length = Int(try r.readInteger(as: UInt32.self))
+        guard length <= 1 << 16 else { throw RFBError.protocolViolation("reason string of \(length) bytes") }
+        return try r.readUTF8(length)
+    }
+
+    private mutating func readSecurityTypes(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let count = Int(try r.readUInt8())
+        if count == 0 {
+            reader = r
+            phase = .securityFailureReason(refusedBeforeAuth: true)
+            return
+        }
+        let types = try r.readBytes(count)
+        reader = r
+        offeredSecurityTypes = types
+        for method in configuration.securityPreference {
+            if let type = method.topLevelType, types.contains(type) {
+                chosenMethod = method
+                actions.append(.send([type]))
+                try afterTopLevelChosen(type, &actions)
+                return
+            }
+            if method.veNCryptSubtype != nil, method.topLevelType == nil, types.contains(19) {
+                chosenMethod = nil
+                actions.append(.send([19]))
+                phase = .veNCryptVersion
+                return
+            }
+        }
+        throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
+                                            accepted: configuration.securityPreference.map(\.description),
+                                            hint: types.contains(19) ? nil : hintFor(types))
+    }
+
+    private func hintFor(_ types: [UInt8]) -> String? {
+        if types.contains(2) && !configuration.securityPreference.contains(.vncAuth) { return "add vncauth to --security" }
+        if types.contains(1) && !configuration.securityPreference.contains(.none) { return "add none to --security" }
+        return nil
+    }
+
+    private mutating func readSecurityType33(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let type = try r.readInteger(as: UInt32.self)
+        reader = r
+        if type == 0 {
+            phase = .securityFailureReason(refusedBeforeAuth: true)
+            return
+        }
+        offeredSecurityTypes = [UInt8(truncatingIfNeeded: type)]
+        let method: SecurityMethod? = type == 1 ? SecurityMethod.none : type == 2 ? .vncAuth : nil
+        guard let method, configuration.securityPreference.contains(method) else {
+            throw RFBError.noCommonSecurityType(offered: [type < 256 ? securityTypeName(UInt8(type)) : "type \(type)"],
+                                                accepted: configuration.securityPreference.map(\.description), hint: nil)
+        }
+        chosenMethod = method
+        try afterTopLevelChosen(UInt8(type), &actions)
+    }
+
+    private mutating func afterTopLevelChosen(_ type: UInt8, _ actions: inout [Action]) throws {
+        switch type {
+        case 1:
+            // 3.3 and 3.7 send no SecurityResult after None.
+            if minorVersion >= 8 { phase = .securityResult } else { sendClientInit(&actions) }
+        case 2:
+            phase = .vncAuthChallenge
+            _ = try credentialsOrRequest(&actions)
+        default:
+            throw RFBError.protocolViolation("security type \(type) chosen but not implemented")
+        }
+    }
+
+    private mutating func readVeNCryptVersion(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let major = try r.readUInt8(), minor = try r.readUInt8()
+        reader = r
+        guard major > 0 || minor >= 2 else {
+            throw RFBError.protocolViolation("the server speaks VeNCrypt \(major).\(minor); Farcast needs 0.2")
+        }
+        actions.append(.send([0, 2]))
+        phase = .veNCryptVersionAck
+    }
+
+    private mutating func readVeNCryptSubtypes(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let count = Int(try r.readUInt8())
+        var subtypes: [UInt32] = []
+        for _ in 0..<count { subtypes.append(try r.readInteger(as: UInt32.self)) }
+        reader = r
+        offeredVeNCryptSubtypes = subtypes
+        guard count > 0 else { throw RFBError.serverRefused(reason: "the server offered no VeNCrypt subtypes") }
+        for method in configuration.securityPreference where SecurityMethod.implemented.contains(method) {
+            if let sub = method.veNCryptSubtype, subtypes.contains(sub) {
+                chosenMethod = method
+                var w = ByteWriter()
+                w.writeInteger(sub)
+                actions.append(.send(w.bytes))
+                phase = .veNCryptSubtypeAck(method)
+                if method.needsPassword { _ = try credentialsOrRequest(&actions) }
+                return
+            }
+        }
+        let names = subtypes.map(veNCryptSubtypeName)
+        let anonymous = subtypes.compactMap { sub in SecurityMethod.allCases.first { $0.veNCryptSubtype == sub && $0.x509Alternative != nil } }
+        var hint: String?
+        if let anon = anonymous.first, let alternative = anon.x509Alternative {
+            hint = "\(anon) needs anonymous TLS cipher suites, which the TLS library here (BoringSSL) does not have; configure the server with a certificate for \(alternative) (TigerVNC: -SecurityTypes \(alternative) -X509Cert … -X509Key …) or allow VncAuth"
+        }
+        throw RFBError.noCommonSecurityType(offered: names, accepted: configuration.securityPreference.map(\.description), hint: hint)
+    }
+
+    private mutating func afterSubtypeAccepted(_ method: SecurityMethod, _ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        if method.usesTLS {
+            // The TLS client speaks first; nothing may be buffered beyond this point.
+            guard reader.remaining == 0 else {
+                throw RFBError.protocolViolation("\(reader.remaining) unexpected byte(s) before the TLS handshake")
+            }
+            phase = .tlsHandshake(method)
+            actions.append(.startTLS)
+            return
+        }
+        switch method {
+        case .none: phase = .securityResult
+        case .vncAuth: phase = .vncAuthChallenge
+        case .plain: phase = .plainCredentials
+        default: throw RFBError.protocolViolation("VeNCrypt subtype \(method) has no handler")
+        }
+    }
+
+    private mutating func sendClientInit(_ actions: inout [Action]) {
+        actions.append(.send([configuration.shared ? 1 : 0]))
+        phase = .serverInit
+    }
+
+    private mutating func readServerInit(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let width = Int(try r.readInteger(as: UInt16.self))
+        let height = Int(try r.readInteger(as: UInt16.self))
+        let serverFormat = try PixelFormat.decode(from: &r)
+        let nameLength = Int(try r.readInteger(as: UInt32.self))
+        guard nameLength <= 1 << 20 else { throw RFBError.protocolViolation("desktop name of \(nameLength) bytes") }
+        let name = try r.readUTF8(nameLength)
+        reader = r
+        guard width <= Framebuffer.maximumDimension, height <= Framebuffer.maximumDimension else {
+            throw RFBError.framebufferTooLarge(width: width, height: height)
+        }
+        try configuration.pixelFormat.validate()
+        framebuffer = Framebuffer(width: width, height: height)
+        screens = [RFBScreen(id: 0, x: 0, y: 0, width: width, height: height)]
+        desktopName = name
+        coverage = CoverageMap(width: width, height: height)
+        let info = ServerInfo(banner: banner, protocolVersion: "3.\(minorVersion)", securityTypes: offeredSecurityTypes,
+                              veNCryptSubtypes: offeredVeNCryptSubtypes, security: (chosenMethod ?? .none).description,
+                              width: width, height: height, name: name,
+                              serverPixelFormat: serverFormat.description, pixelFormat: configuration.pixelFormat.description)
+        serverInfo = info
+        actions.append(.send(ClientMessage.setPixelFormat(configuration.pixelFormat).encoded()))
+        actions.append(.send(ClientMessage.setEncodings(encodingList()).encoded()))
+        actions.append(.send(ClientMessage.framebufferUpdateRequest(incremental: false, RFBRect(x: 0, y: 0, width: width, height: height)).encoded()))
+        phase = .messages
+        actions.append(.ready(info))
+    }
+
+    /// The SetEncodings list: pixel encodings in preference order, then pseudo-encodings.
+    func encodingList() -> [RFBEncoding] {
+        var list = configuration.encodings ?? Configuration.defaultEncodings
+        if decoder.jpeg == nil || configuration.jpegQuality == nil {
+            // Without a quality level no server sends JPEG; nothing else to do.
+        }
+        if let q = configuration.jpegQuality, decoder.jpeg != nil {
+            list.append(.jpegQuality(min(max(q, 0), 9)))
+            if let fine = configuration.jpegFineQuality { list.append(.jpegFineQuality(min(max(fine, 0), 100))) }
+            if let sub = configuration.jpegSubsampling { list.append(.jpegSubsampling(sub)) }
+        }
+        if let c = configuration.compressionLevel { list.append(.compressionLevel(min(max(c, 0), 9))) }
+        list += [.extendedDesktopSize, .desktopSize, .lastRect, .desktopName, .fence]
+        if configuration.continuousUpdates { list.append(.continuousUpdates) }
+        if configuration.localCursor { list += [.cursor, .xCursor] }
+        return list
+    }
+
+    // MARK: - Normal phase
+
+    private mutating func readMessage(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        if update != nil {
+            try continueUpdate(&reader, &actions)
+            return
+        }
+        var r = reader
+        let type = try r.readUInt8()
+        switch type {
+        case 0:
+            try r.skip(1)
+            let count = Int(try r.readInteger(as: UInt16.self))
+            reader = r
+            update = UpdateInProgress(remaining: count == 0xFFFF ? nil : count)
+            // Pipelining: ask for the next update now, so the server prepares it while this
+            // one is decoded.
+            if configuration.requestsUpdates && !continuousUpdatesActive {
+                actions.append(.send(ClientMessage.framebufferUpdateRequest(incremental: true, fullFrame).encoded()))
+            }
+        case 1:
+            try r.skip(1)
+            let first = Int(try r.readInteger(as: UInt16.self))
+            let count = Int(try r.readInteger(as: UInt16.self))
+            let colours = try r.withUnsafeBytes(count: count * 6) { raw -> [UInt32] in
+                (0..<count).map { i in
+                    // 16-bit intensities; the high byte is the 8-bit value.
+                    0xFF00_0000 | UInt32(raw[i * 6]) << 16 | UInt32(raw[i * 6 + 2]) << 8 | UInt32(raw[i * 6 + 4])
+                }
+            }
+            reader = r
+            guard first + count <= 65536 else { throw RFBError.protocolViolation("colour map entries \(first)…\(first + count) exceed 65536") }
+            decoder.converter.setColours(first: first, colours: colours)
+            actions.append(.event(.colourMapChanged(first: first, count: count)))
+        case 2:
+            reader = r
+            actions.append(.event(.bell))
+        case 3:
+            try r.skip(3)
+            let length = Int(try r.readInteger(as: Int32.self))
+            guard length.magnitude <= 32 << 20 else {
+                throw RFBError.protocolViolation("clipboard text of \(length.magnitude) bytes (limit 32 MiB)")
+            }
+            if length >= 0 {
+                let text = try r.readLatin1(length)
+                reader = r
+                actions.append(.event(.serverClipboard(text)))
+            } else {
+                // Extended Clipboard data: not negotiated by this client; skip it intact.
+                try r.skip(Int(length.magnitude))
+                reader = r
+            }
+        case 150:
+            reader = r
+            if !serverSupportsContinuousUpdates {
+                serverSupportsContinuousUpdates = true
+                if configuration.continuousUpdates && configuration.requestsUpdates {
+                    continuousUpdatesActive = true
+                    actions.append(.send(ClientMessage.enableContinuousUpdates(true, fullFrame).encoded()))
+                }
+            } else if continuousUpdatesActive {
+                // The server ended continuous updates: fall back to requesting them.
+                continuousUpdatesActive = false
+                if configuration.requestsUpdates {
+                    actions.append(.send(ClientMessage.framebufferUpdateRequest(incremental: true, fullFrame).encoded()))
+                }
+            }
+        case 248:
+            try r.skip(3)
+            let flags = try r.readInteger(as: UInt32.self)
+            let length = Int(try r.readUInt8())
+            guard length <= 64 else { throw RFBError.protocolViolation("fence payload of \(length) bytes (at most 64)") }
+            let payload = try r.readBytes(length)
+            reader = r
+            serverSupportsFence = true
+            if flags & 0x8000_0000 != 0 {
+                // Messages are processed strictly in order, so BlockBefore, BlockAfter and
+                // SyncNext hold trivially; echo them, clear Request.
+                actions.append(.send(ClientMessage.clientFence(flags: flags & 0x7, payload: payload).encoded()))
+            }
+        case 250:
+            try r.skip(3)
+            reader = r
+        default:
+            throw RFBError.unknownMessageType(type)
+        }
+    }
+
+    private var fullFrame: RFBRect { RFBRect(x: 0, y: 0, width: framebuffer.width, height: framebuffer.height) }
+
+    private mutating func continueUpdate(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        guard var current = update else { return }
+        defer { if update != nil { update = current } }
+        if current.remaining == 0 {
+            finishUpdate(current, &actions)
+            return
+        }
+        if current.current == nil {
+            var r = reader
+            let x = Int(try r.readInteger(as: UInt16.self)), y = Int(try r.readInteger(as: UInt16.self))
+            let w = Int(try r.readInteger(as: UInt16.self)), h = Int(try r.readInteger(as: UInt16.self))
+            let encoding = RFBEncoding(try r.readInteger(as: Int32.self))
+            reader = r
+            current.current = RectHeader(rect: RFBRect(x: x, y: y, width: w, height: h), encoding: encoding)
+            current.progress = .start
+        }
+        let header = current.current!
+        let rect = header.rect
+        if header.encoding.isPixelData {
+            guard framebuffer.contains(rect) else {
+                throw RFBError.rectangleOutOfBounds(encoding: header.encoding.description, x: rect.x, y: rect.y, width: rect.width,
+                                                    height: rect.height, framebufferWidth: framebuffer.width, framebufferHeight: framebuffer.height)
+            }
+            switch header.encoding {
+            case .raw:
+                var rows = 0
+                if case .raw(let done) = current.progress { rows = done }
+                defer { current.progress = .raw(rowsDone: rows) }
+                try RawDecoder.decode(&reader, rect: rect, rowsDone: &rows, framebuffer: &framebuffer, converter: decoder.converter)
+            case .copyRect:
+                try CopyRectDecoder.decode(&reader, rect: rect, framebuffer: &framebuffer)
+            case .rre, .coRRE:
+                try RREDecoder.decode(&reader, rect: rect, compact: header.encoding == .coRRE, progress: &current.progress,
+                                      framebuffer: &framebuffer, converter: decoder.converter)
+            case .hextile:
+                try HextileDecoder.decode(&reader, rect: rect, progress: &current.progress, framebuffer: &framebuffer, converter: decoder.converter)
+            case .zlib:
+                try ZlibDecoder.decode(&reader, rect: rect, state: &decoder, framebuffer: &framebuffer)
+            case .tight:
+                try TightDecoder.decode(&reader, rect: rect, state: &decoder, framebuffer: &framebuffer)
+            case .trle:
+                try TRLEDecoder.decode(&reader, rect: rect, progress: &current.progress, framebuffer: &framebuffer, converter: decoder.converter)
+            case .zrle:
+                try ZRLEDecoder.decode(&reader, rect: rect, state: &decoder, framebuffer: &framebuffer)
+            default:
+                throw RFBError.unsupportedEncoding(header.encoding.rawValue)
+            }
+            current.dirty.append(rect)
+            rectanglesDecoded += 1
+            pixelsDecoded += rect.area
+            rectanglesByEncoding[header.encoding, default: 0] += 1
+            coverage?.mark(rect)
+        } else {
+            try decodePseudo(header, &reader, &current, &actions)
+        }
+        current.current = nil
+        if header.encoding == .lastRect {
+            current.remaining = 0
+        } else if let remaining = current.remaining {
+            current.remaining = remaining - 1
+        }
+        if current.remaining == 0 { finishUpdate(current, &actions) }
+    }
+
+    private mutating func decodePseudo(_ header: RectHeader, _ reader: inout ByteReader, _ current: inout UpdateInProgress,
+                                       _ actions: inout [Action]) throws {
+        let rect = header.rect
+        switch header.encoding {
+        case .lastRect:
+            break   // ends the update; handled by the caller
+        case .desktopSize:
+            try resize(width: rect.width, height: rect.height, screens: nil, &actions)
+        case .extendedDesktopSize:
+            var r = reader
+            let count = Int(try r.readUInt8())
+            try r.skip(3)
+            var layout: [RFBScreen] = []
+            for _ in 0..<count {
+                let id = try r.readInteger(as: UInt32.self)
+                let x = Int(try r.readInteger(as: UInt16.self)), y = Int(try r.readInteger(as: UInt16.self))
+                let w = Int(try r.readInteger(as: UInt16.self)), h = Int(try r.readInteger(as: UInt16.self))
+                let flags = try r.readInteger(as: UInt32.self)
+                layout.append(RFBScreen(id: id, x: x, y: y, width: w, height: h, flags: flags))
+            }
+            reader = r
+            if rect.x == 1 && rect.y != 0 {
+                actions.append(.event(.resizeRefused(status: rect.y)))
+            } else {
+                try resize(width: rect.width, height: rect.height, screens: layout, &actions)
+            }
+        case .cursor:
+            var r = reader
+            let shape = try CursorDecoder.decodeRich(&r, header: rect, converter: decoder.converter)
+            reader = r
+            cursor = shape
+            actions.append(.event(.cursorChanged(shape)))
+        case .xCursor:
+            var r = reader
+            let shape = try CursorDecoder.decodeX(&r, header: rect)
+            reader = r
+            cursor = shape
+            actions.append(.event(.cursorChanged(shape)))
+        case .desktopName:
+            var r = reader
+            let length = Int(try r.readInteger(as: UInt32.self))
+            guard length <= 1 << 20 else { throw RFBError.protocolViolation("desktop name of \(length) bytes") }
+            let name = try r.readUTF8(length)
+            reader = r
+            desktopName = name
+            actions.append(.event(.desktopNameChanged(name)))
+        default:
+            throw RFBError.unsupportedEncoding(header.encoding.rawValue)
+        }
+    }
+
+    private mutating func resize(width: Int, height: Int, screens layout: [RFBScreen]?, _ actions: inout [Action]) throws {
+        guard width <= Framebuffer.maximumDimension, height <= Framebuffer.maximumDimension else {
+            throw RFBError.framebufferTooLarge(width: width, height: height)
+        }
+        let changed = width != framebuffer.width || height != framebuffer.height
+        framebuffer.resize(width: width, height: height)
+        let newScreens = (layout?.isEmpty ?? true) ? [RFBScreen(id: 0, x: 0, y: 0, width: width, height: height)] : layout!
+        let screensChanged = newScreens != screens
+        screens = newScreens
+        if changed, coverage != nil { coverage = CoverageMap(width: width, height: height) }
+        if changed || screensChanged {
+            actions.append(.event(.resized(width: width, height: height, screens: newScreens)))
+        }
+        if changed && continuousUpdatesActive {
+            actions.append(.send(ClientMessage.enableContinuousUpdates(true, fullFrame).encoded()))
+        }
+    }
+
+    private mutating func finishUpdate(_ finished: UpdateInProgress, _ actions: inout [Action]) {
+        update = nil
+        updatesReceived += 1
+        var first = false
+        if let map = coverage, map.isComplete {
+            first = true
+            coverage = nil
+        }
+        actions.append(.event(.framebufferUpdated(dirty: finished.dirty, completesFirstFrame: first)))
+    }
+}
+
+/// Which pixels have been received at least once; tracks the first complete frame.
+struct CoverageMap: Sendable {
+    let width: Int, height: Int
+    private var bits: [UInt64]
+    private var covered = 0
+
+    init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+        bits = [UInt64](repeating: 0, count: (width * height + 63) / 64)
+    }
+
+    var isComplete: Bool { covered >= width * height }
+
+    mutating func mark(_ rect: RFBRect) {
+        let r = rect.intersection(RFBRect(x: 0, y: 0, width: width, height: height))
+        guard !r.isEmpty else { return }
+        for y in r.y..<(r.y + r.height) {
+            var i = y * width + r.x
+            let end = i + r.width
+            while i < end {
+                let word = i >> 6, bit = i & 63
+                let n = min(64 - bit, end - i)
+                let mask: UInt64 = (n == 64 ? ~0 : ((1 << UInt64(n)) - 1)) << UInt64(bit)
+                covered += (mask & ~bits[word]).nonzeroBitCount
+                bits[word] |= mask
+                i += n
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+/// Everything that can end an RFB session, worded so a person can act on it.
+///
+/// The engine never traps on bad input: a malformed, truncated or hostile stream surfaces as one
+/// of these and the connection is closed.
+public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The peer did not start with an RFB banner.
+    case notAnRFBServer(banner: String)
+    /// The server's protocol version is older than 3.3.
+    case unsupportedVersion(String)
+    /// The server refused the connection before authentication, with its reason.
+    case serverRefused(reason: String)
+    /// None of the server's security types is in the client's preference list.
+    case noCommonSecurityType(offered: [String], accepted: [String], hint: String?)
+    /// The server rejected the credentials (or another security failure), with its reason.
+    case authenticationFailed(reason: String)
+    /// The server asked for a password or user name and none is available.
+    case credentialsRequired(String)
+    /// A TLS certificate does not match the pin recorded on first use.
+    case certificateChanged(host: String, pinned: String, presented: String)
+    /// TLS could not be set up or failed.
+    case tlsFailed(String)
+    /// The server violated the protocol.
+    case protocolViolation(String)
+    /// The server announced dimensions beyond what the engine accepts.
+    case framebufferTooLarge(width: Int, height: Int)
+    /// A rectangle lies (partly) outside the framebuffer.
+    case rectangleOutOfBounds(encoding: String, x: Int, y: Int, width: Int, height: Int, framebufferWidth: Int, framebufferHeight: Int)
+    /// The server used an encoding the client never offered or does not know.
+    case unsupportedEncoding(Int32)
+    /// Encoded data was inconsistent with its rectangle.
+    case malformedRectangle(encoding: String, detail: String)
+    /// zlib reported corrupt data, or the data inflated past the rectangle.
+    case compressionError(encoding: String, detail: String)
+    /// A JPEG image in a Tight rectangle could not be decoded.
+    case jpegError(String)
+    /// The server sent a message type the client does not know (its length is unknowable).
+    case unknownMessageType(UInt8)
+    /// The connection closed, with the context in which it happened.
+    case connectionClosed(String)
+    /// Connecting failed (resolution, refusal, timeout).
+    case connectFailed(String)
+    /// An operation waited too long.
+    case timedOut(String)
+    /// The operation needs a connected session.
+    case notConnected
+
+    public var description: String {
+        switch self {
+        case .notAnRFBServer(let banner):
+            return "the server is not speaking RFB (it sent \(banner.debugDescription)); check the host and port"
+        case .unsupportedVersion(let version):
+            return "the server speaks RFB \(version), older than 3.3, which Farcast does not support"
+        case .serverRefused(let reason):
+            return "the server refused the connection: \(reason)"
+        case .noCommonSecurityType(let offered, let accepted, let hint):
+            var text = "no common security type: the server offers \(offered.joined(separator: ", ")); this client accepts \(accepted.joined(separator: ", "))"
+            if let hint { text += "; \(hint)" }
+            return text
+        case .authenticationFailed(let reason):
+            return "authentication failed: \(reason)"
+        case .credentialsRequired(let what):
+            return "the server requires \(what); give it with --password-file, FARCAST_VNC_PASSWORD or the prompt"
+        case .certificateChanged(let host, let pinned, let presented):
+            return "the TLS certificate of \(host) changed: pinned SHA-256 \(pinned), presented \(presented); if you trust the new certificate, connect once with --trust"
+        case .tlsFailed(let detail):
+            return "TLS failed: \(detail)"
+        case .protocolViolation(let detail):
+            return "protocol violation by the server: \(detail)"
+        case .framebufferTooLarge(let w, let h):
+            return "the server announced a \(w)×\(h) framebuffer, larger than the 16384×16384 limit"
+        case .rectangleOutOfBounds(let encoding, let x, let y, let w, let h, let fw, let fh):
+            return "\(encoding) rectangle \(w)×\(h) at (\(x),\(y)) lies outside the \(fw)×\(fh) framebuffer"
+        case .unsupportedEncoding(let value):
+            return "the server used encoding \(value), which this client did not offer"
+        case .malformedRectangle(let encoding, let detail):
+            return "malformed \(encoding) rectangle: \(detail)"
+        case .compressionError(let encoding, let detail):
+            return "corrupt \(encoding) compressed data: \(detail)"
+        case .jpegError(let detail):
+            return "JPEG decoding failed: \(detail)"
+        case .unknownMessageType(let type):
+            return "the server sent unknown message type \(type); the stream cannot be followed past it"
+        case .connectionClosed(let context):
+            return "the connection closed \(context)"
+        case .connectFailed(let detail):
+            return "cannot connect: \(detail)"
+        case .timedOut(let what):
+            return "timed out \(what)"
+        case .notConnected:
+            return "not connected"
+        }
+    }
+}

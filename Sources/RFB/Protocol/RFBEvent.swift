@@ -1,0 +1,58 @@
+/// What the server did, as the engine reports it.
+public enum RFBEvent: Sendable, Equatable {
+    /// A FramebufferUpdate finished; `dirty` lists the pixel rectangles it changed.
+    /// `completesFirstFrame` is true once every pixel has been received at least once.
+    case framebufferUpdated(dirty: [RFBRect], completesFirstFrame: Bool)
+    /// The framebuffer changed size (DesktopSize or ExtendedDesktopSize); the monitor layout
+    /// is one screen covering everything when the server did not send one.
+    case resized(width: Int, height: Int, screens: [RFBScreen])
+    /// The server refused this client's SetDesktopSize (ExtendedDesktopSize status code).
+    case resizeRefused(status: Int)
+    case cursorChanged(RFBCursor)
+    case bell
+    /// ServerCutText: the server's clipboard text.
+    case serverClipboard(String)
+    case desktopNameChanged(String)
+    /// SetColourMapEntries arrived (colour-mapped formats only).
+    case colourMapChanged(first: Int, count: Int)
+    /// The session ended: nil when the client closed it, else why it ended. Always the last event.
+    case disconnected(RFBError?)
+}
+
+/// What the server told the client during the handshake.
+public struct ServerInfo: Sendable, Equatable, Codable {
+    /// The banner as sent, e.g. "RFB 003.008".
+    public var banner: String
+    /// The version both sides speak: "3.3", "3.7" or "3.8".
+    public var protocolVersion: String
+    /// Security types the server listed (3.7+) or chose (3.3).
+    public var securityTypes: [UInt8]
+    /// VeNCrypt subtypes, when the client went through VeNCrypt.
+    public var veNCryptSubtypes: [UInt32]
+    /// The method that authenticated this session.
+    public var security: String
+    public var width: Int
+    public var height: Int
+    public var name: String
+    /// The server's native pixel format (from ServerInit).
+    public var serverPixelFormat: String
+    /// The pixel format the client asked for and decodes.
+    public var pixelFormat: String
+}
+
+/// Credentials the engine asks for when a security method needs them.
+public struct VNCCredentials: Sendable {
+    public var username: String?
+    public var password: String
+
+    public init(username: String? = nil, password: String) {
+        self.username = username
+        self.password = password
+    }
+}
+
+/// What kind of credentials a method needs.
+public struct CredentialRequest: Sendable, Equatable {
+    public var method: SecurityMethod
+    public var needsUsername: Bool
+}

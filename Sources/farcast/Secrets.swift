@@ -1,0 +1,57 @@
+import FarcastSupport
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads secrets the way Farcast promises: from a file, an environment variable, or a prompt on
+/// the terminal — never from argv.
+enum Secrets {
+    /// The first line of a file (trailing CR/LF removed). The file should not be world-readable;
+    /// a warning is returned when it is.
+    static func readFirstLine(ofFile path: String) throws -> (value: String, warning: String?) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure(message: "cannot read the password file \(path)")
+        }
+        var text = String(decoding: data, as: UTF8.self)
+        if let newline = text.firstIndex(where: { $0 == "\n" || $0 == "\r" }) { text = String(text[..<newline]) }
+        var warning: String?
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+           let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
+            warning = "\(path) is readable by other users (mode \(String(mode, radix: 8))); chmod 600 it"
+        }
+        return (text, warning)
+    }
+
+    /// Prompts on the controlling terminal with echo off. Returns nil when there is no terminal.
+    static func prompt(_ message: String, echo: Bool = false) -> String? {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        _ = message.withCString { write(fd, $0, strlen($0)) }
+        var saved = termios()
+        let haveTermios = tcgetattr(fd, &saved) == 0
+        if haveTermios && !echo {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(fd, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if haveTermios && !echo {
+                tcsetattr(fd, TCSAFLUSH, &saved)
+                _ = write(fd, "\n", 1)
+            }
+        }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1 {
+            if byte == 0x0A || byte == 0x0D { break }
+            line.append(byte)
+            if line.count > 4096 { break }
+        }
+        return String(decoding: line, as: UTF8.self)
+    }
+}
