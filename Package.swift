@@ -49,11 +49,16 @@ let package = Package(
             dependencies: [
                 "FarcastSupport", "RFB", "Sendspin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
-        .testTarget(name: "RFBTests", dependencies: ["RFB", "FarcastSupport", "CZlib"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RFBTests",
+            dependencies: ["RFB", "FarcastSupport", "CZlib", .target(name: "CTurboJPEG", condition: .when(platforms: [.linux]))],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "IntegrationTests", dependencies: ["FarcastSupport", "RFB", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]

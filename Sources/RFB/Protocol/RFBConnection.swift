@@ -498,7 +498,7 @@ public struct RFBConnection: Sendable {
     }
 
     /// The SetEncodings list: pixel encodings in preference order, then pseudo-encodings.
-    func encodingList() -> [RFBEncoding] {
+    public func encodingList() -> [RFBEncoding] {
         var list = configuration.encodings ?? Configuration.defaultEncodings
         if decoder.jpeg == nil || configuration.jpegQuality == nil {
             // Without a quality level no server sends JPEG; nothing else to do.

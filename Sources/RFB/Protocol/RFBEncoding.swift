@@ -84,11 +84,11 @@ public struct RFBEncoding: RawRepresentable, Hashable, Sendable, CustomStringCon
 
 /// JPEG chroma subsampling the client may ask a TigerVNC-compatible server for.
 public enum JPEGSubsampling: String, Sendable, CaseIterable {
-    case none = "1x", x4 = "4x", x2 = "2x", gray, x8 = "8x", x16 = "16x"
+    case x1 = "1x", x4 = "4x", x2 = "2x", gray, x8 = "8x", x16 = "16x"
 
     var pseudoEncoding: Int32 {
         switch self {
-        case .none: return -768
+        case .x1: return -768
         case .x4: return -767
         case .x2: return -766
         case .gray: return -765

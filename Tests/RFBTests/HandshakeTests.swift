@@ -1,0 +1,235 @@
+import FarcastSupport
+@testable import RFB
+import Testing
+
+/// The handshake as byte vectors: versions, every security path, failures with the server's
+/// reason, and what the client sends at each step.
+@Suite struct HandshakeTests {
+    private func reason(_ text: String) -> [UInt8] {
+        var w = ByteWriter()
+        w.writeInteger(UInt32(text.utf8.count))
+        w.writeUTF8(text)
+        return w.bytes
+    }
+
+    private func serverInit(_ width: Int = 4, _ height: Int = 3, name: String = "desk") -> [UInt8] {
+        var s = ServerScript()
+        s.serverInit(width: width, height: height, name: name)
+        return s.bytes
+    }
+
+    @Test func version38WithNoneReachesReadyAndRequestsTheFirstFrame() throws {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8))
+        #expect(h.sent == [Array("RFB 003.008\n".utf8)])
+        h.feed([2, 2, 1])                // two types offered: VncAuth, None (default prefers VncAuth…)
+        // …but no password is known yet: the client asks for one.
+        #expect(h.sent.last == [2])
+        #expect(h.actions.contains { if case .requestCredentials(let r) = $0 { return r.method == .vncAuth } else { return false } })
+    }
+
+    @Test func noneSecurityFollowsThePreferenceOrder() throws {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.none, .vncAuth]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 2, 1])
+        #expect(h.sent[1] == [1])
+        h.feed([0, 0, 0, 0])             // SecurityResult OK (3.8 sends it even for None)
+        #expect(h.sent[2] == [1])        // ClientInit, shared
+        h.feed(serverInit(name: "büro"))
+        let sent = h.sent
+        #expect(sent[3] == ClientMessage.setPixelFormat(.rgb888).encoded())
+        #expect(sent[4].first == 2)      // SetEncodings
+        #expect(sent[5] == ClientMessage.framebufferUpdateRequest(incremental: false, RFBRect(x: 0, y: 0, width: 4, height: 3)).encoded())
+        let ready = h.actions.compactMap { if case .ready(let info) = $0 { return info } else { return nil } }.first
+        #expect(ready?.name == "büro")
+        #expect(ready?.protocolVersion == "3.8")
+        #expect(ready?.securityTypes == [2, 1])
+        #expect(h.connection.isReady)
+    }
+
+    @Test func vncAuthenticationAnswersTheChallengeOnceThePasswordArrives() throws {
+        var h = Harness()
+        let challenge = Array(0..<16 as Range<UInt8>)
+        // Banner, security list and challenge arrive together before the password is known.
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 2] + challenge)
+        #expect(h.sent.count == 2)
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "secret12"))
+        #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "secret12"))
+        h.feed([0, 0, 0, 0])
+        #expect(h.sent.last == [1])
+        // Credentials are requested exactly once.
+        #expect(h.actions.filter { if case .requestCredentials = $0 { return true } else { return false } }.count == 1)
+    }
+
+    @Test func wrongPasswordSurfacesTheServersReason() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 2] + [UInt8](repeating: 7, count: 16))
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "nope"))
+        h.feed([0, 0, 0, 1] + reason("Authentication failure"))
+        #expect(h.closeError == .authenticationFailed(reason: "Authentication failure"))
+        #expect(h.connection.isClosed)
+    }
+
+    @Test func version33ServerChoosesTheType() {
+        var h = Harness()
+        h.feed(Array("RFB 003.003\n".utf8))
+        #expect(h.sent == [Array("RFB 003.003\n".utf8)])
+        h.feed([0, 0, 0, 2] + [UInt8](repeating: 1, count: 16))
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "pw"))
+        #expect(h.sent.count == 2 && h.sent[1].count == 16)
+        // 3.3 failure carries no reason.
+        h.feed([0, 0, 0, 1])
+        if case .authenticationFailed(let text)? = h.closeError {
+            #expect(text.contains("give no reason"))
+        } else {
+            Issue.record("expected authenticationFailed, got \(String(describing: h.closeError))")
+        }
+    }
+
+    @Test func version33RefusalCarriesAReason() {
+        var h = Harness()
+        h.feed(Array("RFB 003.003\n".utf8) + [0, 0, 0, 0] + reason("Too many security failures"))
+        #expect(h.closeError == .serverRefused(reason: "Too many security failures"))
+    }
+
+    @Test func version37NoneSkipsTheSecurityResult() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.none]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.007\n".utf8) + [1, 1])
+        #expect(h.sent == [Array("RFB 003.007\n".utf8), [1], [1]])
+        h.feed(serverInit())
+        #expect(h.connection.isReady)
+    }
+
+    @Test(arguments: [("RFB 003.889\n", "RFB 003.008\n"), ("RFB 003.005\n", "RFB 003.003\n"), ("RFB 004.001\n", "RFB 003.008\n"),
+                      ("RFB 003.006\n", "RFB 003.003\n")])
+    func versionMapping(server: String, reply: String) {
+        var h = Harness()
+        h.feed(Array(server.utf8))
+        #expect(h.sent.first == Array(reply.utf8))
+    }
+
+    @Test func appleBannerIsSpokenAs38() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.none]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.889\n".utf8) + [2, 30, 1] + [0, 0, 0, 0] + serverInit())
+        #expect(h.connection.isReady)
+        #expect(h.connection.serverInfo?.protocolVersion == "3.8")
+        #expect(h.connection.serverInfo?.banner == "RFB 003.889")
+    }
+
+    @Test(arguments: ["HTTP/1.1 400", "SSH-2.0-Open", "RFB 003.00x\n", "RFB 002.000\n"])
+    func notRFBIsRefused(banner: String) {
+        var h = Harness()
+        h.feed(Array((banner + String(repeating: " ", count: 12)).utf8.prefix(12)))
+        switch h.closeError {
+        case .notAnRFBServer?, .unsupportedVersion?: break
+        default: Issue.record("expected a banner error, got \(String(describing: h.closeError))")
+        }
+    }
+
+    @Test func serverRefusalBeforeSecurityCarriesItsReason() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [0] + reason("server is shutting down"))
+        #expect(h.closeError == .serverRefused(reason: "server is shutting down"))
+    }
+
+    @Test func noCommonSecurityTypeNamesBothSidesAndAHint() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.none]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 2, 5])
+        guard case .noCommonSecurityType(let offered, let accepted, let hint)? = h.closeError else {
+            Issue.record("expected noCommonSecurityType, got \(String(describing: h.closeError))")
+            return
+        }
+        #expect(offered == ["VncAuth(2)", "RA2(5)"])
+        #expect(accepted == ["None"])
+        #expect(hint == "add vncauth to --security")
+    }
+
+    @Test func veNCryptX509VncStartsTLSThenAuthenticatesInside() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [3, 19, 2, 5])
+        #expect(h.sent.last == [19])
+        h.feed([0, 2])
+        #expect(h.sent.last == [0, 2])
+        h.feed([0])
+        h.feed([3, 0, 0, 1, 5, 0, 0, 1, 2, 0, 0, 0, 2])     // X509Vnc(261), TLSVnc(258), VncAuth(2)
+        #expect(h.sent.last == [0, 0, 1, 5])
+        h.feed([1])
+        #expect(h.actions.contains { if case .startTLS = $0 { return true } else { return false } })
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "secret12"))
+        h.actions += h.connection.tlsEstablished()
+        let challenge = [UInt8](repeating: 0xAB, count: 16)
+        h.feed(challenge)
+        #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "secret12"))
+        h.feed([0, 0, 0, 0] + serverInit())
+        #expect(h.connection.isReady)
+        #expect(h.connection.serverInfo?.security == "X509Vnc")
+        #expect(h.connection.serverInfo?.veNCryptSubtypes == [261, 258, 2])
+    }
+
+    @Test func veNCryptFallsBackToPlainVncAuthSubtype() {
+        // Xvnc's default (TLSVnc, VncAuth): anonymous TLS is impossible here, VncAuth inside
+        // VeNCrypt works without TLS.
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 19, 2] + [0, 2] + [0] + [2, 0, 0, 1, 2, 0, 0, 0, 2])
+        #expect(h.sent.last == [0, 0, 0, 2])
+        h.feed([1] + [UInt8](repeating: 3, count: 16))
+        #expect(!h.actions.contains { if case .startTLS = $0 { return true } else { return false } })
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "x"))
+        #expect(h.sent.last?.count == 16)
+    }
+
+    @Test func anonymousTLSOnlyFailsNamingTheX509Alternative() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 2] + [0] + [1, 0, 0, 1, 2])
+        guard case .noCommonSecurityType(_, _, let hint)? = h.closeError else {
+            Issue.record("expected noCommonSecurityType, got \(String(describing: h.closeError))")
+            return
+        }
+        #expect(hint?.contains("X509Vnc") == true)
+        #expect(hint?.contains("anonymous") == true)
+    }
+
+    @Test func veNCryptPlainSendsUserAndPasswordWithLengths() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.plain]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 2] + [0] + [1, 0, 0, 1, 0] + [1])
+        #expect(h.actions.contains { if case .requestCredentials(let r) = $0 { return r.needsUsername } else { return false } })
+        h.actions += h.connection.provideCredentials(VNCCredentials(username: "ann", password: "pässword"))
+        var w = ByteWriter()
+        w.writeInteger(UInt32(3)); w.writeInteger(UInt32("pässword".utf8.count)); w.writeUTF8("ann"); w.writeUTF8("pässword")
+        #expect(h.sent.last == w.bytes)
+    }
+
+    @Test func veNCryptVersionTooOldIsRefused() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 1])
+        guard case .protocolViolation(let text)? = h.closeError else {
+            Issue.record("expected protocolViolation, got \(String(describing: h.closeError))")
+            return
+        }
+        #expect(text.contains("0.1"))
+    }
+
+    @Test func bytesBeforeTLSAreAProtocolViolation() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 2] + [0] + [1, 0, 0, 1, 4] + [1, 0x16, 0x03])
+        guard case .protocolViolation? = h.closeError else {
+            Issue.record("expected protocolViolation, got \(String(describing: h.closeError))")
+            return
+        }
+    }
+
+    @Test func closeDuringHandshakeExplainsWhere() {
+        var h = Harness()
+        h.actions += h.connection.connectionClosed()
+        #expect(h.closeError == .connectionClosed("before the server sent its RFB banner"))
+    }
+}
