@@ -24,17 +24,11 @@ struct VNCRecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds to record after the first complete frame.", valueName: "seconds"))
     var duration: Double = 5
 
-    @Option(help: ArgumentHelp("Ask for only this encoding: \(RFBEncoding.decodable.map(\.name).joined(separator: ", ")).", valueName: "name"))
-    var encoding: String?
-
-    @Option(help: ArgumentHelp("Allow JPEG in Tight at this quality level (0-9).", valueName: "0-9"))
-    var quality: Int?
+    @OptionGroup var encodingOptions: VNCEncodingOptions
 
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let encoding, RFBEncoding(name: encoding) == nil { throw ValidationError("unknown encoding '\(encoding)'") }
-        if let quality, !(0...9).contains(quality) { throw ValidationError("--quality must be 0…9") }
         guard duration >= 0 else { throw ValidationError("--duration must not be negative") }
     }
 
@@ -43,8 +37,7 @@ struct VNCRecordCommand: AsyncParsableCommand {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
             var configuration = RFBConnection.Configuration()
-            if let encoding { configuration.encodings = [RFBEncoding(name: encoding)!] }
-            configuration.jpegQuality = quality
+            encodingOptions.apply(to: &configuration)
             // Continuous updates would make the recording depend on timing; requests keep the
             // stream a plain sequence of updates.
             configuration.continuousUpdates = false

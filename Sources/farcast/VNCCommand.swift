@@ -100,6 +100,50 @@ struct VNCConnectionOptions: ParsableArguments {
     }
 }
 
+/// What to ask the server to send: encoding, JPEG quality, compression, pixel format.
+struct VNCEncodingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Ask for only this encoding (plus Raw, which servers may always use): \(RFBEncoding.decodable.map(\.name).joined(separator: ", ")).", valueName: "name"))
+    var encoding: String?
+
+    @Option(help: ArgumentHelp("Allow JPEG in Tight at this quality level, 0 (smallest) to 9 (best). Without it Tight stays lossless.", valueName: "0-9"))
+    var quality: Int?
+
+    @Option(name: .customLong("fine-quality"), help: ArgumentHelp("JPEG quality 0-100 (TigerVNC servers; needs --quality).", valueName: "0-100"))
+    var fineQuality: Int?
+
+    @Option(help: ArgumentHelp("JPEG chroma subsampling: \(JPEGSubsampling.allCases.map(\.rawValue).joined(separator: ", ")) (TigerVNC servers; needs --quality).", valueName: "mode"))
+    var subsampling: String?
+
+    @Option(name: .customLong("compress-level"), help: ArgumentHelp("zlib compression level 0-9 for Tight, Zlib and ZRLE.", valueName: "0-9"))
+    var compressLevel: Int?
+
+    @Option(name: .customLong("pixel-format"), help: ArgumentHelp("Pixel format to ask for: rgb888 (default), rgb565, bgr233, map8.", valueName: "name"))
+    var pixelFormat: String?
+
+    func validate() throws {
+        if let encoding, RFBEncoding(name: encoding) == nil {
+            throw ValidationError("unknown encoding '\(encoding)'; choose from \(RFBEncoding.decodable.map(\.name).joined(separator: ", "))")
+        }
+        if let quality, !(0...9).contains(quality) { throw ValidationError("--quality must be 0…9") }
+        if let fineQuality, !(0...100).contains(fineQuality) { throw ValidationError("--fine-quality must be 0…100") }
+        if (fineQuality != nil || subsampling != nil) && quality == nil { throw ValidationError("--fine-quality and --subsampling need --quality") }
+        if let subsampling, JPEGSubsampling(rawValue: subsampling) == nil {
+            throw ValidationError("unknown subsampling '\(subsampling)'; choose from \(JPEGSubsampling.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if let compressLevel, !(0...9).contains(compressLevel) { throw ValidationError("--compress-level must be 0…9") }
+        if let pixelFormat, PixelFormat(name: pixelFormat) == nil { throw ValidationError("unknown pixel format '\(pixelFormat)'") }
+    }
+
+    func apply(to configuration: inout RFBConnection.Configuration) {
+        if let encoding { configuration.encodings = [RFBEncoding(name: encoding)!] }
+        configuration.jpegQuality = quality
+        configuration.jpegFineQuality = fineQuality
+        configuration.jpegSubsampling = subsampling.flatMap(JPEGSubsampling.init(rawValue:))
+        configuration.compressionLevel = compressLevel
+        if let pixelFormat { configuration.pixelFormat = PixelFormat(name: pixelFormat)! }
+    }
+}
+
 struct VNCInfoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
@@ -175,14 +219,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the PNG.", valueName: "path"))
     var output: String
 
-    @Option(help: ArgumentHelp("Ask for only this encoding (plus Raw, which servers may always use): \(RFBEncoding.decodable.map(\.name).joined(separator: ", ")).", valueName: "name"))
-    var encoding: String?
-
-    @Option(help: ArgumentHelp("Allow JPEG in Tight at this quality level, 0 (smallest) to 9 (best).", valueName: "0-9"))
-    var quality: Int?
-
-    @Option(name: .customLong("pixel-format"), help: ArgumentHelp("Pixel format to ask for: rgb888 (default), rgb565, bgr233, map8.", valueName: "name"))
-    var pixelFormat: String?
+    @OptionGroup var encodingOptions: VNCEncodingOptions
 
     @Option(help: ArgumentHelp("Seconds to wait for the first complete frame.", valueName: "seconds"))
     var timeout: Double = 30
@@ -190,11 +227,6 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let encoding, RFBEncoding(name: encoding) == nil {
-            throw ValidationError("unknown encoding '\(encoding)'; choose from \(RFBEncoding.decodable.map(\.name).joined(separator: ", "))")
-        }
-        if let quality, !(0...9).contains(quality) { throw ValidationError("--quality must be 0…9") }
-        if let pixelFormat, PixelFormat(name: pixelFormat) == nil { throw ValidationError("unknown pixel format '\(pixelFormat)'") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
@@ -203,9 +235,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
             var configuration = RFBConnection.Configuration()
-            if let encoding { configuration.encodings = [RFBEncoding(name: encoding)!] }
-            configuration.jpegQuality = quality
-            if let pixelFormat { configuration.pixelFormat = PixelFormat(name: pixelFormat)! }
+            encodingOptions.apply(to: &configuration)
             let started = ContinuousClock.now
             let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
                                                      options: try connection.clientOptions(configuration), logger: logger)

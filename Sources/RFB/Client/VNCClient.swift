@@ -6,6 +6,12 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Supplies credentials when a server's security method needs them (may prompt the user).
 public typealias VNCCredentialProvider = @Sendable (CredentialRequest) async throws -> VNCCredentials
 
@@ -127,6 +133,8 @@ public actor VNCClient {
     }
     /// Pixel-data rectangles decoded per encoding.
     public var rectanglesByEncoding: [RFBEncoding: Int] { core.rectanglesByEncoding }
+    /// Tight rectangles that carried JPEG (lossy) data.
+    public var tightJPEGRectangles: Int { core.tightJPEGRectangles }
     public var isConnected: Bool { !ended }
     /// Why the session ended, once it has.
     public var disconnectReason: RFBError? { endReason }
@@ -313,9 +321,27 @@ final class TLSOutcome: Sendable {
     func get() -> Value? { value.withLock { $0 } }
 }
 
-/// NIO errors without build paths, on one line.
+/// NIO errors in words, on one line, without build paths.
 func describeNIOError(_ error: any Error) -> String {
-    if let io = error as? IOError { return io.description }
+    if let connection = error as? NIOConnectionError {
+        if connection.dnsAError != nil || connection.dnsAAAAError != nil {
+            return "cannot resolve the host name \(connection.host)"
+        }
+        if let first = connection.connectionErrors.first {
+            return describeNIOError(first.error)
+        }
+        return "no address to connect to for \(connection.host)"
+    }
+    if let io = error as? IOError {
+        return String(cString: strerror(io.errnoCode)).lowercased()
+    }
+    if let channel = error as? ChannelError {
+        switch channel {
+        case .connectTimeout(let amount): return "no answer within \(amount.nanoseconds / 1_000_000_000) s"
+        case .eof, .alreadyClosed, .ioOnClosedChannel, .outputClosed: return "the connection is closed"
+        default: break
+        }
+    }
     let text = String(describing: error)
     return text.split(whereSeparator: \.isNewline).joined(separator: " ")
 }

@@ -12,6 +12,8 @@ struct DecoderState: Sendable {
     var scratch: [UInt8] = []
     /// Tight gradient filter: the previous row's components.
     var gradientRow: [Int32] = []
+    /// Tight rectangles that arrived as JPEG.
+    var jpegRectangles = 0
 
     init(format: PixelFormat, jpeg: (any JPEGDecoding)?) {
         converter = PixelConverter(format: format)

@@ -32,6 +32,7 @@ enum TightDecoder {
                 }
             }
             reader = r
+            state.jpegRectangles += 1
         case 0...7:
             try decodeBasic(&r, control: control, rect: rect, state: &state, framebuffer: &framebuffer)
             reader = r

@@ -112,6 +112,8 @@ public struct RFBConnection: Sendable {
     /// Rectangles decoded so far (pixel data only) and their pixels.
     public private(set) var rectanglesDecoded = 0
     public private(set) var pixelsDecoded = 0
+    /// Tight rectangles that carried JPEG (lossy) data.
+    public var tightJPEGRectangles: Int { decoder.jpegRectangles }
     /// Rectangles decoded per encoding (pixel data only), to see what the server really used.
     public private(set) var rectanglesByEncoding: [RFBEncoding: Int] = [:]
 

@@ -1,0 +1,243 @@
+import CZlib
+import Foundation
+import RFB
+
+/// The Python that runs helper scripts: the setup venv's, else the system's python3.
+func pythonInterpreter() throws -> String {
+    let venv = ProcessInfo.processInfo.environment["FARCAST_VENV"] ?? packageRoot.appendingPathComponent(".venv").path
+    if FileManager.default.isExecutableFile(atPath: venv + "/bin/python") { return venv + "/bin/python" }
+    return try requireExecutable("python3", package: "python3")
+}
+
+/// A VNC password in both forms servers read: TigerVNC's obfuscated file and plain text for
+/// farcast's --password-file.
+struct PasswordFiles {
+    let plain: String
+    let tigervnc: String
+    let password: String
+
+    init(in folder: TemporaryFolder, password: String = "secret12") throws {
+        self.password = password
+        plain = folder.path + "/password.txt"
+        tigervnc = folder.path + "/passwd"
+        try (password + "\n").write(toFile: plain, atomically: true, encoding: .utf8)
+        // vncpasswd -f writes the 8-byte obfuscated password, binary, to stdout.
+        let vncpasswd = try requireExecutable("vncpasswd", package: "tigervnc-tools")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: vncpasswd)
+        process.arguments = ["-f"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data((password + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, data.count == 8 else {
+            throw PeerFailed(name: "vncpasswd", log: "exit \(process.terminationStatus), \(data.count) bytes")
+        }
+        try data.write(to: URL(fileURLWithPath: tigervnc))
+        chmod(tigervnc, 0o600)
+        chmod(plain, 0o600)
+    }
+}
+
+/// Something an X client can draw on: a display number with its environment.
+protocol XDisplay {
+    var display: Int { get }
+    var port: Int { get }
+}
+
+extension XDisplay {
+    var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["DISPLAY"] = ":\(display)"
+        return env
+    }
+
+    var endpoint: VNCEndpoint { VNCEndpoint(host: "127.0.0.1", port: port) }
+
+    /// Runs an X client against this display and waits for it.
+    @discardableResult
+    func x(_ tool: String, _ arguments: [String], package: String = "x11-xserver-utils") throws -> ProcessResult {
+        let result = try run(try requireExecutable(tool, package: package), arguments, environment: environment, timeout: 30)
+        guard result.status == 0 else { throw PeerFailed(name: tool, log: result.stderr) }
+        return result
+    }
+
+    /// Paints known content: a solid background and a picture window at the top-left.
+    /// Returns the picture viewer, which must stay alive while the content is needed.
+    func drawTestContent(kind: String = "mixed", width: Int = 240, height: Int = 150, seed: Int = 1,
+                         background: String = "steelblue", in folder: TemporaryFolder) throws -> BackgroundProcess {
+        try x("xsetroot", ["-solid", background])
+        let picture = folder.path + "/picture-\(seed)-\(kind).xwd"
+        let made = try run(try pythonInterpreter(), [packageRoot.appendingPathComponent("scripts/lib/make_xwd.py").path,
+                                                     picture, "\(width)", "\(height)", "\(seed)", kind])
+        guard made.status == 0 else { throw PeerFailed(name: "make_xwd.py", log: made.stderr) }
+        let viewer = try BackgroundProcess(try requireExecutable("xwud", package: "x11-apps"), ["-in", picture],
+                                           environment: environment, logName: "xwud")
+        // Wait until the picture is on screen: its first pixel differs from the background.
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let shot = try? XWDImage.captureRoot(of: self), shot.pixels[0] != shot.pixels[shot.width * shot.height - 1] {
+                usleep(200_000)   // let the server's damage tracking settle
+                return viewer
+            }
+            usleep(50_000)
+        }
+        throw PeerFailed(name: "xwud", log: "the test picture never appeared on :\(display)\n" + viewer.log)
+    }
+}
+
+/// TigerVNC's Xvnc on 127.0.0.1.
+final class XvncServer: XDisplay, @unchecked Sendable {
+    // @unchecked: immutable after init except the process, which only stop()/deinit touch.
+    let display: Int
+    let port: Int
+    let process: BackgroundProcess
+
+    init(geometry: String = "400x300", securityTypes: String = "VncAuth", passwords: PasswordFiles?, extra: [String] = []) throws {
+        display = DisplayNumbers.allocate()
+        port = 5900 + display
+        var arguments = [":\(display)", "-rfbport", "\(port)", "-localhost", "-interface", "127.0.0.1",
+                         "-SecurityTypes", securityTypes, "-geometry", geometry, "-depth", "24", "-nolisten", "tcp",
+                         "-AlwaysShared"]
+        if let passwords { arguments += ["-PasswordFile", passwords.tigervnc] }
+        process = try BackgroundProcess(try requireExecutable("Xvnc", package: "tigervnc-standalone-server"), arguments + extra, logName: "Xvnc")
+        try waitForTCPPort(port, process: process)
+    }
+
+    func stop() { process.stop() }
+}
+
+/// x11vnc serving an Xvfb display on 127.0.0.1.
+final class X11vncServer: XDisplay, @unchecked Sendable {
+    let display: Int
+    let port: Int
+    let xvfb: BackgroundProcess
+    let server: BackgroundProcess
+
+    init(geometry: String = "400x300", password: String?, folder: TemporaryFolder) throws {
+        display = DisplayNumbers.allocate()
+        port = 5900 + DisplayNumbers.allocate()
+        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
+                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") && Date() < deadline { usleep(50_000) }
+        let x11vnc = try requireExecutable("x11vnc", package: "x11vnc")
+        var arguments = ["-display", ":\(display)", "-rfbport", "\(port)", "-localhost", "-forever", "-shared", "-noxdamage", "-nopw"]
+        if let password {
+            let file = folder.path + "/x11vnc-passwd-\(display)"
+            let stored = try run(x11vnc, ["-storepasswd", password, file])
+            guard stored.status == 0 else { throw PeerFailed(name: "x11vnc -storepasswd", log: stored.stderr) }
+            arguments = arguments.filter { $0 != "-nopw" } + ["-rfbauth", file]
+        }
+        server = try BackgroundProcess(x11vnc, arguments, logName: "x11vnc")
+        try waitForTCPPort(port, timeout: 30, process: server)
+    }
+}
+
+/// The X server's own framebuffer, read with `xwd -root` and parsed (ZPixmap, 24/32 bpp).
+struct XWDImage {
+    let width: Int
+    let height: Int
+    /// 0x00RRGGBB per pixel.
+    let pixels: [UInt32]
+
+    static func captureRoot(of display: some XDisplay) throws -> XWDImage {
+        let xwd = try requireExecutable("xwd", package: "x11-apps")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: xwd)
+        process.arguments = ["-root", "-silent"]
+        process.environment = display.environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return try XWDImage(Array(data))
+    }
+
+    struct Malformed: Error, CustomStringConvertible { var description: String }
+
+    init(_ d: [UInt8]) throws {
+        guard d.count >= 100 else { throw Malformed(description: "xwd output is \(d.count) bytes") }
+        func field(_ i: Int) -> Int { Int(UInt32(d[i * 4]) << 24 | UInt32(d[i * 4 + 1]) << 16 | UInt32(d[i * 4 + 2]) << 8 | UInt32(d[i * 4 + 3])) }
+        let headerSize = field(0), format = field(2), w = field(4), h = field(5), byteOrder = field(7)
+        let bitsPerPixel = field(11), bytesPerLine = field(12), redMask = field(14), greenMask = field(15), blueMask = field(16), colours = field(19)
+        guard format == 2, bitsPerPixel == 32, redMask == 0xFF0000, greenMask == 0xFF00, blueMask == 0xFF else {
+            throw Malformed(description: "unsupported xwd layout: format \(format), \(bitsPerPixel) bpp, masks \(redMask)/\(greenMask)/\(blueMask)")
+        }
+        let start = headerSize + colours * 12
+        guard d.count >= start + bytesPerLine * h else { throw Malformed(description: "xwd image data is short") }
+        var px = [UInt32](repeating: 0, count: w * h)
+        for y in 0..<h {
+            for x in 0..<w {
+                let o = start + y * bytesPerLine + x * 4
+                let v = byteOrder == 0
+                    ? UInt32(d[o]) | UInt32(d[o + 1]) << 8 | UInt32(d[o + 2]) << 16 | UInt32(d[o + 3]) << 24
+                    : UInt32(d[o]) << 24 | UInt32(d[o + 1]) << 16 | UInt32(d[o + 2]) << 8 | UInt32(d[o + 3])
+                px[y * w + x] = v & 0xFFFFFF
+            }
+        }
+        width = w
+        height = h
+        pixels = px
+    }
+}
+
+/// Decodes the 8-bit RGB PNGs farcast writes (any filter type), to compare with the screen.
+func decodePNG(_ data: [UInt8]) throws -> (width: Int, height: Int, pixels: [UInt32]) {
+    struct Bad: Error, CustomStringConvertible { var description: String }
+    guard data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { throw Bad(description: "not a PNG") }
+    var p = 8, width = 0, height = 0
+    var idat: [UInt8] = []
+    func u32(_ i: Int) -> Int { Int(data[i]) << 24 | Int(data[i + 1]) << 16 | Int(data[i + 2]) << 8 | Int(data[i + 3]) }
+    while p + 8 <= data.count {
+        let length = u32(p)
+        let type = String(decoding: data[(p + 4)..<(p + 8)], as: UTF8.self)
+        let body = Array(data[(p + 8)..<(p + 8 + length)])
+        if type == "IHDR" {
+            width = u32(p + 8)
+            height = u32(p + 12)
+            guard body[8] == 8, body[9] == 2 else { throw Bad(description: "not 8-bit RGB") }
+        } else if type == "IDAT" {
+            idat += body
+        }
+        p += 12 + length
+    }
+    let stride = 1 + width * 3
+    var raw = [UInt8](repeating: 0, count: stride * height)
+    var size = uLongf(raw.count)
+    let status = raw.withUnsafeMutableBufferPointer { dst in idat.withUnsafeBufferPointer { uncompress(dst.baseAddress, &size, $0.baseAddress, uLong($0.count)) } }
+    guard status == Z_OK, Int(size) == raw.count else { throw Bad(description: "PNG data does not inflate (status \(status))") }
+    var out = [UInt8](repeating: 0, count: width * height * 3)
+    for y in 0..<height {
+        let filter = raw[y * stride]
+        for i in 0..<(width * 3) {
+            let x = raw[y * stride + 1 + i]
+            let a = i >= 3 ? Int(out[y * width * 3 + i - 3]) : 0
+            let b = y > 0 ? Int(out[(y - 1) * width * 3 + i]) : 0
+            let c = i >= 3 && y > 0 ? Int(out[(y - 1) * width * 3 + i - 3]) : 0
+            let predictor: Int
+            switch filter {
+            case 0: predictor = 0
+            case 1: predictor = a
+            case 2: predictor = b
+            case 3: predictor = (a + b) / 2
+            default:
+                let pa = abs(b - c), pb = abs(a - c), pc = abs(a + b - 2 * c)
+                predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c
+            }
+            out[y * width * 3 + i] = UInt8(truncatingIfNeeded: Int(x) + predictor)
+        }
+    }
+    var pixels = [UInt32](repeating: 0, count: width * height)
+    for i in 0..<(width * height) {
+        let r = UInt32(out[i * 3]), g = UInt32(out[i * 3 + 1]), b = UInt32(out[i * 3 + 2])
+        pixels[i] = r << 16 | g << 8 | b
+    }
+    return (width, height, pixels)
+}

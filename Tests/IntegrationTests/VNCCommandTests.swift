@@ -1,0 +1,73 @@
+import FarcastSupport
+import Foundation
+import RFB
+import Testing
+
+/// `farcast vnc …` as a user runs it against a real Xvnc.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct VNCCommandTests {
+    @Test func screenshotWritesAPNGIdenticalToTheXServersFramebuffer() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(geometry: "320x240", passwords: passwords)
+        let viewer = try server.drawTestContent(width: 200, height: 120, in: folder)
+        defer { viewer.stop() }
+        let output = folder.path + "/shot.png"
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let result = try run(try farcastBinary(), ["vnc", "screenshot", "127.0.0.1::\(server.port)", "--password-file", passwords.plain,
+                                                   "-o", output], environment: env)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("320x240"))
+        let png = try decodePNG(Array(try Data(contentsOf: URL(fileURLWithPath: output))))
+        let screen = try XWDImage.captureRoot(of: server)
+        #expect(png.width == screen.width && png.height == screen.height)
+        #expect(png.pixels == screen.pixels, "the PNG differs from xwd -root")
+    }
+
+    @Test func infoReportsTheServerAsJSONWithThePasswordFromTheEnvironment() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(geometry: "320x240", passwords: passwords)
+        var env = ProcessInfo.processInfo.environment
+        env["FARCAST_VNC_PASSWORD"] = passwords.password
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let result = try run(try farcastBinary(), ["vnc", "info", "vnc://127.0.0.1:\(server.port)", "--json"], environment: env)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(object?["width"] as? Int == 320)
+        #expect(object?["height"] as? Int == 240)
+        #expect(object?["protocol_version"] as? String == "3.8")
+        #expect(object?["security_types"] as? [String] == ["VncAuth(2)"])
+        #expect((object?["pixel_format"] as? String)?.contains("32 bpp") == true)
+        #expect(object?["name"] is String)
+    }
+
+    @Test func failuresAreOneLineWithAReason() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(geometry: "64x64", passwords: passwords)
+        var env = ProcessInfo.processInfo.environment
+        env["FARCAST_VNC_PASSWORD"] = "wrong-password"
+        env.removeValue(forKey: "DISPLAY")
+        let wrong = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)"], environment: env, stdin: Data())
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.hasPrefix("farcast: authentication failed"), "stderr: \(wrong.stderr)")
+        #expect(wrong.stderr.split(separator: "\n").count == 1)
+
+        // No password anywhere and no terminal to prompt on (setsid drops the controlling terminal).
+        env.removeValue(forKey: "FARCAST_VNC_PASSWORD")
+        let missing = try run("/usr/bin/setsid", ["--wait", try farcastBinary(), "vnc", "info", "127.0.0.1::\(server.port)"], environment: env, stdin: Data())
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("--password-file"), "stderr: \(missing.stderr)")
+
+        // Nothing listening.
+        let refused = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::1"], environment: env)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("farcast: cannot connect"), "stderr: \(refused.stderr)")
+
+        let badAddress = try run(try farcastBinary(), ["vnc", "info", "vnc://"], environment: env)
+        #expect(badAddress.status == 2)
+        #expect(badAddress.stderr.contains("cannot read"))
+    }
+}
