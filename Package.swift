@@ -18,11 +18,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
     ],
     targets: [
         // System libraries: a module map over one shim header each, nothing else.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
 
         .target(
             name: "FarcastSupport",
@@ -43,7 +46,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Sendspin", dependencies: ["FarcastSupport"]),
+        .target(
+            name: "Sendspin",
+            dependencies: [
+                "FarcastSupport", "COpus", "CFLAC",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "farcast",
             dependencies: [
@@ -59,7 +71,12 @@ let package = Package(
             dependencies: ["RFB", "FarcastSupport", "CZlib", .target(name: "CTurboJPEG", condition: .when(platforms: [.linux]))],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "IntegrationTests", dependencies: ["FarcastSupport", "RFB", "CZlib"]),
+        .testTarget(
+            name: "SendspinTests",
+            dependencies: ["Sendspin", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "IntegrationTests", dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )

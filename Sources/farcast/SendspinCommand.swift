@@ -1,10 +1,157 @@
 import ArgumentParser
+import FarcastSupport
+import Foundation
+import Logging
+import Sendspin
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct SendspinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sendspin",
         abstract: "Synchronized multi-room audio over Sendspin.",
-        discussion: "The Sendspin player has not landed yet: this group has no commands so far.",
-        subcommands: []
+        discussion: "Speaks the current, encrypted Sendspin protocol (Noise_KKpsk2) as served by Music Assistant and aiosendspin. The player's identity (its client_id) and remembered volume, mute and output delay live in the state directory.",
+        subcommands: [SendspinPlayCommand.self]
     )
+}
+
+struct SendspinPlayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Connect to a Sendspin server and play in sync with its clock.",
+        discussion: """
+            Prints a telemetry line on stderr once a second: filter offset and error, drift, buffered audio, chunks played/late/dropped. Ctrl-C says goodbye to the server and stops.
+
+            Outputs: null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
+            """
+    )
+
+    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin.")
+    var url: String
+
+    @Option(help: "The name this player shows in the server's UI.")
+    var name: String = defaultPlayerName()
+
+    @Option(help: ArgumentHelp("Where audio goes: null or wav:PATH.", valueName: "output"))
+    var output: String = "null"
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write a JSON summary here at exit.", valueName: "path"))
+    var statsJSON: String?
+
+    @Option(help: ArgumentHelp("Write one JSON line per audio chunk here: server timestamp, arrival, predicted and actual play time, filter offset and error.", valueName: "path"))
+    var trace: String?
+
+    @Option(help: ArgumentHelp("Preferred codec: pcm, flac or opus (all three are offered).", valueName: "codec"))
+    var codec: String = "pcm"
+
+    @Option(help: ArgumentHelp("Noise cipher suite: chachapoly or aesgcm.", valueName: "suite"))
+    var suite: String = "chachapoly"
+
+    @Option(name: .customLong("dac-ppm"), help: ArgumentHelp("Make the software DAC's clock run this many ppm fast (negative: slow), to exercise sync correction.", valueName: "ppm"))
+    var dacPPM: Double = 0
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
+        guard output == "null" || (output.hasPrefix("wav:") && output.count > 4) else { throw ValidationError("--output must be null or wav:PATH") }
+        guard ["pcm", "flac", "opus"].contains(codec) else { throw ValidationError("--codec must be pcm, flac or opus") }
+        guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let logger = global.makeLogger(label: "farcast.sendspin")
+            var options = SendspinPlayer.Options()
+            options.name = name
+            options.formats = SendspinPlayer.formats(preferring: codec)
+            options.suite = suite == "aesgcm" ? .aesGCM : .chaChaPoly
+            options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
+            options.dacPPM = dacPPM
+            options.store = PlayerStore(directory: try StateDirectory.resolve())
+            let sink: any AudioSink = output == "null" ? NullSink() : WAVSink(path: String(output.dropFirst(4)))
+            let player = SendspinPlayer(options: options)
+            let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
+            defer { signals.cancel() }
+            let showTelemetry = !global.quiet && !global.json
+            var traceWriter: (@Sendable ([ChunkTrace]) -> Void)?
+            if let trace {
+                traceWriter = { records in writeTrace(records, to: trace, logger: logger) }
+            }
+            var telemetry: (@Sendable (SendspinPlayer.Telemetry) -> Void)?
+            if showTelemetry {
+                telemetry = { line in FileHandleOutput.stderr(telemetryLine(line) + "\n") }
+            }
+            let report: SendspinPlayer.Report
+            do {
+                report = try await player.play(url: url, sink: sink, logger: logger, trace: traceWriter, telemetry: telemetry)
+            } catch let failure as SendspinPlayer.PlayerFailure {
+                if let statsJSON { try? writeStats(failure.report, to: statsJSON) }
+                throw CommandFailure(message: failure.description)
+            }
+            if let statsJSON { try writeStats(report, to: statsJSON) }
+            if global.json {
+                try printJSON(report)
+            } else {
+                print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(report.chunksLate) late, \(report.chunksDropped) dropped) of \(report.codec ?? "no") audio from \(report.serverName ?? url)")
+                if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+            }
+        }
+    }
+}
+
+private func defaultPlayerName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    gethostname(&buffer, buffer.count)
+    let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return host.isEmpty ? "Farcast" : "Farcast on \(host)"
+}
+
+func telemetryLine(_ t: SendspinPlayer.Telemetry) -> String {
+    let s = t.statistics
+    let error = t.filterErrorUs.map { "±\($0) µs" } ?? "unsynced"
+    return String(format: "%6.1fs  offset %+.1f µs %@  drift %+.2f ppm  buffer %5.0f ms  played %d  late %d  dropped %d",
+                  t.elapsedSeconds, t.offsetUs, error, t.driftPPM, t.bufferedMs, s.chunksPlayed, s.chunksLate, s.chunksDropped)
+}
+
+private func writeStats(_ report: SendspinPlayer.Report, to path: String) throws {
+    guard FileManager.default.createFile(atPath: path, contents: Data((try jsonString(report, pretty: true) + "\n").utf8)) else {
+        throw CommandFailure(message: "cannot write \(path)")
+    }
+}
+
+private func writeTrace(_ records: [ChunkTrace], to path: String, logger: Logger) {
+    var text = ""
+    for r in records { text += ((try? jsonString(r)) ?? "{}") + "\n" }
+    if !FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) { logger.error("cannot write the trace to \(path)") }
+}
+
+/// Calls `handler` on SIGINT and SIGTERM instead of dying, so the player can say goodbye.
+final class SignalWatcher {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable (Int32) -> Void) {
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { handler(sig) }
+            source.resume()
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    func cancel() {
+        for s in sources { s.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
 }

@@ -1,0 +1,6 @@
+#include <opus/opus.h>
+
+// opus_decoder_ctl is variadic, which Swift cannot call; wrap the requests Farcast uses.
+static inline int copus_decoder_reset(OpusDecoder *decoder) {
+    return opus_decoder_ctl(decoder, OPUS_RESET_STATE);
+}

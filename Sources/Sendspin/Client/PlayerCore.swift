@@ -1,0 +1,77 @@
+import FarcastSupport
+import Foundation
+import Synchronization
+
+/// The state the network side and the DAC thread share: the playback engine and the time
+/// filter, behind one lock so a render always sees a consistent clock mapping.
+public final class PlayerCore: Sendable {
+    struct State: Sendable {
+        var engine: PlaybackEngine
+        var filter = TimeFilter()
+        var volume = 100
+        var muted = false
+        /// Filter offsets sampled once a second: (client time µs, offset µs).
+        var offsetSamples: [(Int64, Double)] = []
+    }
+
+    private let state: Mutex<State>
+
+    public init(settings: PlaybackEngine.Settings) {
+        state = Mutex(State(engine: PlaybackEngine(settings: settings)))
+    }
+
+    static func mapping(_ filter: TimeFilter) -> ClockMapping {
+        ClockMapping(synchronized: filter.isSynchronized) { filter.clientTime(forServerTime: $0) }
+    }
+
+    public func withEngine<R>(_ body: (inout PlaybackEngine) -> R) -> R {
+        state.withLock { body(&$0.engine) }
+    }
+
+    /// Fills a DAC block; returns true when the block stopped at a format change.
+    func render(into block: inout [Int32], frames: Int, format: OutputFormat, departureUs: Double, frameDurationUs: Double) -> Bool {
+        state.withLock { s in
+            let mapping = Self.mapping(s.filter)
+            _ = s.engine.render(into: &block, frameCount: frames, format: format, departureUs: departureUs,
+                                frameDurationUs: frameDurationUs, mapping: mapping)
+            if let next = s.engine.nextFormat { return next != format }
+            return false
+        }
+    }
+
+    public func enqueue(timestamp: Int64, buffer: PCMBuffer, format: OutputFormat, compressedBytes: Int, arrival: Int64, now: Int64) {
+        state.withLock { s in
+            s.engine.enqueue(timestamp: timestamp, buffer: buffer, format: format, compressedBytes: compressedBytes, arrival: arrival,
+                             now: now, mapping: Self.mapping(s.filter), filterOffset: s.filter.offset, filterError: s.filter.error)
+        }
+    }
+
+    public func updateFilter(t1: Int64, t2: Int64, t3: Int64, t4: Int64) {
+        state.withLock { $0.filter.update(t1: t1, t2: t2, t3: t3, t4: t4) }
+    }
+
+    public var filter: TimeFilter { state.withLock { $0.filter } }
+
+    /// Records the current filter offset (for the offset standard deviation).
+    public func sampleOffset(at time: Int64) {
+        state.withLock { s in
+            if s.filter.isSynchronized { s.offsetSamples.append((time, s.filter.offset)) }
+        }
+    }
+
+    public func offsetSamples() -> [(Int64, Double)] { state.withLock { $0.offsetSamples } }
+
+    /// Applies volume/mute to the output gain: amplitude = (volume/100)^1.5, 0 when muted.
+    public func setVolume(_ volume: Int?, muted: Bool?) -> (volume: Int, muted: Bool) {
+        state.withLock { s in
+            if let volume { s.volume = min(max(volume, 0), 100) }
+            if let muted { s.muted = muted }
+            s.engine.targetGain = s.muted ? 0 : pow(Double(s.volume) / 100, 1.5)
+            return (s.volume, s.muted)
+        }
+    }
+
+    public var statistics: PlaybackStatistics { state.withLock { $0.engine.statistics } }
+    public var bufferedMilliseconds: Double { state.withLock { $0.engine.bufferedMilliseconds } }
+    public func traces() -> [ChunkTrace] { state.withLock { $0.engine.traces } }
+}

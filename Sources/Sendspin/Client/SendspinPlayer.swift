@@ -1,0 +1,511 @@
+import Crypto
+import FarcastSupport
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import WSClient
+
+/// A synchronized Sendspin player over a WebSocket it dials (client-initiated mode).
+///
+/// Runs the session, clock synchronisation (bursts of client/time, keeping the exchange with the
+/// smallest max error), decoding, and a software DAC feeding a sink until the server ends the
+/// session, `stop` is called, or the duration runs out.
+public final class SendspinPlayer: Sendable {
+    public struct Options: Sendable {
+        public var name = "Farcast"
+        /// Formats offered, most preferred first.
+        public var formats: [AudioFormatSpec] = SendspinPlayer.formats(preferring: "pcm")
+        public var suite: NoiseSuite = .chaChaPoly
+        public var bufferCapacity = 2_000_000
+        /// Stop after this long (nil: until the server ends the session or `stop`).
+        public var duration: Duration?
+        public var engine = PlaybackEngine.Settings()
+        /// Drift of the software DAC's crystal against the monotonic clock (ppm).
+        public var dacPPM = 0.0
+        /// Identity and remembered settings; nil uses a throwaway identity and defaults.
+        public var store: PlayerStore?
+        public var deviceInfo: DeviceInfo? = DeviceInfo(productName: "Farcast", manufacturer: "Farcast", softwareVersion: "farcast \(FarcastInfo.version)")
+        /// Client/time exchanges per burst; the one with the smallest max error is used.
+        public var burstSize = 8
+        public init() {}
+    }
+
+    /// The formats Farcast can play, with `codec` first.
+    public static func formats(preferring codec: String) -> [AudioFormatSpec] {
+        let pcm = [AudioFormatSpec(codec: "pcm", channels: 2, sampleRate: 48000, bitDepth: 16),
+                   AudioFormatSpec(codec: "pcm", channels: 2, sampleRate: 48000, bitDepth: 24),
+                   AudioFormatSpec(codec: "pcm", channels: 2, sampleRate: 44100, bitDepth: 16)]
+        let flac = [AudioFormatSpec(codec: "flac", channels: 2, sampleRate: 48000, bitDepth: 16),
+                    AudioFormatSpec(codec: "flac", channels: 2, sampleRate: 48000, bitDepth: 24)]
+        let opus = [AudioFormatSpec(codec: "opus", channels: 2, sampleRate: 48000, bitDepth: 16)]
+        switch codec {
+        case "flac": return flac + pcm + opus
+        case "opus": return opus + pcm + flac
+        default: return pcm + flac + opus
+        }
+    }
+
+    /// One telemetry line (once a second).
+    public struct Telemetry: Sendable {
+        public var elapsedSeconds: Double
+        public var offsetUs: Double
+        public var filterErrorUs: Int64?
+        public var driftPPM: Double
+        public var bufferedMs: Double
+        public var statistics: PlaybackStatistics
+        public var synchronized: Bool
+    }
+
+    /// The summary at exit (`--stats-json`).
+    public struct Report: Sendable, Codable {
+        public var chunksReceived: Int
+        public var chunksPlayed: Int
+        public var chunksLate: Int
+        public var chunksDropped: Int
+        public var underruns: Int
+        public var codec: String?
+        public var sampleRate: Int?
+        public var channels: Int?
+        public var bitDepth: Int?
+        /// Standard deviation of the filter offset sampled once a second after the first 10 s.
+        public var offsetStddevUs: Double?
+        /// Mean filter offset over the same samples (µs; the true offset is 0 on one host).
+        public var offsetMeanUs: Double?
+        public var maxOutputErrorUs: Double
+        public var outputErrorsMeasured: Int
+        public var framesDropped: Int
+        public var framesInserted: Int
+        public var timeExchanges: Int
+        public var serverName: String?
+        public var endReason: String?
+        public var secondsPlayed: Double
+    }
+
+    private let options: Options
+    private let clock = SystemClock(.monotonicRaw)
+    private let stopRequest = Mutex<String?>(nil)
+
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// Asks a running session to say goodbye (with `reason`) and end.
+    public func stop(reason: String = "user_request") {
+        stopRequest.withLock { if $0 == nil { $0 = reason } }
+    }
+
+    private func nowUs() -> Int64 { clock.now().microseconds }
+
+    /// Connects to `url` (ws://host:port/path) and plays into `sink` until the session ends.
+    public func play(url: String, sink: any AudioSink, logger: Logger = Logger(label: "farcast.sendspin"),
+                     trace: (@Sendable ([ChunkTrace]) -> Void)? = nil,
+                     telemetry: (@Sendable (Telemetry) -> Void)? = nil) async throws -> Report {
+        let identity = try options.store?.identity() ?? Curve25519.KeyAgreement.PrivateKey()
+        var settings = options.store?.settings() ?? PlayerStore.Settings()
+        var engineSettings = options.engine
+        engineSettings.bufferCapacity = options.bufferCapacity
+        engineSettings.tracing = engineSettings.tracing || trace != nil
+        let core = PlayerCore(settings: engineSettings)
+        _ = core.setVolume(settings.volume, muted: settings.muted)
+        core.withEngine { $0.outputDelayUs = Int64(settings.outputDelayMs) * 1000 }
+        var configuration = SendspinSession.Configuration(name: options.name, formats: options.formats)
+        configuration.suite = options.suite
+        configuration.bufferCapacity = options.bufferCapacity
+        configuration.deviceInfo = options.deviceInfo
+        let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger)
+        let dac = SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
+        let started = nowUs()
+        dac.start()
+        defer { _ = dac.stop() }
+
+        var wsConfiguration = WebSocketClientConfiguration(maxFrameSize: 1 << 17)
+        wsConfiguration.closeTimeout = .seconds(3)
+        do {
+            try await WebSocketClient.connect(url: url, configuration: wsConfiguration, logger: Logger(label: "farcast.websocket")) { inbound, outbound, _ in
+                let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
+                runtime.attach(frameSink)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    // The one writer: frames leave in the order they were encrypted.
+                    group.addTask {
+                        for await frame in frames { try await outbound.write(frame) }
+                        try? await outbound.close(.normalClosure, reason: nil)
+                    }
+                    runtime.perform(runtime.withSession { $0.start() }, now: self.nowUs())
+                    group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
+                    group.addTask { await self.timeSyncLoop(runtime) }
+                    group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) }
+                    // The receive loop ends the session (server close or our goodbye's close).
+                    try await group.next()
+                    group.cancelAll()
+                    frameSink.finish()
+                }
+            }
+        } catch let error as SendspinError {
+            runtime.end(error)
+        } catch {
+            if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeConnectError(error))")) }
+        }
+        if let sinkError = dac.stop() { logger.error("audio output failed: \(sinkError)") }
+        settings = runtime.persistedSettings(base: settings)
+        try? options.store?.save(settings)
+        if let trace { trace(core.traces()) }
+        let report = makeReport(runtime: runtime, core: core, started: started)
+        if let error = runtime.endReason, !runtime.endedCleanly {
+            throw PlayerFailure(error: error, report: report)
+        }
+        return report
+    }
+
+    /// The session failed; the report says how far it got.
+    public struct PlayerFailure: Error, CustomStringConvertible {
+        public var error: SendspinError
+        public var report: Report
+        public var description: String { error.description }
+    }
+
+    private func describeConnectError(_ error: any Error) -> String {
+        let text = String(describing: error)
+        if text.contains("refused") || text.contains("Connection refused") { return "connection refused" }
+        return text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+
+    private func receiveLoop(_ inbound: WebSocketInboundStream, runtime: Runtime) async throws {
+        var iterator = inbound.messages(maxSize: 1 << 17).makeAsyncIterator()
+        while true {
+            let message: WebSocketMessage?
+            do { message = try await iterator.next() } catch {
+                runtime.perform(runtime.withSession { $0.connectionClosed() }, now: nowUs())
+                return
+            }
+            guard let message else {
+                runtime.perform(runtime.withSession { $0.connectionClosed() }, now: nowUs())
+                return
+            }
+            // Arrival time is taken before decryption, as the reference implementation does.
+            let arrival = nowUs()
+            let inboundMessage: SendspinSession.Inbound
+            switch message {
+            case .text(let text): inboundMessage = .text(text)
+            case .binary(let buffer): inboundMessage = .binary(Array(buffer.readableBytesView))
+            }
+            runtime.perform(runtime.withSession { $0.receive(inboundMessage, at: arrival) }, now: arrival)
+            if runtime.isFinished { return }
+        }
+    }
+
+    /// Bursts of client/time; only the exchange with the smallest max error feeds the filter.
+    private func timeSyncLoop(_ runtime: Runtime) async {
+        while !runtime.isActive && !runtime.isFinished && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+        var bursts = 0
+        while !runtime.isFinished && !Task.isCancelled {
+            var best: (t1: Int64, t2: Int64, t3: Int64, t4: Int64, e: Int64)?
+            for _ in 0..<options.burstSize {
+                let t1 = nowUs()
+                guard let answer = await runtime.exchangeTime(t1: t1, now: t1) else { break }
+                let e = TimeFilter.measurement(t1: t1, t2: answer.0.serverReceived, t3: answer.0.serverTransmitted, t4: answer.1).maxError
+                if best == nil || e < best!.e { best = (t1, answer.0.serverReceived, answer.0.serverTransmitted, answer.1, e) }
+            }
+            if let b = best {
+                runtime.core.updateFilter(t1: b.t1, t2: b.t2, t3: b.t3, t4: b.t4)
+                runtime.timeExchanged()
+                runtime.filterUpdated(now: nowUs())
+            }
+            bursts += 1
+            // Two bursts back to back synchronise the filter; then every 500 ms for 10 s, then 2 s.
+            let pause: Duration = bursts < 2 ? .milliseconds(20) : bursts < 22 ? .milliseconds(500) : .seconds(2)
+            try? await Task.sleep(for: pause)
+        }
+    }
+
+    /// Telemetry once a second, offset sampling, duration and stop requests.
+    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?) async {
+        var nextTick = started + 1_000_000
+        while !runtime.isFinished && !Task.isCancelled {
+            let now = nowUs()
+            if let reason = stopRequest.withLock({ $0 }) {
+                runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
+                return
+            }
+            if let duration = options.duration, Double(now - started) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
+                runtime.perform(runtime.withSession { $0.goodbye(reason: "user_request") }, now: now)
+                return
+            }
+            if now >= nextTick {
+                nextTick += 1_000_000
+                if now - started >= 10_000_000 { runtime.core.sampleOffset(at: now) }
+                if let telemetry {
+                    let filter = runtime.core.filter
+                    telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
+                                        driftPPM: filter.drift * 1e6, bufferedMs: runtime.core.bufferedMilliseconds,
+                                        statistics: runtime.core.statistics, synchronized: filter.isSynchronized))
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    private func makeReport(runtime: Runtime, core: PlayerCore, started: Int64) -> Report {
+        let stats = core.statistics
+        let samples = core.offsetSamples().map(\.1)
+        var stddev: Double?, mean: Double?
+        if samples.count >= 2 {
+            let m = samples.reduce(0, +) / Double(samples.count)
+            mean = m
+            stddev = (samples.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(samples.count - 1)).squareRoot()
+        }
+        let format = runtime.streamFormat
+        return Report(chunksReceived: stats.chunksReceived, chunksPlayed: stats.chunksPlayed, chunksLate: stats.chunksLate,
+                      chunksDropped: stats.chunksDropped, underruns: stats.underruns, codec: format?.codec, sampleRate: format?.sampleRate,
+                      channels: format?.channels, bitDepth: format?.bitDepth, offsetStddevUs: stddev, offsetMeanUs: mean,
+                      maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
+                      framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime.exchanges,
+                      serverName: runtime.serverName, endReason: runtime.endReason.map { "\($0)" },
+                      secondsPlayed: Double(nowUs() - started) / 1e6)
+    }
+}
+
+/// The player's live session state: the protocol core, the decoder, pending time exchanges
+/// and the outgoing frame queue, all behind one lock so encryption order is send order.
+final class Runtime: Sendable {
+    struct State {
+        var session: SendspinSession
+        var frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation?
+        var decoder: (any AudioDecoder)?
+        var streamFormat: StreamFormat?
+        var outputFormat: OutputFormat?
+        var pendingTimes: [Int64: CheckedContinuation<(ServerTime, Int64)?, Never>] = [:]
+        var finished = false
+        var endReason: SendspinError?
+        var endedCleanly = false
+        var exchanges = 0
+        var available = false
+        var serverName: String?
+        var volume = 100
+        var muted = false
+        var outputDelayMs = 0
+        var loggedDecodeErrors = 0
+    }
+
+    // @unchecked-free: the decoder class is only touched inside the lock.
+    private let state: Mutex<State>
+    let core: PlayerCore
+    let logger: Logger
+
+    init(session: SendspinSession, core: PlayerCore, logger: Logger) {
+        state = Mutex(State(session: session))
+        self.core = core
+        self.logger = logger
+    }
+
+    func attach(_ frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation) {
+        state.withLock { $0.frames = frames }
+    }
+
+    func withSession(_ body: (inout SendspinSession) -> [SendspinSession.Action]) -> [SendspinSession.Action] {
+        state.withLock { body(&$0.session) }
+    }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+    var isActive: Bool { state.withLock { $0.session.isActive } }
+    var endReason: SendspinError? { state.withLock { $0.endReason } }
+    var endedCleanly: Bool { state.withLock { $0.endedCleanly } }
+    var streamFormat: StreamFormat? { state.withLock { $0.streamFormat } }
+    var exchanges: Int { state.withLock { $0.exchanges } }
+    var serverName: String? { state.withLock { $0.serverName } }
+    func timeExchanged() { state.withLock { $0.exchanges += 1 } }
+
+    func end(_ error: SendspinError?) {
+        let waiters = state.withLock { s -> [CheckedContinuation<(ServerTime, Int64)?, Never>] in
+            if !s.finished {
+                s.finished = true
+                s.endReason = error
+                s.endedCleanly = error == nil
+            }
+            s.frames?.finish()
+            defer { s.pendingTimes = [:] }
+            return Array(s.pendingTimes.values)
+        }
+        for w in waiters { w.resume(returning: nil) }
+    }
+
+    func persistedSettings(base: PlayerStore.Settings) -> PlayerStore.Settings {
+        state.withLock { s in
+            var settings = base
+            settings.volume = s.volume
+            settings.muted = s.muted
+            settings.outputDelayMs = s.outputDelayMs
+            return settings
+        }
+    }
+
+    /// Sends client/time and waits (≤ 1 s) for its answer and arrival time.
+    func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
+        let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
+            let actions = state.withLock { s -> [SendspinSession.Action]? in
+                guard !s.finished else { return nil }
+                s.pendingTimes[t1] = continuation
+                return s.session.sendTime(at: t1)
+            }
+            guard let actions else { continuation.resume(returning: nil); return }
+            perform(actions, now: now)
+            Task {
+                try? await Task.sleep(for: .seconds(1))
+                let late = self.state.withLock { $0.pendingTimes.removeValue(forKey: t1) }
+                late?.resume(returning: nil)
+            }
+        }
+        return answer
+    }
+
+    /// Executes session actions: frames out, events into the player.
+    func perform(_ actions: [SendspinSession.Action], now: Int64) {
+        for action in actions {
+            switch action {
+            case .sendText(let text):
+                state.withLock { _ = $0.frames?.yield(.text(text)) }
+            case .sendBinary(let bytes):
+                state.withLock { _ = $0.frames?.yield(.binary(ByteBuffer(bytes: bytes))) }
+            case .event(let event):
+                handle(event, now: now)
+            case .close(let error):
+                if let error { logger.debug("session closing", metadata: ["reason": "\(error)"]) }
+                end(error)
+            }
+        }
+    }
+
+    /// Sends client/state with the full player object.
+    func reportState() {
+        let actions = state.withLock { s -> [SendspinSession.Action] in
+            let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs, requiredLeadTimeMs: 250,
+                                           minBufferMs: 250, supportedCommands: ["volume", "mute", "set_output_delay"],
+                                           format: s.session.configuration.formats.first)
+            return s.session.sendState(available: s.available, player: player)
+        }
+        perform(actions, now: 0)
+    }
+
+    /// After each filter update: report availability once the clock has converged.
+    func filterUpdated(now: Int64) {
+        let filter = core.filter
+        let converged = filter.isSynchronized && (filter.error ?? .max) <= 5000
+        let changed = state.withLock { s -> Bool in
+            guard converged != s.available, s.session.isActive else { return false }
+            s.available = converged
+            return true
+        }
+        if changed {
+            logger.debug("clock synchronised", metadata: ["offset_us": "\(filter.offset)", "error_us": "\(filter.error ?? -1)"])
+            reportState()
+        }
+    }
+
+    private func handle(_ event: SendspinEvent, now: Int64) {
+        switch event {
+        case .handshakeComplete(let serverID, let category):
+            logger.debug("encrypted session established", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
+        case .hello(let hello):
+            state.withLock { $0.serverName = hello.name }
+            logger.info("connected to \(hello.name)")
+        case .activated(let activities, let roles):
+            logger.debug("activated", metadata: ["activities": "\(activities)", "roles": "\(roles)"])
+            let settings = state.withLock { s in (s.volume, s.muted) }
+            _ = settings
+            reportState()
+        case .serverTime(let time, let receivedAt):
+            let waiter = state.withLock { $0.pendingTimes.removeValue(forKey: time.clientTransmitted) }
+            waiter?.resume(returning: (time, receivedAt))
+        case .streamStart(let format):
+            guard let format else { return }
+            // The decoder is created inside the lock: it is not Sendable and lives there.
+            let outcome = state.withLock { s -> Result<Bool, AudioDecodeError> in
+                do throws(AudioDecodeError) {
+                    s.decoder = try makeAudioDecoder(for: format)
+                } catch {
+                    s.decoder = nil
+                    return .failure(error)
+                }
+                let wasStreaming = s.streamFormat != nil
+                s.streamFormat = format
+                s.outputFormat = OutputFormat(sampleRate: format.sampleRate, channels: format.channels, bitDepth: format.bitDepth ?? 16)
+                return .success(!wasStreaming)
+            }
+            switch outcome {
+            case .success(let isNewStream):
+                logger.info("stream: \(format.codec) \(format.sampleRate) Hz \(format.bitDepth.map { "\($0)-bit " } ?? "")\(format.channels) ch")
+                // A new stream from empty snaps; a format change mid-stream keeps the queue.
+                if isNewStream { core.withEngine { $0.clear() } }
+            case .failure(let error):
+                logger.error("cannot play this stream: \(error)")
+            }
+        case .streamClear:
+            core.withEngine { $0.clear() }
+        case .streamEnd:
+            core.withEngine { $0.clear(endOfStream: true) }
+            state.withLock { s in
+                s.streamFormat = nil
+                s.decoder = nil
+            }
+        case .audioChunk(let chunk):
+            let decoded = state.withLock { s -> (Result<PCMBuffer, AudioDecodeError>, OutputFormat)? in
+                guard let decoder = s.decoder, let format = s.outputFormat else { return nil }
+                do throws(AudioDecodeError) { return (.success(try decoder.decode(chunk.payload)), format) } catch { return (.failure(error), format) }
+            }
+            guard let (result, format) = decoded else {
+                core.withEngine { $0.recordUndecodable() }
+                return
+            }
+            switch result {
+            case .success(let buffer):
+                var outputFormat = format
+                outputFormat.bitDepth = buffer.bitDepth
+                core.enqueue(timestamp: chunk.timestamp, buffer: buffer, format: outputFormat, compressedBytes: chunk.payload.count + 13,
+                             arrival: chunk.arrival, now: SystemClock(.monotonicRaw).now().microseconds)
+            case .failure(let error):
+                core.withEngine { $0.recordUndecodable() }
+                let first = state.withLock { s -> Bool in
+                    s.loggedDecodeErrors += 1
+                    return s.loggedDecodeErrors <= 3
+                }
+                if first { logger.warning("dropped a chunk: \(error)") }
+            }
+        case .malformedAudio(let detail):
+            core.withEngine { $0.recordUndecodable() }
+            logger.warning("\(detail)")
+        case .groupUpdate(let update):
+            logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
+        case .metadata(let metadata):
+            logger.info("now playing: \([metadata.artist, metadata.title].compactMap { $0 }.joined(separator: " – "))")
+        case .controller(let controller):
+            logger.debug("controller state", metadata: ["volume": "\(controller.volume ?? -1)", "muted": "\(controller.muted ?? false)"])
+        case .playerCommand(let command):
+            apply(command)
+        case .unknownMessage(let type):
+            logger.debug("ignoring message type \(type) (not handled by this player)")
+        }
+    }
+
+    private func apply(_ command: PlayerCommand) {
+        switch command.command {
+        case "volume":
+            guard let volume = command.volume else { return }
+            let (v, _) = core.setVolume(volume, muted: nil)
+            state.withLock { $0.volume = v }
+        case "mute":
+            guard let mute = command.mute else { return }
+            let (_, m) = core.setVolume(nil, muted: mute)
+            state.withLock { $0.muted = m }
+        case "set_output_delay":
+            guard let delay = command.outputDelayMs else { return }
+            let clamped = min(max(delay, 0), 5000)
+            state.withLock { $0.outputDelayMs = clamped }
+            core.withEngine { $0.outputDelayUs = Int64(clamped) * 1000 }
+        default:
+            logger.debug("ignoring player command \(command.command)")
+            return
+        }
+        logger.info("server set \(command.command)", metadata: ["volume": "\(command.volume ?? -1)", "mute": "\(command.mute ?? false)", "delay_ms": "\(command.outputDelayMs ?? -1)"])
+        reportState()
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// Where played audio goes. The DAC driving a sink hands it blocks of full-scale 32-bit
+/// interleaved frames in playback order.
+public protocol AudioSink: AnyObject, Sendable {
+    var name: String { get }
+    /// (Re)configures for a format; called before the first block and on every format change.
+    func start(format: OutputFormat) throws
+    func write(_ samples: UnsafeBufferPointer<Int32>, frames: Int) throws
+    /// Flushes and closes.
+    func finish() throws
+}
+
+/// Discards audio: with the software DAC it is a timing-exact player with no sound device.
+public final class NullSink: AudioSink {
+    public let name = "null"
+    public init() {}
+    public func start(format: OutputFormat) throws {}
+    public func write(_ samples: UnsafeBufferPointer<Int32>, frames: Int) throws {}
+    public func finish() throws {}
+}
+
+/// Writes what would have been played to a WAV file at the stream's bit depth. A format change
+/// starts a new file next to the first (`name-2.wav`, `name-3.wav`, …).
+///
+/// `@unchecked Sendable`: only the DAC thread calls it after `init`, serially.
+public final class WAVSink: AudioSink, @unchecked Sendable {
+    public let name: String
+    private let basePath: String
+    private var handle: FileHandle?
+    private var format: OutputFormat?
+    private var dataBytes = 0
+    private var segment = 0
+    public private(set) var writtenPaths: [String] = []
+
+    public init(path: String) {
+        basePath = path
+        name = "wav:\(path)"
+    }
+
+    private func path(for segment: Int) -> String {
+        guard segment > 1 else { return basePath }
+        let url = URL(fileURLWithPath: basePath)
+        let stem = url.deletingPathExtension().path
+        return "\(stem)-\(segment).\(url.pathExtension.isEmpty ? "wav" : url.pathExtension)"
+    }
+
+    public func start(format: OutputFormat) throws {
+        if format == self.format { return }
+        try finish()
+        segment += 1
+        let target = path(for: segment)
+        guard FileManager.default.createFile(atPath: target, contents: nil), let h = FileHandle(forWritingAtPath: target) else {
+            throw SendspinError.protocolViolation("cannot write \(target)")
+        }
+        handle = h
+        self.format = format
+        dataBytes = 0
+        writtenPaths.append(target)
+        try h.write(contentsOf: header(format: format, dataBytes: 0))
+    }
+
+    private func header(format: OutputFormat, dataBytes: Int) -> Data {
+        var d = Data()
+        func u32(_ v: Int) { withUnsafeBytes(of: UInt32(truncatingIfNeeded: v).littleEndian) { d.append(contentsOf: $0) } }
+        func u16(_ v: Int) { withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian) { d.append(contentsOf: $0) } }
+        let bytesPerSample = format.bitDepth / 8
+        d.append(contentsOf: Array("RIFF".utf8)); u32(36 + dataBytes)
+        d.append(contentsOf: Array("WAVEfmt ".utf8)); u32(16); u16(1); u16(format.channels); u32(format.sampleRate)
+        u32(format.sampleRate * format.channels * bytesPerSample); u16(format.channels * bytesPerSample); u16(format.bitDepth)
+        d.append(contentsOf: Array("data".utf8)); u32(dataBytes)
+        return d
+    }
+
+    public func write(_ samples: UnsafeBufferPointer<Int32>, frames: Int) throws {
+        guard let handle, let format else { return }
+        let bytesPerSample = format.bitDepth / 8
+        let count = frames * format.channels
+        var bytes = [UInt8](repeating: 0, count: count * bytesPerSample)
+        let shift = Int32(32 - format.bitDepth)
+        for i in 0..<count {
+            let v = samples[i] >> shift
+            for b in 0..<bytesPerSample { bytes[i * bytesPerSample + b] = UInt8(truncatingIfNeeded: v >> Int32(8 * b)) }
+        }
+        try handle.write(contentsOf: bytes)
+        dataBytes += bytes.count
+    }
+
+    public func finish() throws {
+        guard let handle, let format else { return }
+        try handle.seek(toOffset: 0)
+        try handle.write(contentsOf: header(format: format, dataBytes: dataBytes))
+        try handle.close()
+        self.handle = nil
+        self.format = nil
+    }
+}

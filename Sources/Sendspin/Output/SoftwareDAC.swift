@@ -1,0 +1,105 @@
+import FarcastSupport
+import Foundation
+import Synchronization
+
+/// A DAC made of software: a thread that consumes frames in real time from a monotonic clock,
+/// pulls them from the playback engine and hands them to a sink. Frame k of a format run leaves
+/// at anchor + k × frame duration — the sample clock a real DAC has — so the engine's timing
+/// record is when each sample left. `ppm` makes this DAC's crystal run fast (+) or slow (−)
+/// against the monotonic clock, to exercise sync correction.
+public final class SoftwareDAC: Sendable {
+    private let clock: any MonotonicClock
+    private let sink: any AudioSink
+    private let core: PlayerCore
+    private let ppm: Double
+    private let running = Atomic<Bool>(false)
+    private let finished = Mutex<(done: Bool, error: String?)>((false, nil))
+    private let started = Atomic<Bool>(false)
+
+    public init(clock: any MonotonicClock, sink: any AudioSink, core: PlayerCore, ppm: Double = 0) {
+        self.clock = clock
+        self.sink = sink
+        self.core = core
+        self.ppm = ppm
+    }
+
+    public var sinkName: String { sink.name }
+
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let t = Thread { [self] in self.run() }
+        t.name = "farcast-dac"
+        t.qualityOfService = .userInteractive
+        started.store(true, ordering: .releasing)
+        t.start()
+    }
+
+    /// Stops the thread and finishes the sink; returns a sink error, if any occurred.
+    @discardableResult
+    public func stop() -> String? {
+        running.store(false, ordering: .releasing)
+        while started.load(ordering: .acquiring) && !finished.withLock({ $0.done }) { usleep(2000) }
+        return finished.withLock { $0.error }
+    }
+
+    private func nowMicroseconds() -> Double { Double(clock.now().nanoseconds) / 1000 }
+
+    private func run() {
+        var format: OutputFormat?
+        var anchor = 0.0
+        var framesOut = 0
+        var previousFrameUs = 0.0
+        var block = [Int32]()
+        var failure: String?
+        let maxBlock = 4096
+        while running.load(ordering: .acquiring) {
+            let now = nowMicroseconds()
+            if format == nil {
+                guard let next = core.withEngine({ $0.nextFormat }) else {
+                    usleep(2000)
+                    continue
+                }
+                do { try sink.start(format: next) } catch {
+                    failure = "\(sink.name): \(error)"
+                    break
+                }
+                // Continue the timeline: after a format change the next frame leaves where the
+                // previous format's last frame ended; the very first starts now.
+                anchor = previousFrameUs > 0 ? anchor + Double(framesOut) * previousFrameUs : now
+                format = next
+                framesOut = 0
+            }
+            guard let current = format else { continue }
+            let frameUs = frameDuration(forRate: current.sampleRate)
+            previousFrameUs = frameUs
+            let due = Int((now - anchor) / frameUs) - framesOut
+            var remaining = due
+            while remaining > 0 {
+                let n = min(remaining, maxBlock)
+                let departure = anchor + Double(framesOut) * frameUs
+                let formatChanged = core.render(into: &block, frames: n, format: current, departureUs: departure, frameDurationUs: frameUs)
+                do {
+                    try block.withUnsafeBufferPointer { try sink.write(UnsafeBufferPointer(rebasing: $0[0..<(n * current.channels)]), frames: n) }
+                } catch {
+                    failure = "\(sink.name): \(error)"
+                    running.store(false, ordering: .releasing)
+                    break
+                }
+                framesOut += n
+                remaining -= n
+                if formatChanged {
+                    format = nil
+                    break
+                }
+            }
+            usleep(2000)
+        }
+        do { try sink.finish() } catch { failure = failure ?? "\(sink.name): \(error)" }
+        finished.withLock { $0 = (true, failure) }
+    }
+
+    private func frameDuration(forRate rate: Int) -> Double {
+        // A crystal running fast by p ppm emits frames 1/(1 + p·1e-6) as long.
+        1e6 / Double(rate) / (1 + ppm * 1e-6)
+    }
+}

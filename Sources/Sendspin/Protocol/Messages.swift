@@ -1,0 +1,309 @@
+import Foundation
+
+// The Sendspin JSON messages Farcast sends and understands. Field names are the wire's
+// (snake_case, role-versioned keys such as "player@v1_support"); unknown fields are ignored on
+// decoding and optional fields are omitted when encoding, so nothing undefined is ever sent.
+
+/// `{"type": …, "payload": …}`.
+struct OutgoingEnvelope<Payload: Encodable>: Encodable {
+    var type: String
+    var payload: Payload
+}
+
+struct IncomingType: Decodable {
+    var type: String
+}
+
+struct IncomingEnvelope<Payload: Decodable>: Decodable {
+    var type: String
+    var payload: Payload
+}
+
+struct EmptyPayload: Codable {}
+
+public struct ClientInit: Codable, Sendable {
+    public var clientID: String
+    public var version: Int
+    public var suite: String
+    enum CodingKeys: String, CodingKey { case clientID = "client_id", version, suite }
+}
+
+public struct ServerInit: Codable, Sendable {
+    public var serverID: String
+    public var version: Int
+    enum CodingKeys: String, CodingKey { case serverID = "server_id", version }
+}
+
+struct ServerErrorPayload: Codable { var reason: String }
+struct HandshakePayload: Codable { var data: String }
+
+struct PSKReference: Codable {
+    var pskID: String
+    var pskCategory: String
+    enum CodingKeys: String, CodingKey { case pskID = "psk_id", pskCategory = "psk_category" }
+}
+
+public struct ServerHello: Codable, Sendable, Equatable {
+    public var name: String
+    public var languages: [String]?
+}
+
+/// One audio format a player can take.
+public struct AudioFormatSpec: Codable, Sendable, Hashable, CustomStringConvertible {
+    public var codec: String
+    public var channels: Int
+    public var sampleRate: Int
+    public var bitDepth: Int
+
+    public init(codec: String, channels: Int, sampleRate: Int, bitDepth: Int) {
+        self.codec = codec
+        self.channels = channels
+        self.sampleRate = sampleRate
+        self.bitDepth = bitDepth
+    }
+
+    enum CodingKeys: String, CodingKey { case codec, channels, sampleRate = "sample_rate", bitDepth = "bit_depth" }
+
+    public var description: String { "\(codec) \(sampleRate) Hz \(bitDepth)-bit \(channels) ch" }
+}
+
+public struct DeviceInfo: Codable, Sendable {
+    public var productName: String?
+    public var manufacturer: String?
+    public var softwareVersion: String?
+    public var macAddress: String?
+
+    public init(productName: String? = nil, manufacturer: String? = nil, softwareVersion: String? = nil, macAddress: String? = nil) {
+        self.productName = productName
+        self.manufacturer = manufacturer
+        self.softwareVersion = softwareVersion
+        self.macAddress = macAddress
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case productName = "product_name", manufacturer, softwareVersion = "software_version", macAddress = "mac_address"
+    }
+}
+
+struct PlayerSupport: Codable {
+    var supportedFormats: [AudioFormatSpec]
+    var bufferCapacity: Int
+    enum CodingKeys: String, CodingKey { case supportedFormats = "supported_formats", bufferCapacity = "buffer_capacity" }
+}
+
+struct UnpairedAccess: Codable { var enabled: Bool }
+
+struct ClientHello: Codable {
+    var name: String
+    var supportedRoles: [String]
+    var deviceInfo: DeviceInfo?
+    var playerSupport: PlayerSupport?
+    var supportedPairMethods: [String: EmptyPayload]
+    var unpairedAccess: UnpairedAccess
+
+    enum CodingKeys: String, CodingKey {
+        case name, supportedRoles = "supported_roles", deviceInfo = "device_info", playerSupport = "player@v1_support"
+        case supportedPairMethods = "supported_pair_methods", unpairedAccess = "unpaired_access"
+    }
+}
+
+public struct ServerActivate: Codable, Sendable, Equatable {
+    public var activities: [String]
+    public var activeRoles: [String]?
+    enum CodingKeys: String, CodingKey { case activities, activeRoles = "active_roles" }
+}
+
+struct ClientTime: Codable {
+    var clientTransmitted: Int64
+    enum CodingKeys: String, CodingKey { case clientTransmitted = "client_transmitted" }
+}
+
+public struct ServerTime: Codable, Sendable, Equatable {
+    public var clientTransmitted: Int64
+    public var serverReceived: Int64
+    public var serverTransmitted: Int64
+    enum CodingKeys: String, CodingKey {
+        case clientTransmitted = "client_transmitted", serverReceived = "server_received", serverTransmitted = "server_transmitted"
+    }
+}
+
+/// The player role's state, reported in every `client/state` that carries a player object.
+public struct PlayerStateReport: Codable, Sendable, Equatable {
+    public var volume: Int?
+    public var muted: Bool?
+    public var outputDelayMs: Int
+    public var requiredLeadTimeMs: Int
+    public var minBufferMs: Int
+    public var supportedCommands: [String]
+    public var format: AudioFormatSpec?
+
+    enum CodingKeys: String, CodingKey {
+        case volume, muted, outputDelayMs = "output_delay_ms", requiredLeadTimeMs = "required_lead_time_ms"
+        case minBufferMs = "min_buffer_ms", supportedCommands = "supported_commands", format
+    }
+}
+
+struct ClientState: Codable {
+    var available: Bool
+    var player: PlayerStateReport?
+}
+
+public struct PlayerCommand: Codable, Sendable, Equatable {
+    public var command: String
+    public var volume: Int?
+    public var mute: Bool?
+    public var outputDelayMs: Int?
+    enum CodingKeys: String, CodingKey { case command, volume, mute, outputDelayMs = "output_delay_ms" }
+}
+
+struct ServerCommand: Codable { var player: PlayerCommand? }
+
+public struct GroupUpdate: Codable, Sendable, Equatable {
+    public var playbackState: String?
+    public var groupID: String?
+    public var groupName: String?
+    enum CodingKeys: String, CodingKey { case playbackState = "playback_state", groupID = "group_id", groupName = "group_name" }
+}
+
+public struct TrackProgress: Codable, Sendable, Equatable {
+    public var trackProgress: Int64
+    public var trackDuration: Int64
+    /// Playback speed × 1000 (1000 = normal).
+    public var playbackSpeed: Int64
+    enum CodingKeys: String, CodingKey { case trackProgress = "track_progress", trackDuration = "track_duration", playbackSpeed = "playback_speed" }
+}
+
+public struct Metadata: Codable, Sendable, Equatable {
+    /// Server time (µs) the metadata refers to; a future value schedules the change.
+    public var timestamp: Int64?
+    public var title: String?
+    public var artist: String?
+    public var albumArtist: String?
+    public var album: String?
+    public var artworkURL: String?
+    public var year: Int?
+    public var track: Int?
+    public var progress: TrackProgress?
+
+    enum CodingKeys: String, CodingKey {
+        case timestamp, title, artist, albumArtist = "album_artist", album, artworkURL = "artwork_url", year, track, progress
+    }
+
+    /// Track position in ms at server time `now` (µs): progress + elapsed × speed.
+    public func position(atServerTime now: Int64) -> Int64? {
+        guard let progress, let timestamp else { return progress?.trackProgress }
+        let elapsedMs = Double(now - timestamp) / 1000
+        var position = Int64((Double(progress.trackProgress) + elapsedMs * Double(progress.playbackSpeed) / 1000).rounded())
+        position = max(0, position)
+        if progress.trackDuration > 0 { position = min(position, progress.trackDuration) }
+        return position
+    }
+}
+
+public struct ControllerState: Codable, Sendable, Equatable {
+    public var supportedCommands: [String]?
+    public var volume: Int?
+    public var muted: Bool?
+    public var `repeat`: String?
+    public var shuffle: Bool?
+    public var seekMaxMs: Int64?
+    enum CodingKeys: String, CodingKey {
+        case supportedCommands = "supported_commands", volume, muted, `repeat`, shuffle, seekMaxMs = "seek_max_ms"
+    }
+}
+
+struct ServerState: Codable {
+    var metadata: Metadata?
+    var controller: ControllerState?
+}
+
+public struct StreamFormat: Codable, Sendable, Equatable {
+    public var codec: String
+    public var sampleRate: Int
+    public var channels: Int
+    public var bitDepth: Int?
+    /// Standard base64 with padding (FLAC: "fLaC" + STREAMINFO).
+    public var codecHeader: String?
+
+    public init(codec: String, sampleRate: Int, channels: Int, bitDepth: Int?, codecHeader: String? = nil) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.bitDepth = bitDepth
+        self.codecHeader = codecHeader
+    }
+
+    enum CodingKeys: String, CodingKey { case codec, sampleRate = "sample_rate", channels, bitDepth = "bit_depth", codecHeader = "codec_header" }
+}
+
+struct StreamStart: Codable {
+    var serverTransmitted: Int64?
+    var player: StreamFormat?
+    enum CodingKeys: String, CodingKey { case serverTransmitted = "server_transmitted", player }
+}
+
+struct StreamRoles: Codable { var roles: [String]? }
+
+/// A controller command (`client/command`).
+public struct ControllerCommand: Codable, Sendable, Equatable {
+    public var command: String
+    public var volume: Int?
+    public var mute: Bool?
+    public var positionMs: Int64?
+    public var offsetMs: Int64?
+
+    public init(command: String, volume: Int? = nil, mute: Bool? = nil, positionMs: Int64? = nil, offsetMs: Int64? = nil) {
+        self.command = command
+        self.volume = volume
+        self.mute = mute
+        self.positionMs = positionMs
+        self.offsetMs = offsetMs
+    }
+
+    enum CodingKeys: String, CodingKey { case command, volume, mute, positionMs = "position_ms", offsetMs = "offset_ms" }
+
+    /// The commands the controller role defines.
+    public static let all = ["play", "pause", "stop", "next", "previous", "volume", "mute", "repeat_off", "repeat_one",
+                             "repeat_all", "shuffle", "unshuffle", "switch", "seek", "seek_relative"]
+}
+
+struct ClientCommand: Codable { var controller: ControllerCommand }
+
+struct ClientGoodbye: Codable { var reason: String }
+
+/// Compact JSON for the wire.
+enum WireJSON {
+    static func encode<T: Encodable>(type: String, payload: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        // Encoding these plain value types cannot fail.
+        let data = try! encoder.encode(OutgoingEnvelope(type: type, payload: payload))
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(SendspinError) -> T {
+        do {
+            return try JSONDecoder().decode(IncomingEnvelope<T>.self, from: Data(bytes)).payload
+        } catch {
+            throw .protocolViolation("cannot read \(T.self) (\(describe(error)))")
+        }
+    }
+
+    static func messageType(of bytes: [UInt8]) throws(SendspinError) -> String {
+        do {
+            return try JSONDecoder().decode(IncomingType.self, from: Data(bytes)).type
+        } catch {
+            throw .protocolViolation("a message that is not a JSON envelope (\(describe(error)))")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "missing \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.dataCorrupted: return "not valid JSON"
+        default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,430 @@
+import Crypto
+import FarcastSupport
+import Foundation
+
+/// One audio chunk as it arrived: the server timestamp of its first sample, the server's
+/// send-ahead figure, the codec payload, and when it arrived on the client clock.
+public struct AudioChunk: Sendable, Equatable {
+    /// Server clock (µs) at which the first sample must leave the output.
+    public var timestamp: Int64
+    /// Timestamp minus the server's transmit time (µs); 0 or UInt32.max when saturated.
+    public var sendAhead: UInt32
+    public var payload: [UInt8]
+    /// Client clock (µs) when the WebSocket message arrived.
+    public var arrival: Int64
+
+    /// Parses the 13-byte header (type 4, int64 BE timestamp, uint32 BE send-ahead).
+    static func parse(_ body: ArraySlice<UInt8>, arrival: Int64) -> AudioChunk? {
+        guard body.count >= 12 else { return nil }
+        var reader = ByteReader(Array(body))
+        guard let timestamp = try? reader.readInteger(as: Int64.self),
+              let sendAhead = try? reader.readInteger(as: UInt32.self) else { return nil }
+        return AudioChunk(timestamp: timestamp, sendAhead: sendAhead, payload: Array(body.dropFirst(12)), arrival: arrival)
+    }
+}
+
+/// What the server did, as the session reports it.
+public enum SendspinEvent: Sendable, Equatable {
+    case handshakeComplete(serverID: String, pskCategory: String)
+    case hello(ServerHello)
+    /// Activation; `roles` is the active role list in effect (it persists when omitted).
+    case activated(activities: [String], roles: [String])
+    /// A server/time answer and the client time (µs) it arrived.
+    case serverTime(ServerTime, receivedAt: Int64)
+    case streamStart(StreamFormat?)
+    case streamClear
+    case streamEnd
+    case audioChunk(AudioChunk)
+    /// An audio message too short for its header: dropped and counted.
+    case malformedAudio(String)
+    case groupUpdate(GroupUpdate)
+    case metadata(Metadata)
+    case controller(ControllerState)
+    case playerCommand(PlayerCommand)
+    /// A message type this client does not handle, reported once per type.
+    case unknownMessage(String)
+}
+
+/// The Sendspin client protocol as a state machine over WebSocket messages: client/init →
+/// server/init → Noise_KKpsk2 (server initiates) → encrypted hello and activation → the
+/// session. It owns no socket and reads no clock: arrival times are passed in. Whoever
+/// opened the socket (client-initiated or the server dialling a listening player), the
+/// protocol is the same, so the core does not care.
+public struct SendspinSession: Sendable {
+    public struct Configuration: Sendable {
+        public var name: String
+        public var suite: NoiseSuite = .chaChaPoly
+        public var roles: [String] = ["player@v1", "metadata@v1", "controller@v1"]
+        public var formats: [AudioFormatSpec]
+        /// Bytes of compressed audio the player can queue; a hard cap for the server.
+        public var bufferCapacity: Int = 2_000_000
+        public var deviceInfo: DeviceInfo?
+        /// Accept playback in unpaired (Sentinel) sessions.
+        public var unpairedAccess = true
+
+        public init(name: String, formats: [AudioFormatSpec]) {
+            self.name = name
+            self.formats = formats
+        }
+    }
+
+    public enum Inbound: Sendable {
+        case text(String)
+        case binary([UInt8])
+    }
+
+    public enum Action: Sendable, Equatable {
+        case sendText(String)
+        case sendBinary([UInt8])
+        case event(SendspinEvent)
+        /// Close the connection: nil after a clean goodbye, else why.
+        case close(SendspinError?)
+    }
+
+    enum Phase: Sendable, Equatable {
+        case idle
+        case awaitingServerInit
+        case awaitingHandshake
+        case awaitingHello
+        case awaitingActivation
+        case active
+        case closed
+    }
+
+    public let configuration: Configuration
+    private let identity: Curve25519.KeyAgreement.PrivateKey
+    private(set) var phase: Phase = .idle
+    private var clientInitText = ""
+    private var serverInitText = ""
+    public private(set) var serverID: String?
+    private var handshake: NoiseKKpsk2Responder?
+    private var receiveCipher: NoiseCipherState?
+    private var sendCipher: NoiseCipherState?
+    private var reassembler = FragmentReassembler()
+    private var reportedUnknown: Set<String> = []
+    /// Re-handshake in progress: new ciphers wait until the server's first message under them.
+    private var pendingCiphers: (receive: NoiseCipherState, send: NoiseCipherState)?
+    public private(set) var activeRoles: [String] = []
+    public private(set) var activities: [String] = []
+    public private(set) var serverHello: ServerHello?
+
+    public init(configuration: Configuration, identity: Curve25519.KeyAgreement.PrivateKey) {
+        self.configuration = configuration
+        self.identity = identity
+    }
+
+    /// The client_id: base64url of the identity's public key.
+    public var clientID: String { Base64URL.encode(Array(identity.publicKey.rawRepresentation)) }
+    public var isClosed: Bool { phase == .closed }
+    public var isActive: Bool { phase == .active }
+
+    // MARK: - Starting
+
+    /// The first message: client/init, as a text frame. Its exact text is half the prologue.
+    public mutating func start() -> [Action] {
+        guard phase == .idle else { return [] }
+        clientInitText = WireJSON.encode(type: "client/init", payload: ClientInit(clientID: clientID, version: 1, suite: configuration.suite.rawValue))
+        phase = .awaitingServerInit
+        return [.sendText(clientInitText)]
+    }
+
+    // MARK: - Receiving
+
+    /// Feeds one complete WebSocket message; `time` is the client clock (µs) at arrival.
+    public mutating func receive(_ message: Inbound, at time: Int64) -> [Action] {
+        guard phase != .closed else { return [] }
+        var actions: [Action] = []
+        do {
+            switch (phase, message) {
+            case (.awaitingServerInit, .text(let text)):
+                try readServerInit(text, &actions)
+            case (.awaitingHandshake, .text(let text)):
+                try readHandshakeMessage1(text, &actions)
+            case (.awaitingServerInit, .binary), (.awaitingHandshake, .binary):
+                throw SendspinError.protocolViolation("a binary message before the encrypted handshake finished")
+            case (.awaitingHello, .binary(let bytes)), (.awaitingActivation, .binary(let bytes)), (.active, .binary(let bytes)):
+                try readTransport(bytes, at: time, &actions)
+            case (_, .text):
+                // After the handshake everything is encrypted: cleartext is a protocol failure.
+                throw SendspinError.protocolViolation("a cleartext message after the encrypted handshake")
+            default:
+                throw SendspinError.protocolViolation("a message before the session started")
+            }
+        } catch let error as SendspinError {
+            phase = .closed
+            actions.append(.close(error))
+        } catch {
+            phase = .closed
+            actions.append(.close(.protocolViolation("\(error)")))
+        }
+        return actions
+    }
+
+    /// The transport saw the connection end.
+    public mutating func connectionClosed() -> [Action] {
+        guard phase != .closed else { return [] }
+        let context: String
+        switch phase {
+        case .awaitingServerInit: context = "before the server answered client/init (is this a Sendspin server, and does it speak the encrypted protocol?)"
+        case .awaitingHandshake: context = "during the encrypted handshake (the server rejected it silently)"
+        case .awaitingHello, .awaitingActivation: context = "before the server activated this client"
+        default: context = "by the server"
+        }
+        phase = .closed
+        return [.close(.connectionClosed(context))]
+    }
+
+    private mutating func readServerInit(_ text: String, _ actions: inout [Action]) throws {
+        let bytes = Array(text.utf8)
+        let type = try WireJSON.messageType(of: bytes)
+        if type == "server/error" {
+            let reason = (try? WireJSON.decode(ServerErrorPayload.self, from: bytes).reason) ?? "unknown"
+            throw SendspinError.serverRefused(reason: reason)
+        }
+        guard type == "server/init" else { throw SendspinError.protocolViolation("expected server/init, got \(type)") }
+        let payload = try WireJSON.decode(ServerInit.self, from: bytes)
+        guard payload.version == 1 else { throw SendspinError.protocolViolation("server/init version \(payload.version); this client speaks 1") }
+        guard payload.serverID.utf8.count == 43, let key = Base64URL.decode(payload.serverID), key.count == 32,
+              let serverKey = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: key) else {
+            throw SendspinError.protocolViolation("server/init carries an invalid server_id")
+        }
+        serverInitText = text
+        serverID = payload.serverID
+        handshake = NoiseKKpsk2Responder(suite: configuration.suite, localStatic: identity, remoteStatic: serverKey,
+                                         prologue: Array(clientInitText.utf8) + Array(text.utf8))
+        phase = .awaitingHandshake
+    }
+
+    private mutating func readHandshakeMessage1(_ text: String, _ actions: inout [Action]) throws {
+        let bytes = Array(text.utf8)
+        let type = try WireJSON.messageType(of: bytes)
+        guard type == "noise/handshake" else { throw SendspinError.protocolViolation("expected noise/handshake, got \(type)") }
+        let data = try WireJSON.decode(HandshakePayload.self, from: bytes).data
+        guard var responder = handshake else { throw SendspinError.protocolViolation("no handshake in progress") }
+        let (message2, category) = try answerMessage1(data, with: &responder, rehandshake: false)
+        actions.append(.sendText(WireJSON.encode(type: "noise/handshake", payload: HandshakePayload(data: Base64URL.encode(message2)))))
+        let (receive, send) = responder.split()
+        receiveCipher = receive
+        sendCipher = send
+        handshake = responder
+        phase = .awaitingHello
+        actions.append(.event(.handshakeComplete(serverID: serverID ?? "", pskCategory: category)))
+    }
+
+    /// Reads message 1, picks the PSK its reference names, writes message 2.
+    private func answerMessage1(_ data: String, with responder: inout NoiseKKpsk2Responder, rehandshake: Bool) throws -> ([UInt8], String) {
+        guard let message1 = Base64URL.decode(data) else { throw SendspinError.handshakeFailed("message 1 is not base64url") }
+        let payload: [UInt8]
+        do { payload = try responder.readMessage1(message1) } catch { throw SendspinError.handshakeFailed("\(error)") }
+        guard let reference = try? JSONDecoder().decode(PSKReference.self, from: Data(payload)) else {
+            throw SendspinError.handshakeFailed("message 1 does not carry a PSK reference")
+        }
+        let psk: [UInt8]
+        switch reference.pskCategory {
+        case "sn":
+            guard reference.pskID == SendspinPSK.identifier(of: SendspinPSK.sentinel) else {
+                throw SendspinError.handshakeFailed("a Sentinel reference with a wrong psk_id")
+            }
+            psk = SendspinPSK.sentinel
+        case "lt", "pr":
+            // This client holds no long-term or pairing PSKs (pairing is not implemented yet):
+            // a miss in the initial handshake is answered with the Sentinel, as the spec says;
+            // a miss during a re-handshake fails.
+            guard !rehandshake else { throw SendspinError.handshakeFailed("the server asked for a PSK this client does not hold") }
+            psk = SendspinPSK.sentinel
+        default:
+            throw SendspinError.handshakeFailed("unknown PSK category \(reference.pskCategory)")
+        }
+        let message2: [UInt8]
+        do { message2 = try responder.writeMessage2(payload: Array("{}".utf8), psk: psk) } catch { throw SendspinError.handshakeFailed("\(error)") }
+        return (message2, psk == SendspinPSK.sentinel ? "sn" : reference.pskCategory)
+    }
+
+    private mutating func readTransport(_ ciphertext: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
+        guard ciphertext.count <= 65_535 else { throw SendspinError.protocolViolation("a transport message over 65,535 bytes") }
+        var plaintext: [UInt8]
+        do {
+            guard var cipher = receiveCipher else { throw SendspinError.protocolViolation("no receive cipher") }
+            plaintext = try cipher.decrypt(ciphertext)
+            receiveCipher = cipher
+        } catch {
+            // During a re-handshake the server's first message under the new keys ends it.
+            guard var pending = pendingCiphers, let p = try? pending.receive.decrypt(ciphertext) else { throw SendspinError.decryptionFailed }
+            receiveCipher = pending.receive
+            sendCipher = pending.send
+            pendingCiphers = nil
+            plaintext = p
+        }
+        guard let (type, body) = try reassembler.accept(plaintext) else { return }
+        switch type {
+        case SendspinFraming.json:
+            try readJSON(body, at: time, &actions)
+        case SendspinFraming.playerAudio:
+            guard phase == .active else { return }      // audio before activation is dropped
+            if let chunk = AudioChunk.parse(body[...], arrival: time) {
+                actions.append(.event(.audioChunk(chunk)))
+            } else {
+                actions.append(.event(.malformedAudio("an audio message of \(body.count + 1) bytes, shorter than the 13-byte header")))
+            }
+        case 2, 3:
+            throw SendspinError.protocolViolation("deprecated fragment framing (type \(type)); this client speaks only the current framing")
+        default:
+            reportUnknown("binary type \(type)", &actions)
+        }
+    }
+
+    private mutating func reportUnknown(_ what: String, _ actions: inout [Action]) {
+        if reportedUnknown.insert(what).inserted { actions.append(.event(.unknownMessage(what))) }
+    }
+
+    private mutating func readJSON(_ body: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
+        let type = try WireJSON.messageType(of: body)
+        switch (phase, type) {
+        case (.awaitingHello, "server/hello"):
+            let hello = try WireJSON.decode(ServerHello.self, from: body)
+            serverHello = hello
+            phase = .awaitingActivation
+            actions.append(.event(.hello(hello)))
+            try send(type: "client/hello", payload: clientHello(), &actions)
+        case (.awaitingHello, _):
+            throw SendspinError.protocolViolation("expected server/hello, got \(type)")
+        case (_, "server/activate"):
+            let activate = try WireJSON.decode(ServerActivate.self, from: body)
+            if let roles = activate.activeRoles { activeRoles = roles }
+            activities = activate.activities
+            if let refusal = admissibility(activate.activities) {
+                try send(type: "client/goodbye", payload: ClientGoodbye(reason: refusal.reason), &actions)
+                phase = .closed
+                actions.append(.close(.notAdmitted(goodbyeReason: refusal.reason, detail: refusal.detail)))
+                return
+            }
+            phase = .active
+            actions.append(.event(.activated(activities: activities, roles: activeRoles)))
+        case (.awaitingActivation, "group/update"), (.awaitingActivation, "server/state"), (.awaitingActivation, "server/time"):
+            // Tolerated before activation; handled like in the active phase.
+            try readActiveMessage(type, body, at: time, &actions)
+        case (.awaitingActivation, _):
+            reportUnknown("\(type) before server/activate", &actions)
+        case (.active, "noise/handshake"):
+            try readRehandshake(body, &actions)
+        default:
+            try readActiveMessage(type, body, at: time, &actions)
+        }
+    }
+
+    private mutating func readActiveMessage(_ type: String, _ body: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
+        switch type {
+        case "server/time":
+            actions.append(.event(.serverTime(try WireJSON.decode(ServerTime.self, from: body), receivedAt: time)))
+        case "stream/start":
+            actions.append(.event(.streamStart(try WireJSON.decode(StreamStart.self, from: body).player)))
+        case "stream/clear":
+            if (try? WireJSON.decode(StreamRoles.self, from: body).roles).map({ $0?.contains("player") ?? true }) ?? true {
+                actions.append(.event(.streamClear))
+            }
+        case "stream/end":
+            if (try? WireJSON.decode(StreamRoles.self, from: body).roles).map({ $0?.contains("player") ?? true }) ?? true {
+                actions.append(.event(.streamEnd))
+            }
+        case "group/update":
+            actions.append(.event(.groupUpdate(try WireJSON.decode(GroupUpdate.self, from: body))))
+        case "server/state":
+            let state = try WireJSON.decode(ServerState.self, from: body)
+            if let metadata = state.metadata { actions.append(.event(.metadata(metadata))) }
+            if let controller = state.controller { actions.append(.event(.controller(controller))) }
+        case "server/command":
+            if let player = try WireJSON.decode(ServerCommand.self, from: body).player {
+                actions.append(.event(.playerCommand(player)))
+            }
+        default:
+            reportUnknown(type, &actions)
+        }
+    }
+
+    /// A server-initiated re-handshake: msg 1 arrives encrypted under the current keys; msg 2
+    /// leaves under them too; the server's first message under the new keys completes it.
+    private mutating func readRehandshake(_ body: [UInt8], _ actions: inout [Action]) throws {
+        guard let previous = handshake, let serverID, let key = Base64URL.decode(serverID),
+              let serverKey = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: key) else {
+            throw SendspinError.protocolViolation("a re-handshake without a finished first handshake")
+        }
+        let data = try WireJSON.decode(HandshakePayload.self, from: body).data
+        var responder = NoiseKKpsk2Responder(suite: configuration.suite, localStatic: identity, remoteStatic: serverKey,
+                                             prologue: previous.handshakeHash)
+        let (message2, _) = try answerMessage1(data, with: &responder, rehandshake: true)
+        try send(type: "noise/handshake", payload: HandshakePayload(data: Base64URL.encode(message2)), &actions)
+        handshake = responder
+        pendingCiphers = responder.split()
+    }
+
+    private func admissibility(_ activities: [String]) -> (reason: String, detail: String)? {
+        let known: Set<String> = ["playback", "pairing"]
+        if let unknown = activities.first(where: { !known.contains($0) }) {
+            return ("unauthorized", "the server asked for unknown activity '\(unknown)'")
+        }
+        // Every session here is unpaired (Sentinel): playback needs unpaired access enabled.
+        if activities.contains("playback") && !configuration.unpairedAccess {
+            return ("pairing_required", "the server wants playback but unpaired access is off; pair this player first")
+        }
+        return nil
+    }
+
+    private func clientHello() -> ClientHello {
+        let wantsPlayer = configuration.roles.contains("player@v1")
+        return ClientHello(name: configuration.name, supportedRoles: configuration.roles, deviceInfo: configuration.deviceInfo,
+                           playerSupport: wantsPlayer ? PlayerSupport(supportedFormats: configuration.formats, bufferCapacity: configuration.bufferCapacity) : nil,
+                           supportedPairMethods: ["pairing_psk": EmptyPayload()],
+                           unpairedAccess: UnpairedAccess(enabled: configuration.unpairedAccess))
+    }
+
+    // MARK: - Sending
+
+    private mutating func send<T: Encodable>(type: String, payload: T, _ actions: inout [Action]) throws(SendspinError) {
+        let text = WireJSON.encode(type: type, payload: payload)
+        for plaintext in SendspinFraming.plaintexts(type: SendspinFraming.json, body: Array(text.utf8)) {
+            guard var cipher = sendCipher else { throw .protocolViolation("sending before the handshake finished") }
+            do { actions.append(.sendBinary(try cipher.encrypt(plaintext))) } catch { throw .protocolViolation("\(error)") }
+            sendCipher = cipher
+        }
+    }
+
+    private mutating func sendIfOpen<T: Encodable>(type: String, payload: T) -> [Action] {
+        guard phase == .active || phase == .awaitingActivation else { return [] }
+        var actions: [Action] = []
+        do { try send(type: type, payload: payload, &actions) } catch {
+            phase = .closed
+            return [.close(error)]
+        }
+        return actions
+    }
+
+    /// client/time, stamped with the client clock (µs) — T1 of an exchange.
+    public mutating func sendTime(at clientTime: Int64) -> [Action] {
+        guard phase == .active else { return [] }
+        return sendIfOpen(type: "client/time", payload: ClientTime(clientTransmitted: clientTime))
+    }
+
+    /// client/state; `available` goes in every message.
+    public mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {
+        sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player))
+    }
+
+    /// A controller command.
+    public mutating func sendCommand(_ command: ControllerCommand) -> [Action] {
+        guard phase == .active else { return [] }
+        return sendIfOpen(type: "client/command", payload: ClientCommand(controller: command))
+    }
+
+    /// client/goodbye, then close.
+    public mutating func goodbye(reason: String) -> [Action] {
+        guard phase == .active || phase == .awaitingActivation else {
+            let wasOpen = phase != .closed
+            phase = .closed
+            return wasOpen ? [.close(nil)] : []
+        }
+        var actions = sendIfOpen(type: "client/goodbye", payload: ClientGoodbye(reason: reason))
+        phase = .closed
+        actions.append(.close(nil))
+        return actions
+    }
+}
