@@ -52,10 +52,11 @@ public final class PlayerCore: Sendable {
 
     public var filter: TimeFilter { state.withLock { $0.filter } }
 
-    /// Records the current filter offset (for the offset standard deviation).
+    /// Records the offset the filter applies at `time` — server time minus client time, drift
+    /// included — for the offset statistics.
     public func sampleOffset(at time: Int64) {
         state.withLock { s in
-            if s.filter.isSynchronized { s.offsetSamples.append((time, s.filter.offset)) }
+            if s.filter.isSynchronized { s.offsetSamples.append((time, Double(s.filter.serverTime(forClientTime: time) - time))) }
         }
     }
 

@@ -72,6 +72,9 @@ public final class SendspinPlayer: Sendable {
         public var offsetStddevUs: Double?
         /// Mean filter offset over the same samples (µs; the true offset is 0 on one host).
         public var offsetMeanUs: Double?
+        /// Mean absolute offset over the same samples: the error when both ends share a clock.
+        public var offsetAbsoluteMeanUs: Double?
+        public var offsetSamples: Int
         public var maxOutputErrorUs: Double
         public var outputErrorsMeasured: Int
         public var framesDropped: Int
@@ -248,16 +251,18 @@ public final class SendspinPlayer: Sendable {
     private func makeReport(runtime: Runtime, core: PlayerCore, started: Int64) -> Report {
         let stats = core.statistics
         let samples = core.offsetSamples().map(\.1)
-        var stddev: Double?, mean: Double?
+        var stddev: Double?, mean: Double?, absolute: Double?
         if samples.count >= 2 {
             let m = samples.reduce(0, +) / Double(samples.count)
             mean = m
+            absolute = samples.reduce(0) { $0 + abs($1) } / Double(samples.count)
             stddev = (samples.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(samples.count - 1)).squareRoot()
         }
         let format = runtime.streamFormat
         return Report(chunksReceived: stats.chunksReceived, chunksPlayed: stats.chunksPlayed, chunksLate: stats.chunksLate,
                       chunksDropped: stats.chunksDropped, underruns: stats.underruns, codec: format?.codec, sampleRate: format?.sampleRate,
                       channels: format?.channels, bitDepth: format?.bitDepth, offsetStddevUs: stddev, offsetMeanUs: mean,
+                      offsetAbsoluteMeanUs: absolute, offsetSamples: samples.count,
                       maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
                       framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime.exchanges,
                       serverName: runtime.serverName, endReason: runtime.endReason.map { "\($0)" },
