@@ -88,6 +88,7 @@ public final class SendspinPlayer: Sendable {
     private let options: Options
     private let clock = SystemClock(.monotonicRaw)
     private let stopRequest = Mutex<String?>(nil)
+    private let running = Mutex<Runtime?>(nil)
 
     public init(options: Options = Options()) {
         self.options = options
@@ -99,6 +100,15 @@ public final class SendspinPlayer: Sendable {
     }
 
     private func nowUs() -> Int64 { clock.now().microseconds }
+
+    /// Sends a controller command (play, pause, next, volume, …) to the server of a running
+    /// session; false when no session is active.
+    @discardableResult
+    public func send(_ command: ControllerCommand) -> Bool {
+        guard let runtime = running.withLock({ $0 }), runtime.isActive else { return false }
+        runtime.perform(runtime.withSession { $0.sendCommand(command) }, now: nowUs())
+        return true
+    }
 
     /// Connects to `url` (ws://host:port/path) and plays into `sink` until the session ends.
     public func play(url: String, sink: any AudioSink, logger: Logger = Logger(label: "farcast.sendspin"),
@@ -117,6 +127,8 @@ public final class SendspinPlayer: Sendable {
         configuration.bufferCapacity = options.bufferCapacity
         configuration.deviceInfo = options.deviceInfo
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger)
+        running.withLock { $0 = runtime }
+        defer { running.withLock { $0 = nil } }
         let dac = SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
         let started = nowUs()
         dac.start()
@@ -124,24 +136,32 @@ public final class SendspinPlayer: Sendable {
 
         var wsConfiguration = WebSocketClientConfiguration(maxFrameSize: 1 << 17)
         wsConfiguration.closeTimeout = .seconds(3)
+        // The network side runs on its own thread: arrival times feed the clock filter, and a
+        // busy shared pool must not delay them (nor starve the receive loop into late chunks).
+        let executor = ThreadExecutor(name: "farcast-sendspin")
+        defer { executor.shutdown() }
         do {
-            try await WebSocketClient.connect(url: url, configuration: wsConfiguration, logger: Logger(label: "farcast.websocket")) { inbound, outbound, _ in
-                let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
-                runtime.attach(frameSink)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    // The one writer: frames leave in the order they were encrypted.
-                    group.addTask {
+            _ = try await withTaskExecutorPreference(executor) {
+                try await WebSocketClient.connect(url: url, configuration: wsConfiguration, logger: Logger(label: "farcast.websocket")) { inbound, outbound, _ in
+                    let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
+                    runtime.attach(frameSink)
+                    // The one writer: frames leave in the order they were encrypted. It is not
+                    // cancelled with the others, so a goodbye still goes out before the close.
+                    async let written: Void = {
                         for await frame in frames { try await outbound.write(frame) }
                         try? await outbound.close(.normalClosure, reason: nil)
-                    }
+                    }()
                     runtime.perform(runtime.withSession { $0.start() }, now: self.nowUs())
-                    group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
-                    group.addTask { await self.timeSyncLoop(runtime) }
-                    group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) }
-                    // The receive loop ends the session (server close or our goodbye's close).
-                    try await group.next()
-                    group.cancelAll()
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
+                        group.addTask { await self.timeSyncLoop(runtime) }
+                        group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) }
+                        // Any of them ending ends the session (a close, our goodbye, an error).
+                        try await group.next()
+                        group.cancelAll()
+                    }
                     frameSink.finish()
+                    try await written
                 }
             }
         } catch let error as SendspinError {
