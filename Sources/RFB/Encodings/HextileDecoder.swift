@@ -12,99 +12,72 @@ enum HextileDecoder {
         if case .hextile(let t, let bg, let fg, let hb, let hf) = progress {
             (tile, background, foreground, hasBackground, hasForeground) = (t, bg, fg, hb, hf)
         }
-        let columns = (rect.width + 15) / 16, rows = (rect.height + 15) / 16
-        let total = columns * rows
         let bpp = converter.bytesPerPixel
-        let stride = framebuffer.width
-        var consumed = 0
-        var shortfall: TruncatedInput?
-        try reader.withUnsafeRemainingBytes { (input: UnsafeRawBufferPointer) throws -> Void in
-            try framebuffer.pixels.withUnsafeMutableBufferPointer { buf in
-                var c = BoundedCursor(input)
-                while tile < total {
-                    let tx = (tile % columns) * 16, ty = (tile / columns) * 16
-                    let tw = min(16, rect.width - tx), th = min(16, rect.height - ty)
-                    let origin = buf.baseAddress! + (rect.y + ty) * stride + rect.x + tx
-                    let tileStart = c.position
-                    do {
-                        let mask = try c.u8()
-                        if mask & raw != 0 {
-                            try c.require(tw * th * bpp)
-                            for r in 0..<th {
-                                converter.convertRow(from: c.pointer + r * tw * bpp, count: tw, to: origin + r * stride)
-                            }
-                            c.position += tw * th * bpp
-                            // The spec forbids carrying colours over a raw tile; servers do not,
-                            // and tolerating it (as libvncclient does) costs nothing.
-                        } else {
-                            var bg = background, fg = foreground, hf = hasForeground
-                            if mask & backgroundSpecified != 0 {
-                                try c.require(bpp)
-                                bg = converter.pixel(c.pointer)
-                                c.position += bpp
-                            } else if !hasBackground {
-                                throw RFBError.malformedRectangle(encoding: "Hextile", detail: "tile \(tile) reuses a background that was never set")
-                            }
-                            if mask & foregroundSpecified != 0 {
-                                try c.require(bpp)
-                                fg = converter.pixel(c.pointer)
-                                c.position += bpp
-                                hf = true
-                            }
-                            var subrects = 0
-                            if mask & anySubrects != 0 { subrects = Int(try c.u8()) }
-                            let coloured = mask & subrectsColoured != 0
-                            let each = coloured ? bpp + 2 : 2
-                            try c.require(subrects * each)
-                            if subrects > 0 && !coloured && !hf {
-                                throw RFBError.malformedRectangle(encoding: "Hextile", detail: "tile \(tile) has subrectangles but no foreground colour")
-                            }
-                            // The whole tile is present: paint it.
-                            var p = origin
-                            for _ in 0..<th {
-                                p.update(repeating: bg, count: tw)
-                                p += stride
-                            }
-                            for _ in 0..<subrects {
-                                var colour = fg
-                                if coloured {
-                                    colour = converter.pixel(c.pointer)
-                                    c.position += bpp
-                                }
-                                let xy = c.pointer.load(as: UInt8.self), wh = c.pointer.load(fromByteOffset: 1, as: UInt8.self)
-                                c.position += 2
-                                let sx = Int(xy >> 4), sy = Int(xy & 15), sw = Int(wh >> 4) + 1, sh = Int(wh & 15) + 1
-                                guard sx + sw <= tw, sy + sh <= th else {
-                                    throw RFBError.malformedRectangle(encoding: "Hextile", detail: "subrectangle \(sw)×\(sh) at (\(sx),\(sy)) exceeds its \(tw)×\(th) tile")
-                                }
-                                var q = origin + sy * stride + sx
-                                for _ in 0..<sh {
-                                    q.update(repeating: colour, count: sw)
-                                    q += stride
-                                }
-                            }
-                            background = bg
-                            hasBackground = true
-                            foreground = fg
-                            hasForeground = hf
-                        }
-                    } catch let truncated as TruncatedInput {
-                        // Stop at the tile boundary; resume here when more data arrives.
-                        c.position = tileStart
-                        shortfall = TruncatedInput(needed: truncated.offset - tileStart + truncated.needed,
-                                                   available: c.remaining, offset: tileStart)
-                        break
-                    }
-                    tile += 1
-                }
-                consumed = c.position
-            }
+        defer {
+            progress = .hextile(tile: tile, background: background, foreground: foreground,
+                                hasBackground: hasBackground, hasForeground: hasForeground)
         }
-        try reader.skip(consumed)
-        progress = .hextile(tile: tile, background: background, foreground: foreground,
-                            hasBackground: hasBackground, hasForeground: hasForeground)
-        if let shortfall {
-            throw TruncatedInput(needed: shortfall.needed, available: reader.remaining, offset: reader.offset)
+        try TileWalker.decode(&reader, rect: rect, tileSize: 16, tile: &tile, framebuffer: &framebuffer) { c, origin, stride, tw, th in
+            let mask = try c.u8()
+            if mask & raw != 0 {
+                try c.require(tw * th * bpp)
+                for r in 0..<th {
+                    converter.convertRow(from: c.pointer + r * tw * bpp, count: tw, to: origin + r * stride)
+                }
+                c.position += tw * th * bpp
+                // The spec forbids carrying colours over a raw tile; servers do not, and
+                // tolerating it (as libvncclient does) costs nothing.
+                return
+            }
+            // Colours are committed only once the whole tile is known to be present.
+            var bg = background, fg = foreground, hf = hasForeground
+            if mask & backgroundSpecified != 0 {
+                try c.require(bpp)
+                bg = converter.pixel(c.pointer)
+                c.position += bpp
+            } else if !hasBackground {
+                throw RFBError.malformedRectangle(encoding: "Hextile", detail: "a tile reuses a background that was never set")
+            }
+            if mask & foregroundSpecified != 0 {
+                try c.require(bpp)
+                fg = converter.pixel(c.pointer)
+                c.position += bpp
+                hf = true
+            }
+            var subrects = 0
+            if mask & anySubrects != 0 { subrects = Int(try c.u8()) }
+            let coloured = mask & subrectsColoured != 0
+            try c.require(subrects * (coloured ? bpp + 2 : 2))
+            if subrects > 0 && !coloured && !hf {
+                throw RFBError.malformedRectangle(encoding: "Hextile", detail: "a tile has subrectangles but no foreground colour")
+            }
+            var p = origin
+            for _ in 0..<th {
+                p.update(repeating: bg, count: tw)
+                p += stride
+            }
+            for _ in 0..<subrects {
+                var colour = fg
+                if coloured {
+                    colour = converter.pixel(c.pointer)
+                    c.position += bpp
+                }
+                let xy = c.pointer.load(as: UInt8.self), wh = c.pointer.load(fromByteOffset: 1, as: UInt8.self)
+                c.position += 2
+                let sx = Int(xy >> 4), sy = Int(xy & 15), sw = Int(wh >> 4) + 1, sh = Int(wh & 15) + 1
+                guard sx + sw <= tw, sy + sh <= th else {
+                    throw RFBError.malformedRectangle(encoding: "Hextile", detail: "subrectangle \(sw)×\(sh) at (\(sx),\(sy)) exceeds its \(tw)×\(th) tile")
+                }
+                var q = origin + sy * stride + sx
+                for _ in 0..<sh {
+                    q.update(repeating: colour, count: sw)
+                    q += stride
+                }
+            }
+            background = bg
+            hasBackground = true
+            foreground = fg
+            hasForeground = hf
         }
     }
 }
