@@ -76,7 +76,10 @@ let package = Package(
             dependencies: ["Sendspin", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "IntegrationTests", dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib", .product(name: "Crypto", package: "swift-crypto")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

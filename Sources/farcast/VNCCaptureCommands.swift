@@ -59,7 +59,8 @@ struct VNCRecordCommand: AsyncParsableCommand {
             }
             await client.close()
             if !global.json && !global.quiet { FileHandleOutput.stderr("\n") }
-            let capture = RFBCapture(metadata: metadata, stream: recorded.bytes)
+            // Stopping cuts the stream anywhere, usually inside an update: keep whole messages.
+            let capture = try RFBCapture(metadata: metadata, stream: recorded.bytes).trimmedToLastCompleteMessage()
             guard FileManager.default.createFile(atPath: output, contents: Data(try capture.serialized())) else {
                 throw CommandFailure(message: "cannot write \(output)")
             }
@@ -84,33 +85,49 @@ struct VNCReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Decode a capture with no network and report what it held.",
-        discussion: "Prints updates, rectangles and pixels decoded, CPU seconds, and the SHA-256 of the final framebuffer's RGB bytes (rows top to bottom, R, G, B per pixel), so decodes can be compared across clients."
+        discussion: "Prints updates, rectangles and pixels decoded, CPU seconds, and the SHA-256 of the final framebuffer's RGB bytes (rows top to bottom, R, G, B per pixel), so decodes can be compared across clients. With --runs N the capture is decoded once to warm up and then N times from memory, and the median is reported (the method of TigerVNC's decperf)."
     )
 
     @Argument(help: "A capture written by 'farcast vnc record'.")
     var capture: String
 
+    @Option(help: ArgumentHelp("Timed decodes after one warm-up (1: a single decode, no warm-up).", valueName: "count"))
+    var runs: Int = 1
+
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard (1...1000).contains(runs) else { throw ValidationError("--runs must be 1…1000") }
+    }
 
     func run() async throws {
         try await reportingFailures {
-            guard let data = FileManager.default.contents(atPath: capture) else { throw CommandFailure(message: "cannot read \(capture)") }
-            let parsed = try RFBCapture(bytes: Array(data))
-            let cpuBefore = cpuSeconds()
-            let result = try RFBReplay.run(parsed)
-            let cpu = cpuSeconds() - cpuBefore
+            let parsed = try RFBCapture(bytes: try readWholeFile(capture))
+            if runs > 1 { _ = try RFBReplay.run(parsed) }
+            var times: [Double] = []
+            var result: ReplayResult?
+            for _ in 0..<runs {
+                let before = cpuSeconds()
+                result = try RFBReplay.run(parsed)
+                times.append(cpuSeconds() - before)
+            }
+            guard let result else { return }
+            let median = times.sorted()[times.count / 2]
             let hash = hexString(SHA256.hash(data: result.framebuffer.rgbBytes()))
             let report = ReplayReport(capture: capture, bytes: parsed.stream.count, updates: result.updates, rectangles: result.rectangles,
-                                      pixels: result.pixels, cpuSeconds: cpu, mpxPerSecond: cpu > 0 ? Double(result.pixels) / cpu / 1e6 : 0,
+                                      pixels: result.pixels, cpuSeconds: times, medianCPUSeconds: median,
+                                      mpxPerSecond: median > 0 ? Double(result.pixels) / median / 1e6 : 0,
                                       width: result.framebuffer.width, height: result.framebuffer.height, sha256: hash,
-                                      error: result.error.map { "\($0)" })
+                                      peakRSSBytes: peakRSSBytes(), error: result.error.map { "\($0)" })
             if global.json {
                 try printJSON(report)
             } else {
                 print("capture      \(capture) (\(report.bytes) bytes)")
                 print("decoded      \(report.updates) updates, \(report.rectangles) rectangles, \(report.pixels) pixels")
-                print("cpu          \(String(format: "%.3f", cpu)) s (\(String(format: "%.1f", report.mpxPerSecond)) Mpx/s)")
+                let spread = runs > 1 ? " (median of \(runs) after a warm-up)" : ""
+                print("cpu          \(String(format: "%.3f", median)) s\(spread), \(String(format: "%.1f", report.mpxPerSecond)) Mpx/s")
                 print("framebuffer  \(report.width)x\(report.height) sha256 \(hash)")
+                print("peak RSS     \(report.peakRSSBytes / 1_048_576) MiB")
                 if let error = report.error { print("stopped      \(error)") }
             }
             if let error = result.error { throw CommandFailure(message: "the capture did not decode to its end: \(error)") }
@@ -124,12 +141,45 @@ struct ReplayReport: Encodable {
     var updates: Int
     var rectangles: Int
     var pixels: Int
-    var cpuSeconds: Double
+    var cpuSeconds: [Double]
+    var medianCPUSeconds: Double
     var mpxPerSecond: Double
     var width: Int
     var height: Int
     var sha256: String
+    var peakRSSBytes: Int
     var error: String?
+
+    enum CodingKeys: String, CodingKey {
+        case capture, bytes, updates, rectangles, pixels, cpuSeconds, medianCPUSeconds = "median_cpu_seconds", mpxPerSecond = "mpx_per_s"
+        case width, height, sha256, peakRSSBytes = "peak_rss_bytes", error
+    }
+}
+
+/// The largest resident set this process has had, in bytes.
+func peakRSSBytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Int(usage.ru_maxrss) * 1024     // Linux reports kilobytes
+}
+
+/// Reads a file straight into one array (captures can be hundreds of MB: no extra copies).
+func readWholeFile(_ path: String) throws -> [UInt8] {
+    guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(message: "cannot read \(path)") }
+    defer { try? handle.close() }
+    let size = Int(try handle.seekToEnd())
+    try handle.seek(toOffset: 0)
+    var bytes = [UInt8](repeating: 0, count: size)
+    let fd = handle.fileDescriptor
+    var offset = 0
+    try bytes.withUnsafeMutableBytes { raw in
+        while offset < size {
+            let n = read(fd, raw.baseAddress! + offset, size - offset)
+            guard n > 0 else { throw CommandFailure(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+    return bytes
 }
 
 /// User + system CPU time of this process.

@@ -276,9 +276,11 @@ struct RFBServerTests {
         var state: UInt64 = 0x5EED
         for _ in 0..<300 {
             var mutated = capture
+            var bytes = Array(capture.stream)
             state = state &* 6364136223846793005 &+ 1442695040888963407
-            let position = 40 + Int(state >> 33) % max(1, mutated.stream.count - 40)
-            mutated.stream[min(position, mutated.stream.count - 1)] ^= UInt8(truncatingIfNeeded: state >> 8) | 1
+            let position = 40 + Int(state >> 33) % max(1, bytes.count - 40)
+            bytes[min(position, bytes.count - 1)] ^= UInt8(truncatingIfNeeded: state >> 8) | 1
+            mutated.stream = bytes[...]
             _ = try RFBReplay.run(mutated, chunkSize: 1 + Int(state >> 50) % 4096)
         }
     }

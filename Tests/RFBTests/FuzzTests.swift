@@ -42,7 +42,9 @@ struct FuzzTests {
         let iterations = Int(ProcessInfo.processInfo.environment["FARCAST_FUZZ_ITERATIONS"] ?? "") ?? 600
         for _ in 0..<iterations {
             var mutated = capture
-            mutate(&mutated.stream, &rng)
+            var bytes = Array(capture.stream)
+            mutate(&bytes, &rng)
+            mutated.stream = bytes[...]
             let result = try RFBReplay.run(mutated, chunkSize: 1 + rng.below(8192))
             if result.error == nil { outcomes.decoded += 1 } else { outcomes.typedErrors += 1 }
             #expect(result.bytesFed <= mutated.stream.count)
@@ -78,5 +80,31 @@ struct FuzzTests {
         default:
             for _ in 0..<(1 + rng.below(64)) { bytes[position()] = UInt8(truncatingIfNeeded: rng.next()) }
         }
+    }
+}
+
+@Suite struct CaptureTests {
+    @Test(arguments: FuzzTests.captureNames)
+    func aCaptureCutAnywhereTrimsBackToWholeMessages(name: String) throws {
+        let capture = try FuzzTests.load(name)
+        let full = try RFBReplay.run(capture)
+        #expect(full.lastMessageBoundary == capture.stream.count, "a recorded capture ends on a message boundary")
+        for cut in [capture.stream.count * 2 / 3, capture.stream.count / 2 + 7, capture.stream.count - 3] {
+            var partial = capture
+            partial.stream = capture.stream.prefix(cut)
+            #expect(try RFBReplay.run(partial).error != nil, "cut inside a message, the stream must not decode to its end")
+            let trimmed = try partial.trimmedToLastCompleteMessage()
+            #expect(trimmed.stream.count <= cut)
+            #expect(try RFBReplay.run(trimmed).error == nil)
+        }
+    }
+
+    @Test func captureFilesRoundTrip() throws {
+        let capture = RFBCapture(metadata: .init(pixelFormat: .rgb565, encodings: [.zrle, .cursor], server: "test"), stream: [1, 2, 3])
+        let parsed = try RFBCapture(bytes: capture.serialized())
+        #expect(Array(parsed.stream) == [1, 2, 3])
+        #expect(try parsed.metadata.decodedPixelFormat() == .rgb565)
+        #expect(parsed.metadata.encodings == [16, -239])
+        #expect(throws: RFBCapture.CaptureError.self) { try RFBCapture(bytes: Array("not a capture".utf8)) }
     }
 }

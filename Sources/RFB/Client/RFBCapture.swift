@@ -52,11 +52,12 @@ public struct RFBCapture: Sendable {
     static let magic = Array("FARCAST-RFB-CAPTURE 1\n".utf8)
 
     public var metadata: Metadata
-    public var stream: [UInt8]
+    /// The server's bytes. A slice, so a capture read from a file is not copied again.
+    public var stream: ArraySlice<UInt8>
 
     public init(metadata: Metadata, stream: [UInt8]) {
         self.metadata = metadata
-        self.stream = stream
+        self.stream = stream[...]
     }
 
     /// The header (magic and metadata line) that starts a capture file.
@@ -78,10 +79,19 @@ public struct RFBCapture: Sendable {
         } catch {
             throw CaptureError.malformed("metadata is not valid JSON (\(error))")
         }
-        stream = Array(bytes[(newline + 1)...])
+        stream = bytes[(newline + 1)...]
     }
 
     public func serialized() throws -> [UInt8] { try Self.header(for: metadata) + stream }
+
+    /// The capture cut back to its last complete server message, so a recording stopped in the
+    /// middle of an update still decodes to its end.
+    public func trimmedToLastCompleteMessage() throws -> RFBCapture {
+        let result = try RFBReplay.run(self)
+        var trimmed = self
+        trimmed.stream = stream.prefix(result.lastMessageBoundary)
+        return trimmed
+    }
 }
 
 /// What decoding a capture produced.
@@ -94,6 +104,8 @@ public struct ReplayResult: Sendable {
     public var error: RFBError?
     /// Bytes of the stream consumed before it ended or failed.
     public var bytesFed: Int
+    /// Offset just past the last complete message (see `RFBConnection.lastMessageBoundary`).
+    public var lastMessageBoundary: Int
 }
 
 /// Feeds a capture through the engine with no network: the decode path exactly as a live
@@ -141,6 +153,7 @@ public enum RFBReplay {
             for case .close(let e) in actions where e != .connectionClosed("by the server") { error = e }
         }
         return ReplayResult(framebuffer: connection.framebuffer, updates: connection.updatesReceived,
-                            rectangles: connection.rectanglesDecoded, pixels: connection.pixelsDecoded, error: error, bytesFed: fed)
+                            rectangles: connection.rectanglesDecoded, pixels: connection.pixelsDecoded, error: error, bytesFed: fed,
+                            lastMessageBoundary: connection.lastMessageBoundary)
     }
 }

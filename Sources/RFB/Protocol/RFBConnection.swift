@@ -124,6 +124,11 @@ public struct RFBConnection: Sendable {
     private var coverage: CoverageMap?
     private var input: [UInt8] = []
     private var readIndex = 0
+    /// Stream offset of input[0] (input is compacted as it is consumed).
+    private var inputBase = 0
+    /// Stream offset just past the last complete server message of the normal phase: a
+    /// recording cut anywhere can be trimmed back to here and still decode to its end.
+    public private(set) var lastMessageBoundary = 0
     /// Don't re-parse until the input holds this many bytes (avoids re-parsing a large
     /// length-prefixed payload on every arriving segment).
     private var waitUntil = 0
@@ -174,6 +179,7 @@ public struct RFBConnection: Sendable {
         switch phase {
         case .version: context = "before the server sent its RFB banner"
         case .messages where update != nil: context = "in the middle of a framebuffer update"
+        case .messages where readIndex < input.count: context = "in the middle of a server message"
         case .messages: context = "by the server"
         case .securityResult, .vncAuthChallenge, .plainCredentials:
             context = "during authentication (the server may have rejected the credentials without a reason)"
@@ -204,6 +210,7 @@ public struct RFBConnection: Sendable {
                 let progressed = try step(&reader, &actions)
                 readIndex = reader.offset
                 waitUntil = 0
+                if phase == .messages && update == nil { lastMessageBoundary = inputBase + readIndex }
                 if !progressed { break }
             } catch let truncated as TruncatedInput {
                 // Steps leave the reader at their last commit point when input runs out.
@@ -232,10 +239,12 @@ public struct RFBConnection: Sendable {
         if readIndex == input.count {
             waitUntil = max(0, waitUntil - readIndex)
             input.removeAll(keepingCapacity: input.capacity <= 4 << 20)
+            inputBase += readIndex
             readIndex = 0
         } else if readIndex >= 1 << 16 && readIndex * 2 >= input.count {
             input.removeSubrange(0..<readIndex)
             waitUntil = max(0, waitUntil - readIndex)
+            inputBase += readIndex
             readIndex = 0
         }
     }

@@ -108,7 +108,24 @@ final class XvncServer: XDisplay, @unchecked Sendable {
         try waitForTCPPort(port, process: process)
     }
 
-    func stop() { process.stop() }
+    func stop() {
+        process.stop()
+        removeStaleXFiles(display)
+    }
+
+    deinit { stop() }
+}
+
+/// An X server killed before it could clean up leaves its lock file and socket behind; remove
+/// them once it is gone so display numbers do not pile up in /tmp.
+func removeStaleXFiles(_ display: Int) {
+    let lock = "/tmp/.X\(display)-lock"
+    if let text = try? String(contentsOfFile: lock, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+       kill(pid, 0) == 0 {
+        return      // still running (someone else's)
+    }
+    try? FileManager.default.removeItem(atPath: lock)
+    try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(display)")
 }
 
 /// x11vnc serving an Xvfb display on 127.0.0.1.
@@ -135,6 +152,12 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
         }
         server = try BackgroundProcess(x11vnc, arguments, logName: "x11vnc")
         try waitForTCPPort(port, timeout: 30, process: server)
+    }
+
+    deinit {
+        server.stop()
+        xvfb.stop()
+        removeStaleXFiles(display)
     }
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# RFB decode speed of farcast beside libvncclient (Debian's libvncserver 0.9.14), measured on the
+# same recordings in one run. Called by scripts/bench; do not run directly.
+#   1. Xvnc (and x11vnc on Xvfb, for Zlib, which Xvnc does not serve) at 1920x1080 on 127.0.0.1
+#   2. per encoding, a deterministic workload (scrolling text, moving photos, solid fills, a mixed
+#      desktop; 3 s each at 20 fps) is drawn while `farcast vnc record` records the stream
+#   3. each capture is decoded from memory by both clients: 1 warm-up + RUNS timed runs, median
+set -euo pipefail
+FARCAST=$1 JSON=$2 WORK=$3 RUNS=${RUNS:-9} PHASE_SECONDS=${PHASE_SECONDS:-3}
+say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
+
+gcc -O2 -o "$WORK/rfb_workload" scripts/lib/bench/rfb_workload.c -lX11 -lm
+gcc -O2 -o "$WORK/libvncclient_replay" scripts/lib/bench/libvncclient_replay.c $(pkg-config --cflags --libs libvncclient) -lcrypto
+
+free_display() { local n=$1; while [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done; echo "$n"; }
+wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+XVNC_DISPLAY=$(free_display 70)
+Xvnc ":$XVNC_DISPLAY" -rfbport $((5900 + XVNC_DISPLAY)) -localhost -interface 127.0.0.1 -SecurityTypes None \
+     -geometry 1920x1080 -depth 24 -nolisten tcp > "$WORK/xvnc.log" 2>&1 &
+PIDS+=($!)
+XVFB_DISPLAY=$(free_display $((XVNC_DISPLAY + 1)))
+Xvfb ":$XVFB_DISPLAY" -screen 0 1920x1080x24 -nolisten tcp > "$WORK/xvfb.log" 2>&1 &
+PIDS+=($!)
+sleep 1
+X11VNC_PORT=$((5900 + XVFB_DISPLAY))
+x11vnc -display ":$XVFB_DISPLAY" -rfbport "$X11VNC_PORT" -localhost -nopw -forever -shared -noxdamage > "$WORK/x11vnc.log" 2>&1 &
+PIDS+=($!)
+wait_port $((5900 + XVNC_DISPLAY)); wait_port "$X11VNC_PORT"
+
+record() { # name display port encoding [quality]
+  local name=$1 display=$2 port=$3 encoding=$4 quality=${5:-}
+  local total=$((PHASE_SECONDS * 4 + 2))
+  say "recording $name ($encoding, $total s of text, photos, fills, mixed)…"
+  "$FARCAST" vnc record "127.0.0.1::$port" --security none -o "$WORK/$name.rfb" --duration "$total" \
+      --encoding "$encoding" ${quality:+--quality "$quality"} --quiet > /dev/null &
+  local recorder=$!
+  sleep 1
+  for kind in text photo fill mixed; do DISPLAY=":$display" "$WORK/rfb_workload" "$kind" "$PHASE_SECONDS" 20; done
+  wait "$recorder"
+}
+
+ENCODINGS=(tight zrle hextile zlib raw)
+for e in "${ENCODINGS[@]}"; do
+  case "$e" in
+    zlib) record "$e" "$XVFB_DISPLAY" "$X11VNC_PORT" zlib ;;
+    tight) record "$e" "$XVNC_DISPLAY" $((5900 + XVNC_DISPLAY)) tight 6 ;;
+    *) record "$e" "$XVNC_DISPLAY" $((5900 + XVNC_DISPLAY)) "$e" ;;
+  esac
+done
+cleanup
+PIDS=()
+
+for e in "${ENCODINGS[@]}"; do
+  say "decoding $e: farcast, then libvncclient ($RUNS runs each after a warm-up)…"
+  "$FARCAST" vnc replay "$WORK/$e.rfb" --runs "$RUNS" --json > "$WORK/$e.ours.json"
+  "$WORK/libvncclient_replay" "$WORK/$e.rfb" --runs "$RUNS" > "$WORK/$e.theirs.json"
+done
+
+python3 - "$WORK" "$JSON" "${ENCODINGS[@]}" <<'PY'
+import json, os, sys
+work, as_json, encodings = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+rows = []
+for e in encodings:
+    ours = json.load(open(f"{work}/{e}.ours.json"))
+    theirs = json.load(open(f"{work}/{e}.theirs.json"))
+    rows.append({
+        "encoding": e,
+        "ours_mpx_s": round(ours["mpx_per_s"], 1),
+        "libvncclient_mpx_s": round(theirs["mpx_per_s"], 1),
+        "ratio": round(ours["mpx_per_s"] / theirs["mpx_per_s"], 2) if theirs["mpx_per_s"] else None,
+        "peak_rss_bytes": ours["peak_rss_bytes"],
+        "libvncclient_peak_rss_bytes": theirs.get("peak_rss_bytes"),
+        "hash_match": ours["sha256"] == theirs["sha256"],
+        "pixels": ours["pixels"],
+        "capture_bytes": os.path.getsize(f"{work}/{e}.rfb"),
+        "ours_median_cpu_s": ours["median_cpu_seconds"],
+        "libvncclient_median_cpu_s": theirs["median_cpu_seconds"],
+    })
+if as_json:
+    print(json.dumps(rows))
+else:
+    print(f"RFB decode, 1920x1080 recordings from Xvnc (Zlib: x11vnc), median of the timed runs after a warm-up")
+    print(f"{'encoding':<9}{'capture MB':>11}{'Mpx':>8}{'farcast Mpx/s':>15}{'libvncclient Mpx/s':>20}{'ratio':>7}{'farcast RSS MiB':>17}{'same pixels':>13}")
+    for r in rows:
+        print(f"{r['encoding']:<9}{r['capture_bytes']/1e6:>11.1f}{r['pixels']/1e6:>8.1f}{r['ours_mpx_s']:>15.1f}{r['libvncclient_mpx_s']:>20.1f}"
+              f"{r['ratio']:>7.2f}{r['peak_rss_bytes']/1048576:>17.0f}{'yes' if r['hash_match'] else 'NO':>13}")
+PY
