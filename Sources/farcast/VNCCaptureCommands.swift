@@ -118,7 +118,9 @@ struct VNCReplayCommand: AsyncParsableCommand {
                                       pixels: result.pixels, cpuSeconds: times, medianCPUSeconds: median,
                                       mpxPerSecond: median > 0 ? Double(result.pixels) / median / 1e6 : 0,
                                       width: result.framebuffer.width, height: result.framebuffer.height, sha256: hash,
-                                      peakRSSBytes: peakRSSBytes(), error: result.error.map { "\($0)" })
+                                      peakRSSBytes: peakRSSBytes(), decoderBuffersPeakBytes: result.peakBufferBytes,
+                                      framebufferBytes: result.framebuffer.width * result.framebuffer.height * 4,
+                                      error: result.error.map { "\($0)" })
             if global.json {
                 try printJSON(report)
             } else {
@@ -127,7 +129,7 @@ struct VNCReplayCommand: AsyncParsableCommand {
                 let spread = runs > 1 ? " (median of \(runs) after a warm-up)" : ""
                 print("cpu          \(String(format: "%.3f", median)) s\(spread), \(String(format: "%.1f", report.mpxPerSecond)) Mpx/s")
                 print("framebuffer  \(report.width)x\(report.height) sha256 \(hash)")
-                print("peak RSS     \(report.peakRSSBytes / 1_048_576) MiB")
+                print("memory       peak RSS \(report.peakRSSBytes / 1_048_576) MiB (capture included); decoder buffers \(report.decoderBuffersPeakBytes / 1_048_576) MiB = \(String(format: "%.2f", Double(report.decoderBuffersPeakBytes) / Double(max(report.framebufferBytes, 1))))× the framebuffer")
                 if let error = report.error { print("stopped      \(error)") }
             }
             if let error = result.error { throw CommandFailure(message: "the capture did not decode to its end: \(error)") }
@@ -148,11 +150,14 @@ struct ReplayReport: Encodable {
     var height: Int
     var sha256: String
     var peakRSSBytes: Int
+    var decoderBuffersPeakBytes: Int
+    var framebufferBytes: Int
     var error: String?
 
     enum CodingKeys: String, CodingKey {
         case capture, bytes, updates, rectangles, pixels, cpuSeconds, medianCPUSeconds = "median_cpu_seconds", mpxPerSecond = "mpx_per_s"
-        case width, height, sha256, peakRSSBytes = "peak_rss_bytes", error
+        case width, height, sha256, peakRSSBytes = "peak_rss_bytes", decoderBuffersPeakBytes = "decoder_buffers_peak_bytes"
+        case framebufferBytes = "framebuffer_bytes", error
     }
 }
 

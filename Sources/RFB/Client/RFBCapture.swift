@@ -106,6 +106,8 @@ public struct ReplayResult: Sendable {
     public var bytesFed: Int
     /// Offset just past the last complete message (see `RFBConnection.lastMessageBoundary`).
     public var lastMessageBoundary: Int
+    /// The most memory the engine's buffers held (see `RFBConnection.peakBufferBytes`).
+    public var peakBufferBytes: Int
 }
 
 /// Feeds a capture through the engine with no network: the decode path exactly as a live
@@ -154,6 +156,6 @@ public enum RFBReplay {
         }
         return ReplayResult(framebuffer: connection.framebuffer, updates: connection.updatesReceived,
                             rectangles: connection.rectanglesDecoded, pixels: connection.pixelsDecoded, error: error, bytesFed: fed,
-                            lastMessageBoundary: connection.lastMessageBoundary)
+                            lastMessageBoundary: connection.lastMessageBoundary, peakBufferBytes: connection.peakBufferBytes)
     }
 }

@@ -37,6 +37,17 @@ struct RLETileDecoder {
                 for r in 0..<th {
                     UnsafeMutableRawPointer(origin + r * stride).copyMemory(from: c.pointer + r * tw * 4, byteCount: tw * 4)
                 }
+            } else if converter.isNative && bpc == 3 {
+                // The common case (rgb888, 3-byte CPIXELs): B, G, R bytes to one word.
+                let source = c.pointer.assumingMemoryBound(to: UInt8.self)
+                for r in 0..<th {
+                    let row = origin + r * stride
+                    let line = source + r * tw * 3
+                    for x in 0..<tw {
+                        let p = line + x * 3
+                        row[x] = UInt32(p[0]) | UInt32(p[1]) &<< 8 | UInt32(p[2]) &<< 16
+                    }
+                }
             } else {
                 var p = c.pointer
                 for r in 0..<th {
@@ -96,34 +107,41 @@ struct RLETileDecoder {
 
     private func decodePacked(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
                               width tw: Int, height th: Int) throws {
-        let bits = paletteSize == 2 ? 1 : paletteSize <= 4 ? 2 : 4
+        let size = paletteSize
+        let bits = size == 2 ? 1 : size <= 4 ? 2 : 4
         let rowBytes = (tw * bits + 7) / 8
         try c.require(rowBytes * th)
-        let mask = UInt8((1 << bits) - 1)
-        let size = paletteSize
+        // Indices can only exceed the palette when it does not fill its bit width.
+        let needsCheck = size != 1 << bits
+        let source = c.pointer.assumingMemoryBound(to: UInt8.self)
         try palette.withUnsafeBufferPointer { pal in
+            let colours = pal.baseAddress!
             for r in 0..<th {
-                let src = c.pointer + r * rowBytes
+                let line = source + r * rowBytes
                 let row = origin + r * stride
-                var shift = 8
-                var byteIndex = 0
-                var byte: UInt8 = 0
-                for x in 0..<tw {
-                    if shift == 8 || shift <= 0 {
-                        byte = src.load(fromByteOffset: byteIndex, as: UInt8.self)
-                        byteIndex += 1
-                        shift = 8
+                switch bits {
+                case 1:
+                    for x in 0..<tw { row[x] = colours[Int((line[x &>> 3] &>> UInt8(7 - (x & 7))) & 1)] }
+                case 2:
+                    for x in 0..<tw {
+                        let index = Int((line[x &>> 2] &>> UInt8(6 - 2 * (x & 3))) & 3)
+                        if needsCheck && index >= size { throw badIndex(index) }
+                        row[x] = colours[index]
                     }
-                    shift -= bits
-                    let index = Int((byte >> UInt8(shift)) & mask)
-                    guard index < size else {
-                        throw RFBError.malformedRectangle(encoding: encoding, detail: "palette index \(index) beyond a palette of \(size)")
+                default:
+                    for x in 0..<tw {
+                        let index = Int((line[x &>> 1] &>> UInt8(4 - 4 * (x & 1))) & 15)
+                        if needsCheck && index >= size { throw badIndex(index) }
+                        row[x] = colours[index]
                     }
-                    row[x] = pal[index]
                 }
             }
         }
         c.position += rowBytes * th
+    }
+
+    private func badIndex(_ index: Int) -> RFBError {
+        .malformedRectangle(encoding: encoding, detail: "palette index \(index) beyond a palette of \(paletteSize)")
     }
 
     /// Reads an RLE run length (1 + the sum of bytes, 255 continuing), refusing runs that

@@ -11,12 +11,10 @@ enum ZRLEDecoder {
         guard length <= zlibCompressedBound(maximum) else {
             throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "claims \(length) compressed bytes, more than any \(rect.width)×\(rect.height) rectangle needs")
         }
-        state.ensureScratch(maximum)
         let stream = state.zrleStream
+        // The scratch buffer grows to what rectangles really inflate to, not to the bound.
         let produced = try r.withUnsafeBytes(count: length) { input in
-            try state.scratch.withUnsafeMutableBytes { out in
-                try stream.inflate(input, upTo: UnsafeMutableRawBufferPointer(rebasing: out[0..<maximum]))
-            }
+            try stream.inflate(input, growing: &state.scratch, limit: maximum)
         }
         reader = r
         var tiles = RLETileDecoder(converter: state.converter, encoding: "ZRLE", allowsPaletteReuse: false)

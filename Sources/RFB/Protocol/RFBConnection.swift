@@ -129,6 +129,15 @@ public struct RFBConnection: Sendable {
     /// Stream offset just past the last complete server message of the normal phase: a
     /// recording cut anywhere can be trimmed back to here and still decode to its end.
     public private(set) var lastMessageBoundary = 0
+    /// The most memory the engine's own buffers held at once: framebuffer, scratch, receive
+    /// buffer and zlib windows (codec libraries' internal state aside).
+    public private(set) var peakBufferBytes = 0
+
+    /// Memory the engine's buffers hold now (see `peakBufferBytes`).
+    public var bufferBytes: Int {
+        framebuffer.pixels.capacity * 4 + decoder.scratch.capacity + decoder.gradientRow.capacity * 4 + input.capacity
+            + 6 * (32 << 10)      // one 32 KiB window per zlib stream (Zlib, ZRLE, four Tight)
+    }
     /// Don't re-parse until the input holds this many bytes (avoids re-parsing a large
     /// length-prefixed payload on every arriving segment).
     private var waitUntil = 0
@@ -224,6 +233,7 @@ public struct RFBConnection: Sendable {
             }
         }
         compactInput()
+        peakBufferBytes = max(peakBufferBytes, bufferBytes)
         return actions
     }
 
