@@ -195,3 +195,82 @@ func cpuSeconds() -> Double {
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
+
+struct VNCWatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Connect and keep taking updates, then report what was decoded.",
+        discussion: "With --until-eof it runs until the server closes the connection — so a recorded stream served by any replay server can be checked — and reports updates, rectangles and pixels decoded, CPU seconds, and with --hash the SHA-256 of the final framebuffer's RGB bytes (the same figure 'farcast vnc replay' prints)."
+    )
+
+    @OptionGroup var connection: VNCConnectionOptions
+    @OptionGroup var encodingOptions: VNCEncodingOptions
+
+    @Flag(name: .customLong("until-eof"), help: "Run until the server closes the connection.")
+    var untilEOF = false
+
+    @Option(help: ArgumentHelp("Stop after this many seconds instead.", valueName: "seconds"))
+    var duration: Double?
+
+    @Flag(help: "Print the SHA-256 of the final framebuffer's RGB bytes.")
+    var hash = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard untilEOF != (duration != nil) else { throw ValidationError("give exactly one of --until-eof and --duration") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let logger = global.makeLogger(label: "farcast.vnc")
+            let endpoint = try connection.endpoint()
+            var configuration = RFBConnection.Configuration()
+            encodingOptions.apply(to: &configuration)
+            let cpuBefore = cpuSeconds()
+            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
+                                                     options: try connection.clientOptions(configuration), logger: logger)
+            let events = client.events
+            var ended: RFBError?? = nil
+            if let duration {
+                try await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+                await client.close()
+            } else {
+                for await event in events {
+                    if case .disconnected(let reason) = event { ended = .some(reason) }
+                }
+            }
+            let framebuffer = await client.framebuffer
+            let stats = await client.statistics
+            await client.close()
+            let cpu = cpuSeconds() - cpuBefore
+            // The server closing is the expected end here; anything else is a failure.
+            if case .some(.some(let reason)) = ended, reason != .connectionClosed("by the server") {
+                throw CommandFailure(message: "the session ended early: \(reason)")
+            }
+            let digest = hash ? hexString(SHA256.hash(data: framebuffer.rgbBytes())) : nil
+            let report = WatchReport(server: endpoint.description, updates: stats.updates, rectangles: stats.rectangles, pixels: stats.pixels,
+                                     cpuSeconds: cpu, width: framebuffer.width, height: framebuffer.height, sha256: digest)
+            if global.json {
+                try printJSON(report)
+            } else {
+                print("server       \(report.server)")
+                print("decoded      \(report.updates) updates, \(report.rectangles) rectangles, \(report.pixels) pixels")
+                print("cpu          \(String(format: "%.3f", cpu)) s")
+                print("framebuffer  \(report.width)x\(report.height)\(digest.map { " sha256 \($0)" } ?? "")")
+            }
+        }
+    }
+}
+
+struct WatchReport: Encodable {
+    var server: String
+    var updates: Int
+    var rectangles: Int
+    var pixels: Int
+    var cpuSeconds: Double
+    var width: Int
+    var height: Int
+    var sha256: String?
+}

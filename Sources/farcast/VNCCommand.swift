@@ -13,7 +13,7 @@ struct VNCCommand: AsyncParsableCommand {
 
             Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. TLS certificates (VeNCrypt X509*) are pinned on first use in the state directory; a changed certificate is refused until you connect once with --trust.
             """,
-        subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self, VNCRecordCommand.self, VNCReplayCommand.self]
+        subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self, VNCRecordCommand.self, VNCReplayCommand.self, VNCWatchCommand.self]
     )
 }
 

@@ -70,4 +70,32 @@ struct VNCCommandTests {
         #expect(badAddress.status == 2)
         #expect(badAddress.stderr.contains("cannot read"))
     }
+
+    /// `watch --until-eof --hash` against a replay server gives the same figures as `replay`:
+    /// a stream served by any server can be checked.
+    @Test func watchingAReplayedStreamMatchesReplayingTheCapture() throws {
+        let directory = packageRoot.appendingPathComponent("Tests/RFBTests/Fixtures/captures")
+        let python = try pythonInterpreter()
+        var port = 17_100
+        for name in ["xvnc-tight.rfb", "xvnc-zrle.rfb", "x11vnc-zlib.rfb", "xvnc-tight-jpeg.rfb"] {
+            port += 1
+            let capture = directory.appendingPathComponent(name).path
+            // The server serves exactly one connection: wait for its "ready" line, not a probe.
+            let server = try BackgroundProcess(python, [packageRoot.appendingPathComponent("scripts/lib/rfb_replay_server.py").path, capture, "\(port)"],
+                                               logName: "rfb-replay-server")
+            for _ in 0..<200 where !server.log.contains("ready") { usleep(50_000) }
+            #expect(server.log.contains("ready"), "the replay server did not start: \(server.log)")
+            var env = ProcessInfo.processInfo.environment
+            env["FARCAST_VNC_PASSWORD"] = "anything"
+            let watched = try run(try farcastBinary(), ["vnc", "watch", "127.0.0.1::\(port)", "--until-eof", "--hash", "--json", "--security", "vncauth,none"],
+                                  environment: env, timeout: 60)
+            #expect(watched.status == 0, "\(name): \(watched.stderr)")
+            let replayed = try run(try farcastBinary(), ["vnc", "replay", capture, "--json"])
+            let a = try JSONSerialization.jsonObject(with: Data(watched.stdout.utf8)) as? [String: Any]
+            let b = try JSONSerialization.jsonObject(with: Data(replayed.stdout.utf8)) as? [String: Any]
+            #expect(a?["sha256"] as? String == b?["sha256"] as? String, "\(name): watch and replay disagree")
+            #expect(a?["pixels"] as? Int == b?["pixels"] as? Int)
+            #expect(a?["updates"] as? Int == b?["updates"] as? Int)
+        }
+    }
 }

@@ -79,6 +79,8 @@ public actor VNCClient {
                 .connectTimeout(.nanoseconds(Int64(options.connectTimeout.components.seconds) * 1_000_000_000
                     + options.connectTimeout.components.attoseconds / 1_000_000_000))
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                // A replay server (or a polite real one) half-closes: keep reading what it sent.
+                .channelOption(.allowRemoteHalfClosure, value: true)
                 .connect(host: endpoint.host, port: endpoint.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)

@@ -121,16 +121,16 @@ struct RLETileDecoder {
                 let row = origin + r * stride
                 switch bits {
                 case 1:
-                    for x in 0..<tw { row[x] = colours[Int((line[x &>> 3] &>> UInt8(7 - (x & 7))) & 1)] }
+                    for x in 0..<tw { row[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)] }
                 case 2:
                     for x in 0..<tw {
-                        let index = Int((line[x &>> 2] &>> UInt8(6 - 2 * (x & 3))) & 3)
+                        let index = Int((line[x &>> 2] &>> UInt8(truncatingIfNeeded: 6 - 2 * (x & 3))) & 3)
                         if needsCheck && index >= size { throw badIndex(index) }
                         row[x] = colours[index]
                     }
                 default:
                     for x in 0..<tw {
-                        let index = Int((line[x &>> 1] &>> UInt8(4 - 4 * (x & 1))) & 15)
+                        let index = Int((line[x &>> 1] &>> UInt8(truncatingIfNeeded: 4 - 4 * (x & 1))) & 15)
                         if needsCheck && index >= size { throw badIndex(index) }
                         row[x] = colours[index]
                     }
