@@ -56,6 +56,10 @@ public actor VNCClient {
     private var ended = false
     private var handshakeDeadline: ContinuousClock.Instant?
     private let tlsOutcome = TLSOutcome()
+    private var input = InputTracker()
+    private var eventWaiters: [Int: (predicate: @Sendable (RFBEvent) -> Bool, continuation: CheckedContinuation<RFBEvent, any Error>)] = [:]
+    /// The server's clipboard text, as last received.
+    public private(set) var serverClipboard: String?
 
     /// What the server said during the handshake.
     public private(set) var serverInfo: ServerInfo?
@@ -173,9 +177,155 @@ public actor VNCClient {
         try await perform(core.requestUpdate(incremental: incremental), credentials: nil)
     }
 
-    /// Closes the session.
+    /// Closes the session, first releasing any key or button still held on the server.
     public func close() async {
+        if !ended && !options.configuration.viewOnly {
+            for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
+        }
         finish(nil)
+    }
+
+    /// Waits for the next event that satisfies `predicate` (events before the call do not count).
+    public func waitForEvent(timeout: Duration, _ what: String = "the server",
+                             where predicate: @escaping @Sendable (RFBEvent) -> Bool) async throws -> RFBEvent {
+        if let endReason { throw endReason }
+        guard !ended else { throw RFBError.notConnected }
+        let id = nextWaiterID
+        nextWaiterID += 1
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            self.eventWaiters.removeValue(forKey: id)?.continuation.resume(throwing: RFBError.timedOut("waiting for \(what)"))
+        }
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            eventWaiters[id] = (predicate, continuation)
+        }
+    }
+
+    // MARK: - Clipboard and screen size
+
+    /// Puts text on the server's clipboard (Extended Clipboard UTF-8 when offered, else Latin-1).
+    public func setClipboard(_ text: String) async throws {
+        guard !ended else { throw endReason ?? .notConnected }
+        try await perform(core.setClipboard(text), credentials: nil)
+    }
+
+    /// The server's clipboard: what it last sent, or the next text it sends within `timeout`.
+    public func clipboardText(timeout: Duration = .seconds(2)) async throws -> String? {
+        if let serverClipboard { return serverClipboard }
+        do {
+            let event = try await waitForEvent(timeout: timeout, "the server's clipboard") { if case .serverClipboard = $0 { true } else { false } }
+            if case .serverClipboard(let text) = event { return text }
+        } catch RFBError.timedOut {
+            return nil
+        }
+        return nil
+    }
+
+    /// Asks the server to change the desktop size (ExtendedDesktopSize servers such as Xvnc) and
+    /// waits for the outcome. The monitor layout becomes one screen covering the new size.
+    public func requestDesktopSize(width: Int, height: Int, timeout: Duration = .seconds(10)) async throws {
+        guard core.serverSupportsExtendedDesktopSize else {
+            throw RFBError.unsupported("the server does not support remote resizing (no ExtendedDesktopSize)")
+        }
+        guard (1...Framebuffer.maximumDimension).contains(width), (1...Framebuffer.maximumDimension).contains(height) else {
+            throw RFBError.unsupported("a desktop of \(width)×\(height) is outside 1…\(Framebuffer.maximumDimension)")
+        }
+        let first = core.screens.first ?? RFBScreen(id: 0, x: 0, y: 0, width: width, height: height)
+        let layout = [RFBScreen(id: first.id, x: 0, y: 0, width: width, height: height, flags: first.flags)]
+        try await sendInput(.setDesktopSize(width: width, height: height, screens: layout))
+        let outcome = try await waitForEvent(timeout: timeout, "the server to answer the resize") { event in
+            switch event {
+            case .resized(let w, let h, _): return w == width && h == height
+            case .resizeRefused: return true
+            default: return false
+            }
+        }
+        if case .resizeRefused(let status) = outcome {
+            let meaning = [1: "resizing is administratively prohibited", 2: "the server is out of resources", 3: "the screen layout is invalid",
+                           4: "the request was forwarded and may complete later"][status] ?? "status \(status)"
+            throw RFBError.unsupported("the server refused to resize to \(width)×\(height): \(meaning)")
+        }
+    }
+
+    // MARK: - Input
+
+    private func sendInput(_ message: ClientMessage) async throws {
+        guard !options.configuration.viewOnly else { throw RFBError.viewOnly }
+        guard !ended else { throw endReason ?? .notConnected }
+        try await perform(core.send(message), credentials: nil)
+    }
+
+    /// Presses or releases one key. With QEMU extended key events (when the server offers
+    /// them) and a known scancode, the physical key travels too.
+    public func key(_ keysym: UInt32, down: Bool, scancode: UInt32? = nil) async throws {
+        guard input.key(keysym, down: down) else { return }
+        let code = scancode ?? (core.serverSupportsExtendedKeyEvents ? XTScancode.forKeysym(keysym) : nil)
+        if let code, core.serverSupportsExtendedKeyEvents {
+            try await sendInput(.qemuKeyEvent(down: down, keysym: keysym, scancode: code))
+        } else {
+            try await sendInput(.keyEvent(down: down, keysym: keysym))
+        }
+    }
+
+    /// Presses a combination such as "ctrl+alt+Delete": keys down in order, up in reverse.
+    public func press(_ combination: String) async throws {
+        let keys = try Keysym.combination(combination)
+        for k in keys { try await key(k, down: true) }
+        for k in keys.reversed() { try await key(k, down: false) }
+    }
+
+    /// Types text, one key press per character (by keysym, so any layout on the server works).
+    public func type(_ text: String) async throws {
+        for keysym in Keysym.forText(text) {
+            guard input.key(keysym, down: true) else { continue }
+            try await sendInput(.keyEvent(down: true, keysym: keysym))
+            _ = input.key(keysym, down: false)
+            try await sendInput(.keyEvent(down: false, keysym: keysym))
+        }
+    }
+
+    /// Where the pointer is (as last sent) and which buttons are held.
+    public var pointer: (x: Int, y: Int, buttons: UInt8) { (input.x, input.y, input.buttonMask) }
+
+    /// Moves the pointer to a framebuffer position (clamped to the screen).
+    public func movePointer(toX x: Int, y: Int) async throws {
+        let p = input.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
+        try await sendInput(.pointerEvent(buttonMask: input.buttonMask, x: p.x, y: p.y))
+    }
+
+    /// Moves the pointer by a relative amount; fractions accumulate (trackpad motion).
+    public func movePointer(byX dx: Double, y dy: Double) async throws {
+        let before = (input.x, input.y)
+        let p = input.move(byX: dx, y: dy, width: core.framebuffer.width, height: core.framebuffer.height)
+        guard p != before else { return }
+        try await sendInput(.pointerEvent(buttonMask: input.buttonMask, x: p.x, y: p.y))
+    }
+
+    /// Presses or releases mouse button 1–8 (4/5 wheel up/down, 6/7 wheel left/right).
+    public func button(_ button: Int, down: Bool) async throws {
+        guard (1...8).contains(button) else { throw RFBError.unsupported("mouse buttons are 1–8, not \(button)") }
+        let mask = input.button(button, down: down)
+        try await sendInput(.pointerEvent(buttonMask: mask, x: input.x, y: input.y))
+    }
+
+    /// Moves to (x, y) and clicks `button` (1 left, 2 middle, 3 right).
+    public func click(x: Int, y: Int, button: Int = 1, count: Int = 1) async throws {
+        try await movePointer(toX: x, y: y)
+        for _ in 0..<max(1, count) {
+            try await self.button(button, down: true)
+            try await self.button(button, down: false)
+        }
+    }
+
+    public enum ScrollDirection: Int, Sendable { case up = 4, down = 5, left = 6, right = 7 }
+
+    /// Turns the wheel: each click is a press and release of buttons 4–7.
+    public func scroll(_ direction: ScrollDirection, clicks: Int = 1) async throws {
+        for _ in 0..<max(1, clicks) {
+            try await button(direction.rawValue, down: true)
+            try await button(direction.rawValue, down: false)
+        }
     }
 
     // MARK: - The read loop
@@ -228,6 +378,11 @@ public actor VNCClient {
                 readyWaiter = nil
             case .event(let event):
                 logger.trace("event", metadata: ["event": "\(event)"])
+                if case .serverClipboard(let text) = event { serverClipboard = text }
+                for (id, waiter) in eventWaiters where waiter.predicate(event) {
+                    eventWaiters.removeValue(forKey: id)
+                    waiter.continuation.resume(returning: event)
+                }
                 if case .framebufferUpdated(_, let first) = event, first {
                     firstFrameComplete = true
                     for (_, waiter) in firstFrameWaiters { waiter.resume() }
@@ -305,6 +460,8 @@ public actor VNCClient {
         readyWaiter = nil
         for (_, waiter) in firstFrameWaiters { waiter.resume(throwing: error ?? .connectionClosed("before the first frame was complete")) }
         firstFrameWaiters = [:]
+        for (_, waiter) in eventWaiters { waiter.continuation.resume(throwing: error ?? RFBError.connectionClosed("while waiting for the server")) }
+        eventWaiters = [:]
         eventSink.yield(.disconnected(error))
         eventSink.finish()
         channel?.close(promise: nil)

@@ -90,6 +90,17 @@ public struct Framebuffer: Sendable, Equatable {
         return out
     }
 
+    /// A copy of one region (a monitor, say), clipped to the framebuffer.
+    public func cropped(to region: RFBRect) -> Framebuffer {
+        let area = region.intersection(RFBRect(x: 0, y: 0, width: width, height: height))
+        var out = Framebuffer(width: area.width, height: area.height)
+        for row in 0..<area.height {
+            let start = (area.y + row) * width + area.x
+            out.pixels.replaceSubrange(row * area.width..<(row + 1) * area.width, with: pixels[start..<start + area.width])
+        }
+        return out
+    }
+
     /// Fills a rectangle (already validated to lie inside) with one word.
     @inline(__always)
     mutating func fill(_ rect: RFBRect, with word: UInt32) {

@@ -31,6 +31,16 @@ public enum ClientMessage: Sendable, Equatable {
     case enableContinuousUpdates(Bool, RFBRect)
     case clientFence(flags: UInt32, payload: [UInt8])
     case setDesktopSize(width: Int, height: Int, screens: [RFBScreen])
+    /// QEMU extended key event: the keysym and the XT scancode of the physical key.
+    case qemuKeyEvent(down: Bool, keysym: UInt32, scancode: UInt32)
+
+    /// True for messages that act on the remote desktop (suppressed in view-only mode).
+    public var isInput: Bool {
+        switch self {
+        case .keyEvent, .pointerEvent, .clientCutText, .qemuKeyEvent, .setDesktopSize: return true
+        default: return false
+        }
+    }
 
     public func encoded() -> [UInt8] {
         var w = ByteWriter(capacity: 20)
@@ -73,6 +83,12 @@ public enum ClientMessage: Sendable, Equatable {
             w.writeInteger(flags)
             w.writeUInt8(UInt8(min(payload.count, 64)))
             w.writeBytes(payload.prefix(64))
+        case .qemuKeyEvent(let down, let keysym, let scancode):
+            w.writeUInt8(255)
+            w.writeUInt8(0)
+            w.writeInteger(UInt16(down ? 1 : 0))
+            w.writeInteger(keysym)
+            w.writeInteger(scancode)
         case .setDesktopSize(let width, let height, let screens):
             w.writeUInt8(251)
             w.writeZeros(1)

@@ -33,6 +33,10 @@ public struct RFBConnection: Sendable {
         public var requestsUpdates = true
         /// Ask for cursor shapes (Cursor, XCursor) so the client can draw the pointer itself.
         public var localCursor = true
+        /// Never send input (keys, pointer, clipboard) to the server.
+        public var viewOnly = false
+        /// Offer QEMU extended key events (scancodes beside keysyms).
+        public var extendedKeyEvents = true
 
         public init() {}
 
@@ -107,6 +111,12 @@ public struct RFBConnection: Sendable {
     public private(set) var serverSupportsContinuousUpdates = false
     public private(set) var continuousUpdatesActive = false
     public private(set) var serverSupportsFence = false
+    /// Extended Clipboard state (UTF-8 clipboard), active once the server sent its caps.
+    public private(set) var clipboard = ExtendedClipboard()
+    /// True once the server sent an ExtendedDesktopSize rectangle (it then accepts SetDesktopSize).
+    public private(set) var serverSupportsExtendedDesktopSize = false
+    /// True once the server confirmed QEMU extended key events (a -258 pseudo-rectangle).
+    public private(set) var serverSupportsExtendedKeyEvents = false
     /// Updates completed so far.
     public private(set) var updatesReceived = 0
     /// Rectangles decoded so far (pixel data only) and their pixels.
@@ -198,10 +208,22 @@ public struct RFBConnection: Sendable {
         return [.close(.connectionClosed(context))]
     }
 
-    /// Sends a normal-phase message (input events, update requests, resize requests).
+    /// Sends a normal-phase message (input events, update requests, resize requests). In
+    /// view-only mode input messages are dropped here, so nothing can slip through.
     public mutating func send(_ message: ClientMessage) -> [Action] {
         guard phase == .messages else { return [] }
+        if configuration.viewOnly && message.isInput { return [] }
         return [.send(message.encoded())]
+    }
+
+    /// Hands clipboard text to the server: Extended Clipboard (UTF-8) when the server offers it,
+    /// else ClientCutText in ISO 8859-1, where characters outside Latin-1 become "?".
+    public mutating func setClipboard(_ text: String) throws(RFBError) -> [Action] {
+        guard phase == .messages else { return [] }
+        guard !configuration.viewOnly else { throw .viewOnly }
+        if clipboard.isActive { return [.send(try clipboard.offer(text))] }
+        let latin1 = text.unicodeScalars.map { $0.value <= 0xFF ? UInt8($0.value) : UInt8(ascii: "?") }
+        return send(.clientCutText(latin1))
     }
 
     /// Asks for an update of the whole framebuffer.
@@ -532,6 +554,8 @@ public struct RFBConnection: Sendable {
         if let c = configuration.compressionLevel { list.append(.compressionLevel(min(max(c, 0), 9))) }
         list += [.extendedDesktopSize, .desktopSize, .lastRect, .desktopName, .fence]
         if configuration.continuousUpdates { list.append(.continuousUpdates) }
+        if configuration.extendedKeyEvents && !configuration.viewOnly { list.append(.qemuExtendedKeyEvent) }
+        list.append(.extendedClipboard)
         if configuration.localCursor { list += [.cursor, .xCursor] }
         return list
     }
@@ -584,9 +608,13 @@ public struct RFBConnection: Sendable {
                 reader = r
                 actions.append(.event(.serverClipboard(text)))
             } else {
-                // Extended Clipboard data: not negotiated by this client; skip it intact.
-                try r.skip(Int(length.magnitude))
+                let body = try r.readBytes(Int(length.magnitude))
                 reader = r
+                let outcome = try clipboard.handle(body)
+                for reply in outcome.replies where !configuration.viewOnly || reply == ExtendedClipboard.clientCaps() {
+                    actions.append(.send(reply))
+                }
+                if let text = outcome.text { actions.append(.event(.serverClipboard(text))) }
             }
         case 150:
             reader = r
@@ -696,9 +724,12 @@ public struct RFBConnection: Sendable {
         switch header.encoding {
         case .lastRect:
             break   // ends the update; handled by the caller
+        case .qemuExtendedKeyEvent:
+            serverSupportsExtendedKeyEvents = true
         case .desktopSize:
             try resize(width: rect.width, height: rect.height, screens: nil, &actions)
         case .extendedDesktopSize:
+            serverSupportsExtendedDesktopSize = true
             var r = reader
             let count = Int(try r.readUInt8())
             try r.skip(3)

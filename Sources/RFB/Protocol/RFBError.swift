@@ -43,6 +43,10 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// The operation needs a connected session.
     case notConnected
+    /// Input was attempted on a view-only session.
+    case viewOnly
+    /// A request the server cannot satisfy (it lacks the extension, or refused).
+    case unsupported(String)
 
     public var description: String {
         switch self {
@@ -88,6 +92,10 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
             return "timed out \(what)"
         case .notConnected:
             return "not connected"
+        case .viewOnly:
+            return "this session is view-only: no input is sent"
+        case .unsupported(let what):
+            return what
         }
     }
 }
