@@ -13,7 +13,9 @@ struct VNCCommand: AsyncParsableCommand {
 
             Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. TLS certificates (VeNCrypt X509*) are pinned on first use in the state directory; a changed certificate is refused until you connect once with --trust.
             """,
-        subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self, VNCRecordCommand.self, VNCReplayCommand.self, VNCWatchCommand.self]
+        subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self, VNCTypeCommand.self, VNCKeyCommand.self, VNCClickCommand.self, VNCMoveCommand.self,
+                      VNCClipboardCommand.self, VNCResizeCommand.self, VNCDoCommand.self,
+                      VNCRecordCommand.self, VNCReplayCommand.self, VNCWatchCommand.self]
     )
 }
 
@@ -36,6 +38,12 @@ struct VNCConnectionOptions: ParsableArguments {
 
     @Flag(help: "Ask for exclusive access (other viewers are disconnected) instead of sharing.")
     var exclusive = false
+
+    @Flag(name: .customLong("view-only"), help: "Never send input (keys, pointer, clipboard, resize) to the server.")
+    var viewOnly = false
+
+    @Flag(name: .customLong("latin1-clipboard"), help: "Use only the classic Latin-1 clipboard messages, even when the server offers the UTF-8 Extended Clipboard (x11vnc 0.9.16 offers it but ignores text sent that way).")
+    var latin1Clipboard = false
 
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to wait for the TCP connection.", valueName: "seconds"))
     var connectTimeout: Double = 10
@@ -68,6 +76,8 @@ struct VNCConnectionOptions: ParsableArguments {
         var configuration = configuration
         configuration.securityPreference = try securityPreference()
         configuration.shared = !exclusive
+        configuration.viewOnly = viewOnly
+        configuration.extendedClipboard = !latin1Clipboard
         options.configuration = configuration
         options.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
         options.acceptChangedCertificate = trust
@@ -157,14 +167,16 @@ struct VNCInfoCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
-            var configuration = RFBConnection.Configuration()
-            configuration.requestsUpdates = false
             let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(configuration), logger: logger)
+                                                     options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
             let info = await client.serverInfo!
+            // The monitor layout and the extensions arrive with the first update.
+            let complete = (try? await client.waitForFirstFrame(timeout: .seconds(10))) != nil
+            let screens = complete ? await client.screens : []
+            let extensions = complete ? await client.extensions : []
             await client.close()
             if global.json {
-                try printJSON(VNCInfoReport(server: endpoint.description, info: info))
+                try printJSON(VNCInfoReport(server: endpoint.description, info: info, screens: screens, extensions: extensions))
             } else {
                 print("server            \(endpoint)")
                 print("protocol          RFB \(info.protocolVersion) (server banner \"\(info.banner)\")")
@@ -176,6 +188,12 @@ struct VNCInfoCommand: AsyncParsableCommand {
                 print("desktop name      \(info.name)")
                 print("size              \(info.width)x\(info.height)")
                 print("pixel format      \(info.serverPixelFormat)")
+                if complete {
+                    print("monitors          \(screens.enumerated().map { "\($0.offset): \(monitorDescription($0.element))" }.joined(separator: ", "))")
+                    print("extensions        \(extensions.isEmpty ? "none" : extensions.joined(separator: ", "))")
+                } else {
+                    print("monitors          unknown (no complete frame within 10 s)")
+                }
             }
         }
     }
@@ -192,8 +210,18 @@ struct VNCInfoReport: Encodable {
     var width: Int
     var height: Int
     var pixelFormat: String
+    var monitors: [Monitor]
+    var extensions: [String]
 
-    init(server: String, info: ServerInfo) {
+    struct Monitor: Encodable {
+        var id: UInt32
+        var x: Int
+        var y: Int
+        var width: Int
+        var height: Int
+    }
+
+    init(server: String, info: ServerInfo, screens: [RFBScreen], extensions: [String]) {
         self.server = server
         protocolVersion = info.protocolVersion
         banner = info.banner
@@ -204,8 +232,12 @@ struct VNCInfoReport: Encodable {
         width = info.width
         height = info.height
         pixelFormat = info.serverPixelFormat
+        monitors = screens.map { Monitor(id: $0.id, x: $0.x, y: $0.y, width: $0.width, height: $0.height) }
+        self.extensions = extensions
     }
 }
+
+func monitorDescription(_ s: RFBScreen) -> String { "\(s.width)x\(s.height)+\(s.x)+\(s.y)" }
 
 struct VNCScreenshotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -224,10 +256,14 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds to wait for the first complete frame.", valueName: "seconds"))
     var timeout: Double = 30
 
+    @Option(help: ArgumentHelp("Write only this monitor (0 is the first; `farcast vnc info` lists them).", valueName: "n"))
+    var monitor: Int?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        if let monitor, monitor < 0 { throw ValidationError("--monitor counts from 0") }
     }
 
     func run() async throws {
@@ -245,10 +281,19 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
                 await client.close()
                 throw error
             }
-            let framebuffer = await client.framebuffer
+            var framebuffer = await client.framebuffer
             let stats = await client.statistics
             let used = await client.rectanglesByEncoding
+            let screens = await client.screens
             await client.close()
+            if let monitor {
+                guard screens.indices.contains(monitor) else {
+                    throw CommandFailure(message: "monitor \(monitor) does not exist; the server reports \(screens.count): "
+                        + screens.enumerated().map { "\($0.offset): \(monitorDescription($0.element))" }.joined(separator: ", "))
+                }
+                let s = screens[monitor]
+                framebuffer = framebuffer.cropped(to: RFBRect(x: s.x, y: s.y, width: s.width, height: s.height))
+            }
             let png = try PNGEncoder.encode(framebuffer)
             guard FileManager.default.createFile(atPath: output, contents: Data(png)) else {
                 throw CommandFailure(message: "cannot write \(output)")

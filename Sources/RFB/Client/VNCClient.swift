@@ -57,7 +57,15 @@ public actor VNCClient {
     private var handshakeDeadline: ContinuousClock.Instant?
     private let tlsOutcome = TLSOutcome()
     private var input = InputTracker()
-    private var eventWaiters: [Int: (predicate: @Sendable (RFBEvent) -> Bool, continuation: CheckedContinuation<RFBEvent, any Error>)] = [:]
+    /// Someone waiting for an event. Registered before the request that provokes the event is
+    /// sent, so an answer arriving while the request is still being written is not missed.
+    private struct EventWaiter {
+        var predicate: @Sendable (RFBEvent) -> Bool
+        var continuation: CheckedContinuation<RFBEvent, any Error>?
+        var outcome: Result<RFBEvent, any Error>?
+    }
+    private var eventWaiters: [Int: EventWaiter] = [:]
+    private var nextFenceID: UInt32 = 0
     /// The server's clipboard text, as last received.
     public private(set) var serverClipboard: String?
 
@@ -142,6 +150,16 @@ public actor VNCClient {
     /// Tight rectangles that carried JPEG (lossy) data.
     public var tightJPEGRectangles: Int { core.tightJPEGRectangles }
     public var isConnected: Bool { !ended }
+    /// The extensions the server has shown it supports so far (most appear with the first update).
+    public var extensions: [String] {
+        var list: [String] = []
+        if core.serverSupportsExtendedDesktopSize { list.append("remote resize (ExtendedDesktopSize)") }
+        if core.clipboard.isActive { list.append("UTF-8 clipboard (Extended Clipboard)") }
+        if core.serverSupportsExtendedKeyEvents { list.append("scancodes (QEMU extended key events)") }
+        if core.serverSupportsContinuousUpdates { list.append("continuous updates") }
+        if core.serverSupportsFence { list.append("fence") }
+        return list
+    }
     /// Why the session ended, once it has.
     public var disconnectReason: RFBError? { endReason }
 
@@ -167,8 +185,7 @@ public actor VNCClient {
 
     /// Sends a message (input event, update request, resize request).
     public func send(_ message: ClientMessage) async throws {
-        guard !ended else { throw endReason ?? .notConnected }
-        try await perform(core.send(message), credentials: nil)
+        try await sendMessage(message)
     }
 
     /// Asks for an update of the whole screen.
@@ -188,36 +205,111 @@ public actor VNCClient {
     /// Waits for the next event that satisfies `predicate` (events before the call do not count).
     public func waitForEvent(timeout: Duration, _ what: String = "the server",
                              where predicate: @escaping @Sendable (RFBEvent) -> Bool) async throws -> RFBEvent {
+        let id = try registerWaiter(predicate)
+        return try await awaitWaiter(id, timeout: timeout, what)
+    }
+
+    private func registerWaiter(_ predicate: @escaping @Sendable (RFBEvent) -> Bool) throws -> Int {
         if let endReason { throw endReason }
         guard !ended else { throw RFBError.notConnected }
         let id = nextWaiterID
         nextWaiterID += 1
+        eventWaiters[id] = EventWaiter(predicate: predicate)
+        return id
+    }
+
+    private func awaitWaiter(_ id: Int, timeout: Duration, _ what: String) async throws -> RFBEvent {
+        if let outcome = eventWaiters[id]?.outcome {
+            eventWaiters[id] = nil
+            return try outcome.get()
+        }
+        guard eventWaiters[id] != nil else { throw endReason ?? RFBError.notConnected }
         let timer = Task {
             try await Task.sleep(for: timeout)
-            self.eventWaiters.removeValue(forKey: id)?.continuation.resume(throwing: RFBError.timedOut("waiting for \(what)"))
+            self.eventWaiters.removeValue(forKey: id)?.continuation?.resume(throwing: RFBError.timedOut("waiting for \(what)"))
         }
         defer { timer.cancel() }
         return try await withCheckedThrowingContinuation { continuation in
-            eventWaiters[id] = (predicate, continuation)
+            eventWaiters[id]?.continuation = continuation
+        }
+    }
+
+    /// Sends `message` and waits for the event it provokes.
+    private func send(_ message: ClientMessage, thenWaitFor what: String, timeout: Duration,
+                      where predicate: @escaping @Sendable (RFBEvent) -> Bool) async throws -> RFBEvent {
+        let id = try registerWaiter(predicate)
+        do {
+            try await sendMessage(message)
+        } catch {
+            eventWaiters[id] = nil
+            throw error
+        }
+        return try await awaitWaiter(id, timeout: timeout, what)
+    }
+
+    private func sendMessage(_ message: ClientMessage) async throws {
+        if options.configuration.viewOnly && message.isInput { throw RFBError.viewOnly }
+        guard !ended else { throw endReason ?? .notConnected }
+        try await perform(core.send(message), credentials: nil)
+    }
+
+    /// Returns once the server has read and acted on everything sent before: a Fence round
+    /// trip where the server supports fences, else a full update it sends after reading the
+    /// request. Use it before reading back the effect of input, or before closing.
+    public func sync(timeout: Duration = .seconds(10)) async throws {
+        if core.serverSupportsFence {
+            nextFenceID &+= 1
+            let token = withUnsafeBytes(of: nextFenceID.bigEndian, Array.init)
+            // Request + BlockBefore: answered only after everything before it is processed.
+            _ = try await send(.clientFence(flags: 0x8000_0000 | 0x1, payload: token), thenWaitFor: "the server to answer a fence", timeout: timeout) {
+                if case .fenceResponse(let payload) = $0 { payload == token } else { false }
+            }
+        } else {
+            let width = core.framebuffer.width, height = core.framebuffer.height
+            _ = try await send(.framebufferUpdateRequest(incremental: false, RFBRect(x: 0, y: 0, width: width, height: height)),
+                               thenWaitFor: "a full update", timeout: timeout) { event in
+                guard case .framebufferUpdated(let dirty, _) = event else { return false }
+                return dirty.reduce(0) { $0 + $1.area } >= width * height
+            }
         }
     }
 
     // MARK: - Clipboard and screen size
 
-    /// Puts text on the server's clipboard (Extended Clipboard UTF-8 when offered, else Latin-1).
-    public func setClipboard(_ text: String) async throws {
-        guard !ended else { throw endReason ?? .notConnected }
-        try await perform(core.setClipboard(text), credentials: nil)
+    /// How clipboard text reached the server.
+    public enum ClipboardDelivery: Sendable, Equatable {
+        /// The server has the text.
+        case delivered
+        /// The server was told text is available and fetches it when an application pastes
+        /// (Extended Clipboard with notify/request, as TigerVNC does): it stays available only
+        /// while this session is open. `.clipboardFetched` events report each fetch.
+        case offered
     }
 
-    /// The server's clipboard: what it last sent, or the next text it sends within `timeout`.
+    /// Puts text on the server's clipboard (Extended Clipboard UTF-8 when offered, else Latin-1
+    /// with "?" for characters outside it).
+    @discardableResult
+    public func setClipboard(_ text: String) async throws -> ClipboardDelivery {
+        guard !ended else { throw endReason ?? .notConnected }
+        let lazy = core.clipboard.isActive && core.clipboard.deliversLazily
+        try await perform(core.setClipboard(text), credentials: nil)
+        return lazy ? .offered : .delivered
+    }
+
+    /// The server's clipboard text: the last text it announced during this session, else the
+    /// next within `timeout` (nil if none comes). Extended Clipboard servers are asked for it,
+    /// but most (TigerVNC, x11vnc) only tell a client about text copied while it is connected.
     public func clipboardText(timeout: Duration = .seconds(2)) async throws -> String? {
         if let serverClipboard { return serverClipboard }
+        let id = try registerWaiter { if case .serverClipboard = $0 { true } else { false } }
         do {
-            let event = try await waitForEvent(timeout: timeout, "the server's clipboard") { if case .serverClipboard = $0 { true } else { false } }
-            if case .serverClipboard(let text) = event { return text }
+            try await perform(core.requestClipboard(), credentials: nil)
+            if case .serverClipboard(let text) = try await awaitWaiter(id, timeout: timeout, "the server's clipboard") { return text }
         } catch RFBError.timedOut {
             return nil
+        } catch {
+            eventWaiters[id] = nil
+            throw error
         }
         return nil
     }
@@ -225,16 +317,27 @@ public actor VNCClient {
     /// Asks the server to change the desktop size (ExtendedDesktopSize servers such as Xvnc) and
     /// waits for the outcome. The monitor layout becomes one screen covering the new size.
     public func requestDesktopSize(width: Int, height: Int, timeout: Duration = .seconds(10)) async throws {
+        let first = core.screens.first ?? RFBScreen(id: 0, x: 0, y: 0, width: width, height: height)
+        try await requestDesktopLayout(width: width, height: height,
+                                       screens: [RFBScreen(id: first.id, x: 0, y: 0, width: width, height: height, flags: first.flags)],
+                                       timeout: timeout)
+    }
+
+    /// Asks for a desktop of `width`×`height` split into `screens` (monitors), and waits for the
+    /// server to apply or refuse it. Screens keep their ids where the server knows them.
+    public func requestDesktopLayout(width: Int, height: Int, screens: [RFBScreen], timeout: Duration = .seconds(10)) async throws {
         guard core.serverSupportsExtendedDesktopSize else {
             throw RFBError.unsupported("the server does not support remote resizing (no ExtendedDesktopSize)")
         }
         guard (1...Framebuffer.maximumDimension).contains(width), (1...Framebuffer.maximumDimension).contains(height) else {
             throw RFBError.unsupported("a desktop of \(width)×\(height) is outside 1…\(Framebuffer.maximumDimension)")
         }
-        let first = core.screens.first ?? RFBScreen(id: 0, x: 0, y: 0, width: width, height: height)
-        let layout = [RFBScreen(id: first.id, x: 0, y: 0, width: width, height: height, flags: first.flags)]
-        try await sendInput(.setDesktopSize(width: width, height: height, screens: layout))
-        let outcome = try await waitForEvent(timeout: timeout, "the server to answer the resize") { event in
+        guard (1...255).contains(screens.count) else { throw RFBError.unsupported("a layout needs 1–255 screens, not \(screens.count)") }
+        for s in screens where s.width < 1 || s.height < 1 || s.x < 0 || s.y < 0 || s.x + s.width > width || s.y + s.height > height {
+            throw RFBError.unsupported("screen \(s.width)x\(s.height)+\(s.x)+\(s.y) does not lie inside \(width)x\(height)")
+        }
+        let outcome = try await send(.setDesktopSize(width: width, height: height, screens: screens),
+                                     thenWaitFor: "the server to answer the resize", timeout: timeout) { event in
             switch event {
             case .resized(let w, let h, _): return w == width && h == height
             case .resizeRefused: return true
@@ -244,7 +347,7 @@ public actor VNCClient {
         if case .resizeRefused(let status) = outcome {
             let meaning = [1: "resizing is administratively prohibited", 2: "the server is out of resources", 3: "the screen layout is invalid",
                            4: "the request was forwarded and may complete later"][status] ?? "status \(status)"
-            throw RFBError.unsupported("the server refused to resize to \(width)×\(height): \(meaning)")
+            throw RFBError.unsupported("the server refused \(width)×\(height) with \(screens.count) screen(s): \(meaning)")
         }
     }
 
@@ -252,8 +355,7 @@ public actor VNCClient {
 
     private func sendInput(_ message: ClientMessage) async throws {
         guard !options.configuration.viewOnly else { throw RFBError.viewOnly }
-        guard !ended else { throw endReason ?? .notConnected }
-        try await perform(core.send(message), credentials: nil)
+        try await sendMessage(message)
     }
 
     /// Presses or releases one key. With QEMU extended key events (when the server offers
@@ -287,6 +389,9 @@ public actor VNCClient {
 
     /// Where the pointer is (as last sent) and which buttons are held.
     public var pointer: (x: Int, y: Int, buttons: UInt8) { (input.x, input.y, input.buttonMask) }
+    /// False until this session has moved the pointer: RFB cannot tell a client where the
+    /// pointer is, so before that `pointer` reads (0, 0).
+    public var pointerHasPosition: Bool { input.hasPosition }
 
     /// Moves the pointer to a framebuffer position (clamped to the screen).
     public func movePointer(toX x: Int, y: Int) async throws {
@@ -379,9 +484,13 @@ public actor VNCClient {
             case .event(let event):
                 logger.trace("event", metadata: ["event": "\(event)"])
                 if case .serverClipboard(let text) = event { serverClipboard = text }
-                for (id, waiter) in eventWaiters where waiter.predicate(event) {
-                    eventWaiters.removeValue(forKey: id)
-                    waiter.continuation.resume(returning: event)
+                for (id, waiter) in eventWaiters where waiter.outcome == nil && waiter.predicate(event) {
+                    if let continuation = waiter.continuation {
+                        eventWaiters[id] = nil
+                        continuation.resume(returning: event)
+                    } else {
+                        eventWaiters[id]?.outcome = .success(event)
+                    }
                 }
                 if case .framebufferUpdated(_, let first) = event, first {
                     firstFrameComplete = true
@@ -460,8 +569,15 @@ public actor VNCClient {
         readyWaiter = nil
         for (_, waiter) in firstFrameWaiters { waiter.resume(throwing: error ?? .connectionClosed("before the first frame was complete")) }
         firstFrameWaiters = [:]
-        for (_, waiter) in eventWaiters { waiter.continuation.resume(throwing: error ?? RFBError.connectionClosed("while waiting for the server")) }
-        eventWaiters = [:]
+        let waiterFailure = error ?? RFBError.connectionClosed("while waiting for the server")
+        for (id, waiter) in eventWaiters {
+            if let continuation = waiter.continuation {
+                continuation.resume(throwing: waiterFailure)
+                eventWaiters[id] = nil
+            } else if waiter.outcome == nil {
+                eventWaiters[id]?.outcome = .failure(waiterFailure)
+            }
+        }
         eventSink.yield(.disconnected(error))
         eventSink.finish()
         channel?.close(promise: nil)

@@ -54,11 +54,14 @@ final class Inflater: @unchecked Sendable {
     /// `limit` bytes as the output needs; returns the bytes produced. For encodings whose
     /// inflated size is only bounded, not known, so the buffer tracks real sizes.
     func inflate(_ input: UnsafeRawBufferPointer, growing buffer: inout [UInt8], limit: Int) throws(RFBError) -> Int {
-        if buffer.count < min(limit, 1 << 16) { buffer = [UInt8](repeating: 0, count: min(limit, 1 << 16)) }
+        // One byte of headroom past the limit: output of exactly `limit` bytes must still let
+        // the stream's end and trailer be consumed, and a byte beyond it proves an overflow.
+        let capacity = limit + 1
+        if buffer.count < min(capacity, 1 << 16) { buffer = [UInt8](repeating: 0, count: min(capacity, 1 << 16)) }
         var produced = 0
         var remaining = input
         while true {
-            let room = min(buffer.count, limit)
+            let room = min(buffer.count, capacity)
             let start = produced
             let part = remaining
             let outcome: Result<(Int, Int), RFBError> = buffer.withUnsafeMutableBytes { out in
@@ -71,11 +74,13 @@ final class Inflater: @unchecked Sendable {
             let (made, used) = try outcome.get()
             produced += made
             remaining = UnsafeRawBufferPointer(rebasing: remaining[used...])
-            if remaining.isEmpty { return produced }
-            guard room < limit else {
+            guard produced <= limit else {
                 throw .compressionError(encoding: name, detail: "data inflates past the end of its rectangle (more than \(limit) bytes)")
             }
-            buffer += [UInt8](repeating: 0, count: min(buffer.count, limit - buffer.count))
+            if remaining.isEmpty { return produced }
+            if produced == room {
+                buffer += [UInt8](repeating: 0, count: min(buffer.count, capacity - buffer.count))
+            }
         }
     }
 

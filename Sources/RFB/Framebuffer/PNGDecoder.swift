@@ -8,7 +8,17 @@ public enum PNGDecoder {
         public var description: String
     }
 
-    public static func decode(_ data: [UInt8]) throws -> Framebuffer {
+    public static func decode(_ data: [UInt8]) throws(DecodingFailed) -> Framebuffer {
+        do {
+            return try decodeUnchecked(data)
+        } catch let error as DecodingFailed {
+            throw error
+        } catch {
+            throw DecodingFailed(description: "not a PNG this decoder reads: \(error)")
+        }
+    }
+
+    private static func decodeUnchecked(_ data: [UInt8]) throws -> Framebuffer {
         func fail(_ text: String) -> DecodingFailed { DecodingFailed(description: "not a PNG this decoder reads: \(text)") }
         guard data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { throw fail("bad signature") }
         var reader = ByteReader(data, offset: 8)
@@ -45,7 +55,8 @@ public enum PNGDecoder {
         guard width > 0 else { throw fail("no IHDR") }
         let channels = colourType == 6 ? 4 : 3
         let stride = 1 + width * channels
-        let raw = try ExtendedClipboard.inflateAll(idat, limit: stride * height)
+        let raw: [UInt8]
+        do { raw = try ExtendedClipboard.inflateAll(idat, limit: stride * height, name: "PNG") } catch { throw fail("\(error)") }
         guard raw.count == stride * height else { throw fail("image data is \(raw.count) bytes, expected \(stride * height)") }
         var rows = [UInt8](repeating: 0, count: width * channels * height)
         let bpp = channels

@@ -11,6 +11,8 @@ public struct InputTracker: Sendable, Equatable {
     public private(set) var y = 0
     /// The exact position including fractions accumulated by relative moves.
     private var exactX = 0.0, exactY = 0.0
+    /// True once an absolute move placed the pointer.
+    public private(set) var hasPosition = false
 
     public init() {}
 
@@ -39,6 +41,7 @@ public struct InputTracker: Sendable, Equatable {
         y = min(max(newY, 0), max(height - 1, 0))
         exactX = Double(x)
         exactY = Double(y)
+        hasPosition = true
         return (x, y)
     }
 

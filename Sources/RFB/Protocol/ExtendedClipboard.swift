@@ -23,8 +23,11 @@ public struct ExtendedClipboard: Sendable, Equatable {
 
     /// The server's announced actions and formats (from its caps message).
     public private(set) var serverFlags: UInt32 = 0
-    /// Text the client offered and has not yet handed over (until the server requests it).
-    var pendingText: String?
+    /// The largest text the server accepts (its caps' size for text; 0 when it gave none).
+    public private(set) var serverTextLimit = 0
+    /// Text the client offered, handed over each time the server requests it, until the
+    /// server announces a clipboard of its own or the client offers something else.
+    var offeredText: String?
 
     public var isActive: Bool { serverFlags & Self.caps != 0 }
     func serverSupports(_ action: UInt32) -> Bool { serverFlags & action != 0 }
@@ -34,6 +37,8 @@ public struct ExtendedClipboard: Sendable, Equatable {
         /// Encoded client messages to send back.
         var replies: [[UInt8]] = []
         var text: String?
+        /// The server fetched the offered text.
+        var fetched = false
     }
 
     /// Builds the client message `flags` + payload as ClientCutText with a negative length.
@@ -63,20 +68,26 @@ public struct ExtendedClipboard: Sendable, Equatable {
         var outcome = Outcome()
         if flags & Self.caps != 0 {
             serverFlags = flags
+            // One size per announced format, in bit order; text (bit 0) comes first.
+            if flags & Self.text != 0, let limit = try? reader.readInteger(as: UInt32.self) { serverTextLimit = Int(limit) }
             outcome.replies.append(Self.clientCaps())
             return outcome
         }
         let formats = flags & Self.formatMask
         if flags & Self.request != 0, formats & Self.text != 0 {
             // The server wants our text: provide what we offered (or an empty text).
-            outcome.replies.append(try Self.provideMessage(pendingText ?? ""))
-            pendingText = nil
+            outcome.replies.append(try Self.provideMessage(offeredText ?? ""))
+            outcome.fetched = offeredText != nil
         }
         if flags & Self.peek != 0 {
-            outcome.replies.append(Self.message(flags: Self.notify | (pendingText == nil ? 0 : Self.text)))
+            outcome.replies.append(Self.message(flags: Self.notify | (offeredText == nil ? 0 : Self.text)))
         }
-        if flags & Self.notify != 0, formats & Self.text != 0 {
-            outcome.replies.append(Self.message(flags: Self.request | Self.text))
+        if flags & Self.notify != 0 {
+            if formats & Self.text != 0 {
+                // The server has new text (someone copied there): ours is no longer current.
+                offeredText = nil
+                outcome.replies.append(Self.message(flags: Self.request | Self.text))
+            }
         }
         if flags & Self.provide != 0 {
             outcome.text = try Self.readProvidedText(flags: formats, compressed: Array(body.dropFirst(4)))
@@ -84,11 +95,19 @@ public struct ExtendedClipboard: Sendable, Equatable {
         return outcome
     }
 
-    /// The messages that hand `text` to the server: a notify when it can ask for it, else the
+    /// True when the server fetches offered text lazily (notify, then request): the text is
+    /// only transferred when someone pastes, so the client must stay connected until then.
+    var deliversLazily: Bool { serverSupports(Self.notify) && serverSupports(Self.request) }
+
+    /// The message that hands `text` to the server: a notify when it can ask for it, else the
     /// text itself.
     mutating func offer(_ text: String) throws(RFBError) -> [UInt8] {
-        if serverSupports(Self.notify) && serverSupports(Self.request) {
-            pendingText = text
+        let size = text.replacingCRLF().utf8.count + 1
+        if serverTextLimit > 0 && size > serverTextLimit {
+            throw .unsupported("clipboard text of \(size) bytes is over the server's limit of \(serverTextLimit) bytes")
+        }
+        if deliversLazily {
+            offeredText = text
             return Self.message(flags: Self.notify | Self.text)
         }
         return try Self.provideMessage(text)
@@ -122,6 +141,8 @@ public struct ExtendedClipboard: Sendable, Equatable {
         return text
     }
 
+    /// Compresses `input` as one zlib stream ended by a sync flush, not a final block, as
+    /// TigerVNC writes it: libvncserver's reader rejects a stream that reaches its end.
     static func deflateAll(_ input: [UInt8]) throws(RFBError) -> [UInt8] {
         var stream = z_stream()
         guard czlib_deflate_init(&stream, 6) == Z_OK else { throw .unsupported("zlib could not start") }
@@ -134,15 +155,15 @@ public struct ExtendedClipboard: Sendable, Equatable {
                 stream.avail_in = uInt(src.count)
                 stream.next_out = dst.baseAddress
                 stream.avail_out = uInt(dst.count)
-                return deflate(&stream, Z_FINISH)
+                return deflate(&stream, Z_SYNC_FLUSH)
             }
         }
-        guard status == Z_STREAM_END else { throw .unsupported("zlib could not compress the clipboard (status \(status))") }
+        guard status == Z_OK, stream.avail_in == 0 else { throw .unsupported("zlib could not compress the clipboard (status \(status))") }
         return Array(output.prefix(Int(stream.total_out)))
     }
 
-    static func inflateAll(_ input: [UInt8], limit: Int) throws(RFBError) -> [UInt8] {
-        let inflater = Inflater(name: "Extended Clipboard")
+    static func inflateAll(_ input: [UInt8], limit: Int, name: String = "Extended Clipboard") throws(RFBError) -> [UInt8] {
+        let inflater = Inflater(name: name)
         var buffer: [UInt8] = []
         let outcome: Result<Int, RFBError> = input.withUnsafeBytes { raw in
             do throws(RFBError) { return .success(try inflater.inflate(raw, growing: &buffer, limit: limit)) } catch { return .failure(error) }

@@ -37,6 +37,8 @@ public struct RFBConnection: Sendable {
         public var viewOnly = false
         /// Offer QEMU extended key events (scancodes beside keysyms).
         public var extendedKeyEvents = true
+        /// Offer the Extended Clipboard (UTF-8). Off: the classic Latin-1 messages only.
+        public var extendedClipboard = true
 
         public init() {}
 
@@ -224,6 +226,12 @@ public struct RFBConnection: Sendable {
         if clipboard.isActive { return [.send(try clipboard.offer(text))] }
         let latin1 = text.unicodeScalars.map { $0.value <= 0xFF ? UInt8($0.value) : UInt8(ascii: "?") }
         return send(.clientCutText(latin1))
+    }
+
+    /// Asks an Extended Clipboard server for its text (it answers with a provide message).
+    public mutating func requestClipboard() -> [Action] {
+        guard phase == .messages, clipboard.isActive, !configuration.viewOnly else { return [] }
+        return [.send(ExtendedClipboard.message(flags: ExtendedClipboard.request | ExtendedClipboard.text))]
     }
 
     /// Asks for an update of the whole framebuffer.
@@ -555,7 +563,7 @@ public struct RFBConnection: Sendable {
         list += [.extendedDesktopSize, .desktopSize, .lastRect, .desktopName, .fence]
         if configuration.continuousUpdates { list.append(.continuousUpdates) }
         if configuration.extendedKeyEvents && !configuration.viewOnly { list.append(.qemuExtendedKeyEvent) }
-        list.append(.extendedClipboard)
+        if configuration.extendedClipboard { list.append(.extendedClipboard) }
         if configuration.localCursor { list += [.cursor, .xCursor] }
         return list
     }
@@ -615,6 +623,7 @@ public struct RFBConnection: Sendable {
                     actions.append(.send(reply))
                 }
                 if let text = outcome.text { actions.append(.event(.serverClipboard(text))) }
+                if outcome.fetched { actions.append(.event(.clipboardFetched)) }
             }
         case 150:
             reader = r
@@ -643,6 +652,8 @@ public struct RFBConnection: Sendable {
                 // Messages are processed strictly in order, so BlockBefore, BlockAfter and
                 // SyncNext hold trivially; echo them, clear Request.
                 actions.append(.send(ClientMessage.clientFence(flags: flags & 0x7, payload: payload).encoded()))
+            } else {
+                actions.append(.event(.fenceResponse(payload: payload)))
             }
         case 250:
             try r.skip(3)
@@ -745,7 +756,8 @@ public struct RFBConnection: Sendable {
             if rect.x == 1 && rect.y != 0 {
                 actions.append(.event(.resizeRefused(status: rect.y)))
             } else {
-                try resize(width: rect.width, height: rect.height, screens: layout, &actions)
+                // x = 1 answers this client's SetDesktopSize: report it even when nothing changed.
+                try resize(width: rect.width, height: rect.height, screens: layout, answersRequest: rect.x == 1, &actions)
             }
         case .cursor:
             var r = reader
@@ -772,7 +784,8 @@ public struct RFBConnection: Sendable {
         }
     }
 
-    private mutating func resize(width: Int, height: Int, screens layout: [RFBScreen]?, _ actions: inout [Action]) throws {
+    private mutating func resize(width: Int, height: Int, screens layout: [RFBScreen]?, answersRequest: Bool = false,
+                                 _ actions: inout [Action]) throws {
         guard width <= Framebuffer.maximumDimension, height <= Framebuffer.maximumDimension else {
             throw RFBError.framebufferTooLarge(width: width, height: height)
         }
@@ -782,7 +795,7 @@ public struct RFBConnection: Sendable {
         let screensChanged = newScreens != screens
         screens = newScreens
         if changed, coverage != nil { coverage = CoverageMap(width: width, height: height) }
-        if changed || screensChanged {
+        if changed || screensChanged || answersRequest {
             actions.append(.event(.resized(width: width, height: height, screens: newScreens)))
         }
         if changed && continuousUpdatesActive {

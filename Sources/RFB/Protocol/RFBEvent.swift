@@ -15,6 +15,11 @@ public enum RFBEvent: Sendable, Equatable {
     case desktopNameChanged(String)
     /// SetColourMapEntries arrived (colour-mapped formats only).
     case colourMapChanged(first: Int, count: Int)
+    /// The server fetched the clipboard text this client offered (servers that fetch lazily
+    /// do so when an application on the remote desktop pastes).
+    case clipboardFetched
+    /// The server answered a fence this client sent (its payload comes back unchanged).
+    case fenceResponse(payload: [UInt8])
     /// The session ended: nil when the client closed it, else why it ended. Always the last event.
     case disconnected(RFBError?)
 }
