@@ -11,7 +11,7 @@ struct VNCCommand: AsyncParsableCommand {
         discussion: """
             Server addresses: vnc://[user@]host[:port] (TCP port, default 5900), host:N (display N, port 5900+N), host::port.
 
-            Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. TLS certificates (VeNCrypt X509*) are pinned on first use in the state directory; a changed certificate is refused until you connect once with --trust.
+            Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. User names (Plain, X509Plain, RSA-AES servers that ask, Apple Remote Desktop, MS-Logon II) come from --username, the URL, FARCAST_VNC_USERNAME or a prompt. TLS certificates (VeNCrypt X509*) and RSA-AES server keys are pinned on first use in the state directory; a changed one is refused until you connect once with --trust.
             """,
         subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self, VNCTypeCommand.self, VNCKeyCommand.self, VNCClickCommand.self, VNCMoveCommand.self,
                       VNCClipboardCommand.self, VNCResizeCommand.self, VNCDoCommand.self,
@@ -27,13 +27,13 @@ struct VNCConnectionOptions: ParsableArguments {
     @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "path"))
     var passwordFile: String?
 
-    @Option(help: "User name for Plain/X509Plain (else the URL's user, FARCAST_VNC_USERNAME, or a prompt).")
+    @Option(help: "User name, for methods that need one (else the URL's user, FARCAST_VNC_USERNAME, or a prompt).")
     var username: String?
 
-    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated: x509vnc, x509plain, x509none, vncauth, none, plain.", valueName: "list"))
+    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated, from: x509vnc, x509plain, x509none, ra2_256, ra2, ra2ne_256, ra2ne, vncauth, ard, none (the default order), and plain, mslogon2 (only when listed).", valueName: "list"))
     var security: String?
 
-    @Flag(help: "Accept a TLS certificate that differs from the pinned one, and pin it.")
+    @Flag(help: "Accept a TLS certificate or RSA-AES server key that differs from the pinned one, and pin it.")
     var trust = false
 
     @Flag(help: "Ask for exclusive access (other viewers are disconnected) instead of sharing.")

@@ -476,6 +476,9 @@ public actor VNCClient {
                 let supplied = try await credentials(request)
                 handshakeDeadline = .now + options.handshakeTimeout
                 queue += core.provideCredentials(supplied)
+            case .verifyServerKey(let check):
+                try verifyServerKey(check)
+                queue += core.serverKeyVerified()
             case .ready(let info):
                 serverInfo = info
                 handshakeDeadline = nil
@@ -501,6 +504,24 @@ public actor VNCClient {
             case .close(let error):
                 finish(error)
             }
+        }
+    }
+
+    /// RSA-AES has no certificates: the server's key is pinned on first use, per host and port,
+    /// in the same trust store as TLS certificates.
+    private func verifyServerKey(_ check: ServerKeyCheck) throws {
+        let store = try options.trustStore ?? TrustStore(directory: StateDirectory.resolve(), fileName: "vnc/pins.json")
+        let peer = "rsa-aes " + endpoint.pinKey
+        switch try store.check(peer: peer, fingerprint: check.fingerprint, acceptChange: options.acceptChangedCertificate) {
+        case .matchesPin:
+            break
+        case .pinnedOnFirstUse:
+            logger.notice("pinned the RSA-AES key of \(endpoint.pinKey) on first use",
+                          metadata: ["sha256": "\(check.fingerprint)", "tigervnc-fingerprint": "\(check.tigerVNCFingerprint)"])
+        case .replacedPin(let previous):
+            logger.notice("replaced the RSA-AES key pin of \(endpoint.pinKey) as asked (--trust)", metadata: ["old": "\(previous)", "new": "\(check.fingerprint)"])
+        case .mismatch(let pinned):
+            throw RFBError.serverKeyChanged(host: endpoint.pinKey, pinned: pinned, presented: check.fingerprint)
         }
     }
 

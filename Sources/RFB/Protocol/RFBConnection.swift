@@ -40,6 +40,14 @@ public struct RFBConnection: Sendable {
         /// Offer the Extended Clipboard (UTF-8). Off: the classic Latin-1 messages only.
         public var extendedClipboard = true
 
+        /// Random bytes for key exchanges (tests substitute known values).
+        var randomBytes: @Sendable (Int) -> [UInt8] = { count in
+            var generator = SystemRandomNumberGenerator()
+            return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        }
+        /// The RSA-AES client key (tests); nil makes a fresh 2048-bit key per connection.
+        var rsaClientKey: RSAAES.ClientKey?
+
         public init() {}
 
         /// Default pixel-data encodings, best compression first (TigerVNC's order plus the ones
@@ -55,6 +63,9 @@ public struct RFBConnection: Sendable {
         case startTLS
         /// Obtain credentials and call `provideCredentials(_:)`.
         case requestCredentials(CredentialRequest)
+        /// Check the server's RSA-AES public key (trust on first use), then call
+        /// `serverKeyVerified()` — or close the connection.
+        case verifyServerKey(ServerKeyCheck)
         /// The handshake finished; the session is ready.
         case ready(ServerInfo)
         case event(RFBEvent)
@@ -74,6 +85,15 @@ public struct RFBConnection: Sendable {
         case veNCryptSubtypeAck(SecurityMethod)
         case tlsHandshake(SecurityMethod)
         case plainCredentials
+        case rsaServerKey
+        case rsaVerifyingKey
+        case rsaServerRandom
+        case rsaServerHash
+        case rsaSubtype
+        case rsaCredentials
+        case appleDHParameters
+        case msLogonIIParameters
+        case dhCredentials
         case securityResult
         case serverInit
         case messages
@@ -131,6 +151,24 @@ public struct RFBConnection: Sendable {
 
     private var credentials: VNCCredentials?
     private var credentialsRequested = false
+    /// Overrides the chosen method's need for a user name (RSA-AES: the server decides).
+    private var usernameNeeded: Bool?
+    private var rsa: RSAState?
+    /// The EAX record layer of RSA-AES, once keys are agreed.
+    private var recordLayer: RA2RecordLayer?
+    /// Set by the step that turns the record layer on: input from here on is ciphertext.
+    private var decryptRestOfInput = false
+    /// Index into this call's actions from which sends are sealed (the step that turned
+    /// sealing on sets it).
+    private var sealFromAction: Int?
+    private var dhResponse: (@Sendable (VNCCredentials) throws(RFBError) -> [UInt8])?
+
+    struct RSAState: Sendable {
+        var variant: RSAAES.Variant
+        var serverKey: RSAAES.PublicKey?
+        var clientKey: RSAAES.ClientKey?
+        var clientRandom: [UInt8] = []
+    }
     private var decoder: DecoderState
     private var update: UpdateInProgress?
     private var coverage: CoverageMap?
@@ -167,12 +205,49 @@ public struct RFBConnection: Sendable {
     /// Feeds bytes received from the server.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [Action] {
         guard phase != .closed else { return [] }
-        input.append(contentsOf: bytes)
+        if recordLayer != nil {
+            do {
+                input += try recordLayer!.open(bytes)
+            } catch {
+                var actions: [Action] = []
+                fail(error, &actions)
+                return actions
+            }
+            // RA2ne: once the server is back to plain text and we send plain, the layer goes.
+            if recordLayer!.receivesPlain && !recordLayer!.sealsOutput && phase == .securityResult { recordLayer = nil }
+        } else {
+            input.append(contentsOf: bytes)
+        }
         return process()
     }
 
     public mutating func receive(_ bytes: [UInt8]) -> [Action] {
         bytes.withUnsafeBytes { receive($0) }
+    }
+
+    /// The server key offered in `.verifyServerKey` is trusted: carry on with the login.
+    public mutating func serverKeyVerified() -> [Action] {
+        guard phase == .rsaVerifyingKey, let serverKey = rsa?.serverKey, let variant = rsa?.variant else { return [] }
+        var actions: [Action] = []
+        do {
+            let clientKey = try configuration.rsaClientKey ?? RSAAES.ClientKey.generate()
+            let random = configuration.randomBytes(variant.randomLength)
+            rsa?.clientKey = clientKey
+            rsa?.clientRandom = random
+            var w = ByteWriter()
+            w.writeBytes(clientKey.blob)
+            w.writeInteger(UInt16(serverKey.byteLength))
+            w.writeBytes(serverKey.encrypt(random, random: configuration.randomBytes))
+            actions.append(.send(w.bytes))
+            phase = .rsaServerRandom
+        } catch let error as RFBError {
+            fail(error, &actions)
+            return actions
+        } catch {
+            fail(.authenticationFailed(reason: "could not make an RSA key: \(error)"), &actions)
+            return actions
+        }
+        return actions + process()
     }
 
     /// Supplies the credentials asked for with `.requestCredentials`.
@@ -202,8 +277,10 @@ public struct RFBConnection: Sendable {
         case .messages where update != nil: context = "in the middle of a framebuffer update"
         case .messages where readIndex < input.count: context = "in the middle of a server message"
         case .messages: context = "by the server"
-        case .securityResult, .vncAuthChallenge, .plainCredentials:
+        case .securityResult, .vncAuthChallenge, .plainCredentials, .rsaSubtype, .rsaCredentials, .dhCredentials:
             context = "during authentication (the server may have rejected the credentials without a reason)"
+        case .rsaServerKey, .rsaVerifyingKey, .rsaServerRandom, .rsaServerHash:
+            context = "during the RSA-AES key exchange (TigerVNC before 1.13 lists RA2 but cannot do it)"
         default: context = "during the handshake"
         }
         phase = .closed
@@ -215,7 +292,7 @@ public struct RFBConnection: Sendable {
     public mutating func send(_ message: ClientMessage) -> [Action] {
         guard phase == .messages else { return [] }
         if configuration.viewOnly && message.isInput { return [] }
-        return [.send(message.encoded())]
+        return sealed([.send(message.encoded())])
     }
 
     /// Hands clipboard text to the server: Extended Clipboard (UTF-8) when the server offers it,
@@ -223,7 +300,7 @@ public struct RFBConnection: Sendable {
     public mutating func setClipboard(_ text: String) throws(RFBError) -> [Action] {
         guard phase == .messages else { return [] }
         guard !configuration.viewOnly else { throw .viewOnly }
-        if clipboard.isActive { return [.send(try clipboard.offer(text))] }
+        if clipboard.isActive { return sealed([.send(try clipboard.offer(text))]) }
         let latin1 = text.unicodeScalars.map { $0.value <= 0xFF ? UInt8($0.value) : UInt8(ascii: "?") }
         return send(.clientCutText(latin1))
     }
@@ -231,7 +308,17 @@ public struct RFBConnection: Sendable {
     /// Asks an Extended Clipboard server for its text (it answers with a provide message).
     public mutating func requestClipboard() -> [Action] {
         guard phase == .messages, clipboard.isActive, !configuration.viewOnly else { return [] }
-        return [.send(ExtendedClipboard.message(flags: ExtendedClipboard.request | ExtendedClipboard.text))]
+        return sealed([.send(ExtendedClipboard.message(flags: ExtendedClipboard.request | ExtendedClipboard.text))])
+    }
+
+    /// Seals `.send` actions into RSA-AES frames when the session is encrypted.
+    private mutating func sealed(_ actions: [Action], from start: Int = 0) -> [Action] {
+        guard recordLayer?.sealsOutput == true else { return actions }
+        var out = actions
+        for i in out.indices where i >= start {
+            if case .send(let bytes) = out[i] { out[i] = .send(recordLayer!.seal(bytes)) }
+        }
+        return out
     }
 
     /// Asks for an update of the whole framebuffer.
@@ -242,6 +329,14 @@ public struct RFBConnection: Sendable {
     // MARK: - The parse loop
 
     private mutating func process() -> [Action] {
+        let sealingAlready = recordLayer?.sealsOutput == true
+        sealFromAction = nil
+        let actions = parse()
+        if let start = sealingAlready ? 0 : sealFromAction { return sealed(actions, from: start) }
+        return actions
+    }
+
+    private mutating func parse() -> [Action] {
         var actions: [Action] = []
         while phase != .closed, input.count >= waitUntil {
             var reader = ByteReader(input, offset: readIndex)
@@ -249,6 +344,14 @@ public struct RFBConnection: Sendable {
                 let progressed = try step(&reader, &actions)
                 readIndex = reader.offset
                 waitUntil = 0
+                if decryptRestOfInput {
+                    // Everything after the message that switched the record layer on is framed.
+                    decryptRestOfInput = false
+                    let rest = input[readIndex...]
+                    let plaintext = try recordLayer!.open(rest)
+                    input.removeSubrange(readIndex...)
+                    input += plaintext
+                }
                 if phase == .messages && update == nil { lastMessageBoundary = inputBase + readIndex }
                 if !progressed { break }
             } catch let truncated as TruncatedInput {
@@ -330,6 +433,68 @@ public struct RFBConnection: Sendable {
             w.writeBytes(pass)
             actions.append(.send(w.bytes))
             phase = .securityResult
+        case .rsaServerKey:
+            var r = reader
+            let key = try RSAAES.PublicKey.read(&r)
+            reader = r
+            rsa?.serverKey = key
+            phase = .rsaVerifyingKey
+            actions.append(.verifyServerKey(ServerKeyCheck(method: chosenMethod ?? .ra2, blob: key.blob)))
+            return false
+        case .rsaVerifyingKey:
+            return false
+        case .rsaServerRandom: try readRSAServerRandom(&reader, &actions)
+        case .rsaServerHash:
+            guard let state = rsa, let serverKey = state.serverKey, let clientKey = state.clientKey else { throw RFBError.notConnected }
+            let received = try reader.readBytes(state.variant.hashLength)
+            guard received == state.variant.hash(serverKey.blob, clientKey.blob) else {
+                throw RFBError.authenticationFailed(reason: "the server's RSA-AES key confirmation does not match what was exchanged (a man in the middle?)")
+            }
+            phase = .rsaSubtype
+        case .rsaSubtype:
+            let subtype = try reader.readUInt8()
+            switch subtype {
+            case 1: usernameNeeded = true
+            case 2: usernameNeeded = false
+            default: throw RFBError.protocolViolation("unknown RSA-AES subtype \(subtype)")
+            }
+            phase = .rsaCredentials
+            _ = try credentialsOrRequest(&actions)
+        case .rsaCredentials:
+            guard let creds = try credentialsOrRequest(&actions), var layer = recordLayer, let variant = rsa?.variant else { return false }
+            let message = try RSAAES.credentials(username: usernameNeeded == true ? creds.username : nil, password: creds.password)
+            actions.append(.send(layer.seal(message)))
+            if variant.encryptsSession {
+                layer.sealsOutput = true
+                sealFromAction = actions.count
+            }
+            recordLayer = layer
+            phase = .securityResult
+        case .appleDHParameters:
+            var r = reader
+            let parameters = try AppleDH.readParameters(&r)
+            reader = r
+            let random = configuration.randomBytes
+            dhResponse = { creds throws(RFBError) in
+                try AppleDH.response(parameters, username: creds.username ?? "", password: creds.password, random: random)
+            }
+            phase = .dhCredentials
+            _ = try credentialsOrRequest(&actions)
+        case .msLogonIIParameters:
+            var r = reader
+            let parameters = try MSLogonII.readParameters(&r)
+            reader = r
+            let random = configuration.randomBytes
+            dhResponse = { creds throws(RFBError) in
+                try MSLogonII.response(parameters, username: creds.username ?? "", password: creds.password, random: random)
+            }
+            phase = .dhCredentials
+            _ = try credentialsOrRequest(&actions)
+        case .dhCredentials:
+            guard let creds = try credentialsOrRequest(&actions), let respond = dhResponse else { return false }
+            actions.append(.send(try respond(creds)))
+            dhResponse = nil
+            phase = .securityResult
         case .securityResult:
             let result = try reader.readInteger(as: UInt32.self)
             guard result == 0 else {
@@ -352,7 +517,7 @@ public struct RFBConnection: Sendable {
         guard let method = chosenMethod else { throw .protocolViolation("credentials needed before a security method was chosen") }
         if !credentialsRequested {
             credentialsRequested = true
-            actions.append(.requestCredentials(CredentialRequest(method: method, needsUsername: method.needsUsername)))
+            actions.append(.requestCredentials(CredentialRequest(method: method, needsUsername: usernameNeeded ?? method.needsUsername)))
         }
         return nil
     }
@@ -452,9 +617,40 @@ public struct RFBConnection: Sendable {
         case 2:
             phase = .vncAuthChallenge
             _ = try credentialsOrRequest(&actions)
+        case 5, 6, 129, 130:
+            rsa = RSAState(variant: RSAAES.Variant.forType(type)!)
+            phase = .rsaServerKey
+        case 30:
+            phase = .appleDHParameters
+        case 113:
+            phase = .msLogonIIParameters
         default:
             throw RFBError.protocolViolation("security type \(type) chosen but not implemented")
         }
+    }
+
+    private mutating func readRSAServerRandom(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        guard let state = rsa, let serverKey = state.serverKey, let clientKey = state.clientKey else { throw RFBError.notConnected }
+        var r = reader
+        let length = Int(try r.readInteger(as: UInt16.self))
+        guard length == clientKey.byteLength else {
+            throw RFBError.protocolViolation("the server's RSA-AES random is \(length) bytes; our key is \(clientKey.byteLength)")
+        }
+        let encrypted = try r.readBytes(length)
+        reader = r
+        let serverRandom = try clientKey.decrypt(encrypted)
+        guard serverRandom.count == state.variant.randomLength else {
+            throw RFBError.protocolViolation("the server's RSA-AES random is \(serverRandom.count) bytes, not \(state.variant.randomLength)")
+        }
+        let variant = state.variant
+        var layer = RA2RecordLayer(clientToServerKey: variant.sessionKey(serverRandom, state.clientRandom),
+                                   serverToClientKey: variant.sessionKey(state.clientRandom, serverRandom))
+        // The ne types go plain after the server's hash and subtype frames.
+        layer.framesBeforePlain = variant.encryptsSession ? nil : 2
+        actions.append(.send(layer.seal(variant.hash(clientKey.blob, serverKey.blob))))
+        recordLayer = layer
+        decryptRestOfInput = true
+        phase = .rsaServerHash
     }
 
     private mutating func readVeNCryptVersion(_ reader: inout ByteReader, _ actions: inout [Action]) throws {

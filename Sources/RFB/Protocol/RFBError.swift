@@ -17,6 +17,8 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
     case credentialsRequired(String)
     /// A TLS certificate does not match the pin recorded on first use.
     case certificateChanged(host: String, pinned: String, presented: String)
+    /// The server's RSA-AES key differs from the one pinned for it.
+    case serverKeyChanged(host: String, pinned: String, presented: String)
     /// TLS could not be set up or failed.
     case tlsFailed(String)
     /// The server violated the protocol.
@@ -66,6 +68,8 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the server requires \(what); give it with --password-file, FARCAST_VNC_PASSWORD or the prompt"
         case .certificateChanged(let host, let pinned, let presented):
             return "the TLS certificate of \(host) changed: pinned SHA-256 \(pinned), presented \(presented); if you trust the new certificate, connect once with --trust"
+        case .serverKeyChanged(let host, let pinned, let presented):
+            return "the RSA-AES key of \(host) changed: pinned SHA-256 \(pinned), presented \(presented); if you trust the new key, connect once with --trust"
         case .tlsFailed(let detail):
             return "TLS failed: \(detail)"
         case .protocolViolation(let detail):

@@ -1,3 +1,5 @@
+import Crypto
+import FarcastSupport
 /// What the server did, as the engine reports it.
 public enum RFBEvent: Sendable, Equatable {
     /// A FramebufferUpdate finished; `dirty` lists the pixel rectangles it changed.
@@ -43,6 +45,24 @@ public struct ServerInfo: Sendable, Equatable, Codable {
     public var serverPixelFormat: String
     /// The pixel format the client asked for and decodes.
     public var pixelFormat: String
+}
+
+/// A server's RSA-AES public key, to be checked against the pin for that server.
+public struct ServerKeyCheck: Sendable, Equatable {
+    public var method: SecurityMethod
+    /// The key as sent: U32 bits, modulus, exponent.
+    public var blob: [UInt8]
+    /// SHA-256 of the blob, lowercase hex: what Farcast pins.
+    public var fingerprint: String
+    /// The form TigerVNC's viewer shows: SHA-1 of the blob, first 8 bytes in hex joined by "-".
+    public var tigerVNCFingerprint: String
+
+    public init(method: SecurityMethod, blob: [UInt8]) {
+        self.method = method
+        self.blob = blob
+        fingerprint = hexString(SHA256.hash(data: blob))
+        tigerVNCFingerprint = Insecure.SHA1.hash(data: blob).prefix(8).map { hexString([$0]) }.joined(separator: "-")
+    }
 }
 
 /// Credentials the engine asks for when a security method needs them.

@@ -19,19 +19,38 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// VeNCrypt TLSNone/TLSVnc/TLSPlain (257–259): anonymous TLS. BoringSSL has no anonymous
     /// cipher suites, so these are recognised only to explain why they cannot be used.
     case tlsNone = "tlsnone", tlsVnc = "tlsvnc", tlsPlain = "tlsplain"
+    /// TigerVNC RSA-AES (types 129, 5): RSA key exchange, AES-EAX for the whole session; the
+    /// server's RSA key is pinned on first use.
+    case ra2_256 = "ra2_256", ra2 = "ra2"
+    /// RSA-AES with only the login encrypted (types 130, 6).
+    case ra2ne_256 = "ra2ne_256", ra2ne = "ra2ne"
+    /// Apple Remote Desktop (type 30): Diffie-Hellman, user name and password (macOS).
+    case appleDH = "ard"
+    /// UltraVNC MS-Logon II (type 113): a 64-bit Diffie-Hellman, user name and password. Weak;
+    /// never tried unless listed.
+    case msLogonII = "mslogon2"
 
-    /// Methods in the default order: certificate-protected first, plain VNC Authentication
-    /// next, no authentication last. Clear-text Plain is never tried unless asked for.
-    public static let defaultPreference: [SecurityMethod] = [.x509Vnc, .x509Plain, .x509None, .vncAuth, .none]
+    /// Methods in the default order: certificate-protected and RSA-AES first, then Apple's and
+    /// plain VNC Authentication, no authentication last. Clear-text Plain and the weak MS-Logon
+    /// II are never tried unless asked for.
+    public static let defaultPreference: [SecurityMethod] = [.x509Vnc, .x509Plain, .x509None, .ra2_256, .ra2, .ra2ne_256, .ra2ne,
+                                                             .vncAuth, .appleDH, .none]
 
     /// The methods this engine can carry out.
-    public static let implemented: Set<SecurityMethod> = [.none, .vncAuth, .plain, .x509None, .x509Vnc, .x509Plain]
+    public static let implemented: Set<SecurityMethod> = [.none, .vncAuth, .plain, .x509None, .x509Vnc, .x509Plain,
+                                                          .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII]
 
     /// The top-level security type, when this method is one.
     var topLevelType: UInt8? {
         switch self {
         case .none: return 1
         case .vncAuth: return 2
+        case .ra2: return 5
+        case .ra2ne: return 6
+        case .appleDH: return 30
+        case .msLogonII: return 113
+        case .ra2_256: return 129
+        case .ra2ne_256: return 130
         default: return nil
         }
     }
@@ -48,12 +67,14 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .x509None: return 260
         case .x509Vnc: return 261
         case .x509Plain: return 262
+        case .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII: return nil
         }
     }
 
     var usesTLS: Bool { [.x509None, .x509Vnc, .x509Plain, .tlsNone, .tlsVnc, .tlsPlain].contains(self) }
-    var needsPassword: Bool { [.vncAuth, .plain, .x509Vnc, .x509Plain, .tlsVnc, .tlsPlain].contains(self) }
-    var needsUsername: Bool { [.plain, .x509Plain, .tlsPlain].contains(self) }
+    var needsPassword: Bool { ![.none, .x509None, .tlsNone].contains(self) }
+    /// RSA-AES asks for a user name only when the server wants one (its subtype says so).
+    var needsUsername: Bool { [.plain, .x509Plain, .tlsPlain, .appleDH, .msLogonII].contains(self) }
 
     public var description: String {
         switch self {
@@ -66,6 +87,12 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .tlsNone: return "TLSNone"
         case .tlsVnc: return "TLSVnc"
         case .tlsPlain: return "TLSPlain"
+        case .ra2_256: return "RA2_256"
+        case .ra2: return "RA2"
+        case .ra2ne_256: return "RA2ne_256"
+        case .ra2ne: return "RA2ne"
+        case .appleDH: return "AppleDH"
+        case .msLogonII: return "MSLogonII"
         }
     }
 

@@ -264,3 +264,56 @@ func decodePNG(_ data: [UInt8]) throws -> (width: Int, height: Int, pixels: [UIn
     }
     return (width, height, pixels)
 }
+
+/// TigerVNC ≥ 1.13's x0vncserver scraping an Xvfb display on 127.0.0.1: the peer for the RSA-AES
+/// security types, which Debian's Xvnc 1.12 lacks. scripts/setup puts it in .peers/.
+final class X0vncServer: XDisplay, @unchecked Sendable {
+    let display: Int
+    let port: Int
+    let xvfb: BackgroundProcess
+    private(set) var server: BackgroundProcess?
+    let passwords: PasswordFiles
+
+    static func binary() throws -> String {
+        let path = packageRoot.appendingPathComponent(".peers/tigervnc/bin/x0vncserver").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw MissingPeer(what: "TigerVNC ≥ 1.13 x0vncserver at \(path) (scripts/setup fetches it through apt)")
+        }
+        return path
+    }
+
+    /// Makes a fresh 2048-bit RSA server key (PEM) with openssl.
+    static func makeRSAKey(_ path: String) throws {
+        let made = try run(try requireExecutable("openssl", package: "openssl"), ["genrsa", "-out", path, "2048"])
+        guard made.status == 0 else { throw PeerFailed(name: "openssl genrsa", log: made.stderr) }
+    }
+
+    init(geometry: String = "320x240", securityTypes: String, rsaKey: String, passwords: PasswordFiles) throws {
+        self.passwords = passwords
+        display = DisplayNumbers.allocate()
+        port = 5900 + DisplayNumbers.allocate()
+        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
+                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") && Date() < deadline { usleep(50_000) }
+        try start(securityTypes: securityTypes, rsaKey: rsaKey)
+    }
+
+    /// (Re)starts the VNC server on the same display and port, e.g. with another key.
+    func start(securityTypes: String, rsaKey: String) throws {
+        server?.stop()
+        // -interface alone: -localhost would add [::1] as well.
+        let process = try BackgroundProcess(try Self.binary(), ["-display", ":\(display)", "-rfbport", "\(port)", "-interface", "127.0.0.1",
+                                                                "-SecurityTypes", securityTypes, "-PasswordFile", passwords.tigervnc,
+                                                                "-RSAKey", rsaKey],
+                                            logName: "x0vncserver")
+        server = process
+        try waitForTCPPort(port, process: process)
+    }
+
+    deinit {
+        server?.stop()
+        xvfb.stop()
+        removeStaleXFiles(display)
+    }
+}
