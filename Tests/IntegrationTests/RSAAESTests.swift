@@ -88,4 +88,20 @@ struct RSAAESTests {
         let again = try run(try farcastBinary(), ["vnc", "info", url], environment: env, stdin: Data())
         #expect(again.status == 0, "the new key is pinned now: \(again.stderr)")
     }
+
+    /// Debian's Xvnc 1.12 lists RA2 when told to but drops the connection once it is chosen:
+    /// the failure must say so instead of looking like a network fault.
+    @Test func xvnc112ListsRA2ButCannotDoItAndTheErrorSaysSo() async throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(geometry: "64x64", securityTypes: "RA2", passwords: passwords)
+        var options = VNCClient.Options()
+        options.trustStore = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
+        do {
+            _ = try await VNCClient.connect(to: server.endpoint, credentials: { _ in VNCCredentials(password: passwords.password) }, options: options)
+            Issue.record("Xvnc 1.12 unexpectedly completed an RA2 login")
+        } catch let error as RFBError {
+            #expect(error.description.contains("TigerVNC before 1.13"), "\(error)")
+        }
+    }
 }

@@ -132,4 +132,24 @@ import Testing
         h3.feed([3, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFE, 1, 2])
         #expect(h3.closeError != nil)
     }
+
+    @Test func mutatedExtendedClipboardMessagesNeverTrap() throws {
+        var raw = ByteWriter()
+        let utf8 = Array("fuzz ✓\r\nline".utf8) + [0]
+        raw.writeInteger(UInt32(utf8.count))
+        raw.writeBytes(utf8)
+        let messages = [serverCaps(ExtendedClipboard.request | ExtendedClipboard.notify | ExtendedClipboard.provide),
+                        extended(ExtendedClipboard.provide | ExtendedClipboard.text, try ExtendedClipboard.deflateAll(raw.bytes)),
+                        extended(ExtendedClipboard.notify | ExtendedClipboard.text), extended(ExtendedClipboard.peek)]
+        var rng = SplitMix(seed: 11)
+        for _ in 0..<3000 {
+            var bytes = messages[rng.below(messages.count)]
+            for _ in 0..<(1 + rng.below(4)) { bytes[4 + rng.below(bytes.count - 4)] = UInt8(rng.below(256)) }
+            var h = ready()
+            h.feed(messages[0])
+            h.feed(bytes, chunk: 1 + rng.below(8))
+            // Either handled or a typed close; never a trap, never an unbounded wait on a huge length.
+            if let error = h.closeError { #expect(!error.description.isEmpty) }
+        }
+    }
 }
