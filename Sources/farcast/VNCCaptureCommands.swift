@@ -42,6 +42,11 @@ struct VNCRecordCommand: AsyncParsableCommand {
             // stream a plain sequence of updates.
             configuration.continuousUpdates = false
             var options = try connection.clientOptions(configuration)
+            // A recording holds only what a plain viewer gets, so any client can replay it: no
+            // input, hence no scancode extension, and no Extended Clipboard (its negative
+            // lengths would stop clients that did not negotiate it, libvncclient for one).
+            options.configuration.viewOnly = true
+            options.configuration.extendedClipboard = false
             let recorded = RecordBuffer()
             options.inboundTap = { bytes in recorded.append(bytes) }
             let metadata = RFBCapture.Metadata(pixelFormat: configuration.pixelFormat,
