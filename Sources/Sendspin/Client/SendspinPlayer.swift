@@ -143,25 +143,7 @@ public final class SendspinPlayer: Sendable {
         do {
             _ = try await withTaskExecutorPreference(executor) {
                 try await WebSocketClient.connect(url: url, configuration: wsConfiguration, logger: Logger(label: "farcast.websocket")) { inbound, outbound, _ in
-                    let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
-                    runtime.attach(frameSink)
-                    // The one writer: frames leave in the order they were encrypted. It is not
-                    // cancelled with the others, so a goodbye still goes out before the close.
-                    async let written: Void = {
-                        for await frame in frames { try await outbound.write(frame) }
-                        try? await outbound.close(.normalClosure, reason: nil)
-                    }()
-                    runtime.perform(runtime.withSession { $0.start() }, now: self.nowUs())
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
-                        group.addTask { await self.timeSyncLoop(runtime) }
-                        group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) }
-                        // Any of them ending ends the session (a close, our goodbye, an error).
-                        try await group.next()
-                        group.cancelAll()
-                    }
-                    frameSink.finish()
-                    try await written
+                    try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started, telemetry: telemetry)
                 }
             }
         } catch let error as SendspinError {
@@ -178,6 +160,31 @@ public final class SendspinPlayer: Sendable {
             throw PlayerFailure(error: error, report: report)
         }
         return report
+    }
+
+    /// Runs one session over an open WebSocket, whoever dialled: the single writer, the receive
+    /// loop, clock synchronisation and supervision, until one of them ends it.
+    func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, runtime: Runtime, started: Int64,
+                       telemetry: (@Sendable (Telemetry) -> Void)?) async throws {
+        let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
+        runtime.attach(frameSink)
+        // The one writer: frames leave in the order they were encrypted. It is not cancelled
+        // with the others, so a goodbye still goes out before the close.
+        async let written: Void = {
+            for await frame in frames { try await outbound.write(frame) }
+            try? await outbound.close(.normalClosure, reason: nil)
+        }()
+        runtime.perform(runtime.withSession { $0.start() }, now: nowUs())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
+            group.addTask { await self.timeSyncLoop(runtime) }
+            group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) }
+            // Any of them ending ends the session (a close, our goodbye, an error).
+            try await group.next()
+            group.cancelAll()
+        }
+        frameSink.finish()
+        try await written
     }
 
     /// The session failed; the report says how far it got.
