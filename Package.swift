@@ -86,7 +86,8 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -13,24 +13,12 @@ struct SendspinCommand: AsyncParsableCommand {
         commandName: "sendspin",
         abstract: "Synchronized multi-room audio over Sendspin.",
         discussion: "Speaks the current, encrypted Sendspin protocol (Noise_KKpsk2) as served by Music Assistant and aiosendspin. The player's identity (its client_id) and remembered volume, mute and output delay live in the state directory.",
-        subcommands: [SendspinPlayCommand.self]
+        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self]
     )
 }
 
-struct SendspinPlayCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "play",
-        abstract: "Connect to a Sendspin server and play in sync with its clock.",
-        discussion: """
-            Prints a telemetry line on stderr once a second: filter offset and error, drift, buffered audio, chunks played/late/dropped. Ctrl-C says goodbye to the server and stops.
-
-            Outputs: null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
-            """
-    )
-
-    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin.")
-    var url: String
-
+/// What `play` and `listen` share: the player's name, output, codecs, limits and records.
+struct SendspinPlayerOptions: ParsableArguments {
     @Option(help: "The name this player shows in the server's UI.")
     var name: String = defaultPlayerName()
 
@@ -55,10 +43,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     @Option(name: .customLong("dac-ppm"), help: ArgumentHelp("Make the software DAC's clock run this many ppm fast (negative: slow), to exercise sync correction.", valueName: "ppm"))
     var dacPPM: Double = 0
 
-    @OptionGroup var global: GlobalOptions
-
     func validate() throws {
-        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
         guard output == "null" || (output.hasPrefix("wav:") && output.count > 4) else { throw ValidationError("--output must be null or wav:PATH") }
         guard ["pcm", "flac", "opus"].contains(codec) else { throw ValidationError("--codec must be pcm, flac or opus") }
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
@@ -66,42 +51,107 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
     }
 
+    /// Builds the player and sink, runs `body` with them (answering Ctrl-C and SIGTERM with a
+    /// goodbye), writes the stats and trace, and prints the summary.
+    func run(global: GlobalOptions, describe: String,
+             _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
+        let logger = global.makeLogger(label: "farcast.sendspin")
+        var options = SendspinPlayer.Options()
+        options.name = name
+        options.formats = SendspinPlayer.formats(preferring: codec)
+        options.suite = suite == "aesgcm" ? .aesGCM : .chaChaPoly
+        options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
+        options.dacPPM = dacPPM
+        options.store = PlayerStore(directory: try StateDirectory.resolve())
+        let sink: any AudioSink = output == "null" ? NullSink() : WAVSink(path: String(output.dropFirst(4)))
+        let player = SendspinPlayer(options: options)
+        let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
+        defer { signals.cancel() }
+        var traceWriter: (@Sendable ([ChunkTrace]) -> Void)?
+        if let trace {
+            traceWriter = { records in writeTrace(records, to: trace, logger: logger) }
+        }
+        var telemetry: (@Sendable (SendspinPlayer.Telemetry) -> Void)?
+        if !global.quiet && !global.json {
+            telemetry = { line in FileHandleOutput.stderr(telemetryLine(line) + "\n") }
+        }
+        let report: SendspinPlayer.Report
+        do {
+            report = try await body(player, sink, logger, traceWriter, telemetry)
+        } catch let failure as SendspinPlayer.PlayerFailure {
+            if let statsJSON { try? writeStats(failure.report, to: statsJSON) }
+            throw CommandFailure(message: failure.description)
+        }
+        if let statsJSON { try writeStats(report, to: statsJSON) }
+        if global.json {
+            try printJSON(report)
+        } else {
+            print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(report.chunksLate) late, \(report.chunksDropped) dropped) of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
+            if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+        }
+    }
+}
+
+struct SendspinPlayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Connect to a Sendspin server and play in sync with its clock.",
+        discussion: """
+            Prints a telemetry line on stderr once a second: filter offset and error, drift, buffered audio, chunks played/late/dropped. Ctrl-C says goodbye to the server and stops.
+
+            Outputs: null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
+            """
+    )
+
+    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin.")
+    var url: String
+
+    @OptionGroup var player: SendspinPlayerOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
+    }
+
     func run() async throws {
         try await reportingFailures {
-            let logger = global.makeLogger(label: "farcast.sendspin")
-            var options = SendspinPlayer.Options()
-            options.name = name
-            options.formats = SendspinPlayer.formats(preferring: codec)
-            options.suite = suite == "aesgcm" ? .aesGCM : .chaChaPoly
-            options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
-            options.dacPPM = dacPPM
-            options.store = PlayerStore(directory: try StateDirectory.resolve())
-            let sink: any AudioSink = output == "null" ? NullSink() : WAVSink(path: String(output.dropFirst(4)))
-            let player = SendspinPlayer(options: options)
-            let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
-            defer { signals.cancel() }
-            let showTelemetry = !global.quiet && !global.json
-            var traceWriter: (@Sendable ([ChunkTrace]) -> Void)?
-            if let trace {
-                traceWriter = { records in writeTrace(records, to: trace, logger: logger) }
+            try await player.run(global: global, describe: url) { player, sink, logger, trace, telemetry in
+                try await player.play(url: url, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
-            var telemetry: (@Sendable (SendspinPlayer.Telemetry) -> Void)?
-            if showTelemetry {
-                telemetry = { line in FileHandleOutput.stderr(telemetryLine(line) + "\n") }
-            }
-            let report: SendspinPlayer.Report
-            do {
-                report = try await player.play(url: url, sink: sink, logger: logger, trace: traceWriter, telemetry: telemetry)
-            } catch let failure as SendspinPlayer.PlayerFailure {
-                if let statsJSON { try? writeStats(failure.report, to: statsJSON) }
-                throw CommandFailure(message: failure.description)
-            }
-            if let statsJSON { try writeStats(report, to: statsJSON) }
-            if global.json {
-                try printJSON(report)
-            } else {
-                print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(report.chunksLate) late, \(report.chunksDropped) dropped) of \(report.codec ?? "no") audio from \(report.serverName ?? url)")
-                if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+        }
+    }
+}
+
+struct SendspinListenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "listen",
+        abstract: "Wait for Sendspin servers to connect (the protocol's recommended mode) and play what they stream.",
+        discussion: """
+            Servers dial ws://HOST:PORT/PATH (Music Assistant finds players through mDNS; `sendspin serve --client ws://HOST:8928/sendspin` dials one directly). One server plays at a time: a server that wants to play takes over from an idle one or from another player, an idle newcomer is turned away unless it was the last to play here, and a connection that does not activate within 30 s is dropped. Telemetry, outputs and --stats-json are as for `play`. Ctrl-C or SIGTERM says goodbye to every connected server.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Address to listen on (0.0.0.0: every interface; 127.0.0.1: this machine only).", valueName: "address"))
+    var host: String = "0.0.0.0"
+
+    @Option(help: ArgumentHelp("TCP port.", valueName: "port"))
+    var port: Int = 8928
+
+    @Option(help: ArgumentHelp("WebSocket path.", valueName: "path"))
+    var path: String = "/sendspin"
+
+    @OptionGroup var player: SendspinPlayerOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535 (0 picks a free one)") }
+        guard path.hasPrefix("/") else { throw ValidationError("--path must start with /") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            try await player.run(global: global, describe: "ws://\(host):\(port)\(path)") { player, sink, logger, trace, telemetry in
+                try await player.listen(host: host, port: port, path: path, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
         }
     }

@@ -52,6 +52,14 @@ public final class PlayerCore: Sendable {
 
     public var filter: TimeFilter { state.withLock { $0.filter } }
 
+    /// Another server took over: its clock is unknown and nothing queued belongs to it.
+    func resetForNewServer() {
+        state.withLock { s in
+            s.filter = TimeFilter()
+            s.engine.clear()
+        }
+    }
+
     /// Records the offset the filter applies at `time` — server time minus client time, drift
     /// included — for the offset statistics.
     public func sampleOffset(at time: Int64) {

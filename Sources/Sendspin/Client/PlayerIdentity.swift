@@ -27,8 +27,10 @@ public struct PlayerStore: Sendable {
         public var volume = 100
         public var muted = false
         public var outputDelayMs = 0
+        /// The server that last played through this player (listening mode prefers it).
+        public var lastPlaybackServerID: String?
         public init() {}
-        enum CodingKeys: String, CodingKey { case volume, muted, outputDelayMs = "output_delay_ms" }
+        enum CodingKeys: String, CodingKey { case volume, muted, outputDelayMs = "output_delay_ms", lastPlaybackServerID = "last_playback_server_id" }
     }
 
     public func settings() -> Settings {

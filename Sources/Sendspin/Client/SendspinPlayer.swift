@@ -28,6 +28,9 @@ public final class SendspinPlayer: Sendable {
         public var deviceInfo: DeviceInfo? = DeviceInfo(productName: "Farcast", manufacturer: "Farcast", softwareVersion: "farcast \(FarcastInfo.version)")
         /// Client/time exchanges per burst; the one with the smallest max error is used.
         public var burstSize = 8
+        /// Listening mode: how long a connection may stay without `server/activate` (the
+        /// protocol says 30 s).
+        public var provisionalTimeout: Duration = .seconds(30)
         public init() {}
     }
 
@@ -162,10 +165,127 @@ public final class SendspinPlayer: Sendable {
         return report
     }
 
+    /// Waits for servers to connect (the protocol's recommended, server-initiated mode) on
+    /// `ws://host:port/path` and plays what the admitted one streams into `sink`, until `stop`
+    /// or the duration. Several servers may dial; one is admitted at a time by the activities of
+    /// its `server/activate` (playback > pairing > none; equal non-zero ranks go to the
+    /// newcomer; between two idle ones the remembered last-playback server wins). The displaced
+    /// holder gets `client/goodbye another_server`, a rejected newcomer `concurrent_attempt`, and
+    /// a connection without `server/activate` within 30 s is dropped. `ready` receives the
+    /// bound port once the listener accepts connections.
+    public func listen(host: String, port: Int, path: String, sink: any AudioSink, logger: Logger = Logger(label: "farcast.sendspin"),
+                       trace: (@Sendable ([ChunkTrace]) -> Void)? = nil, telemetry: (@Sendable (Telemetry) -> Void)? = nil,
+                       ready: (@Sendable (Int) -> Void)? = nil) async throws -> Report {
+        let identity = try options.store?.identity() ?? Curve25519.KeyAgreement.PrivateKey()
+        var settings = options.store?.settings() ?? PlayerStore.Settings()
+        var engineSettings = options.engine
+        engineSettings.bufferCapacity = options.bufferCapacity
+        engineSettings.tracing = engineSettings.tracing || trace != nil
+        let core = PlayerCore(settings: engineSettings)
+        _ = core.setVolume(settings.volume, muted: settings.muted)
+        core.withEngine { $0.outputDelayUs = Int64(settings.outputDelayMs) * 1000 }
+        var configuration = SendspinSession.Configuration(name: options.name, formats: options.formats)
+        configuration.suite = options.suite
+        configuration.bufferCapacity = options.bufferCapacity
+        configuration.deviceInfo = options.deviceInfo
+        let sessionConfiguration = configuration
+        let store = options.store
+        let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in
+            guard var saved = store?.settings() else { return }
+            saved.lastPlaybackServerID = serverID
+            try? store?.save(saved)
+        }
+        let dac = SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
+        let started = nowUs()
+        dac.start()
+        defer { _ = dac.stop() }
+
+        let listener: WebSocketListener
+        do {
+            listener = try await WebSocketListener.bind(host: host, port: port, path: path)
+        } catch {
+            throw PlayerFailure(error: .connectFailed("cannot listen on \(host):\(port): \(describeConnectError(error))"),
+                                report: makeReport(runtime: nil, core: core, started: started))
+        }
+        logger.notice("listening for Sendspin servers on ws://\(host):\(listener.port)\(path)")
+        ready?(listener.port)
+        let executor = ThreadExecutor(name: "farcast-sendspin")
+        defer { executor.shutdown() }
+        let stopReason = await withTaskExecutorPreference(executor) { () -> String in
+            await withTaskGroup(of: String?.self) { group in
+                group.addTask {
+                    try? await listener.run(logger: logger) { inbound, outbound, peer in
+                        let runtime = Runtime(session: SendspinSession(configuration: sessionConfiguration, identity: identity), core: core,
+                                              logger: logger, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
+                        arbiter.opened(runtime)
+                        logger.info("a server connected from \(peer)")
+                        // Provisional until the first server/activate: dropped without one in time.
+                        let timeout = self.options.provisionalTimeout
+                        let provisional = Task {
+                            try await Task.sleep(for: timeout)
+                            if !runtime.isActive && !runtime.isFinished {
+                                logger.warning("dropping \(peer): no server/activate within \(timeout)")
+                                runtime.end(.protocolViolation("no server/activate within \(timeout)"))
+                            }
+                        }
+                        defer {
+                            provisional.cancel()
+                            arbiter.closed(runtime)
+                        }
+                        try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started,
+                                                     telemetry: nil, supervised: false)
+                        if let reason = runtime.endReason, !runtime.endedCleanly { logger.info("connection from \(peer) ended: \(reason)") }
+                    }
+                    return nil
+                }
+                group.addTask { await self.superviseListening(arbiter: arbiter, core: core, started: started, telemetry: telemetry) }
+                let reason = await group.next() ?? nil
+                await listener.close()
+                arbiter.sayGoodbyeToAll(reason: reason ?? "shutdown", now: self.nowUs())
+                // Let the goodbyes go out before the connections are torn down.
+                try? await Task.sleep(for: .milliseconds(300))
+                group.cancelAll()
+                return reason ?? "shutdown"
+            }
+        }
+        logger.debug("stopped listening", metadata: ["reason": "\(stopReason)"])
+        if let sinkError = dac.stop() { logger.error("audio output failed: \(sinkError)") }
+        if let holder = arbiter.lastAdmitted { settings = holder.persistedSettings(base: settings) }
+        settings.lastPlaybackServerID = arbiter.lastPlaybackServer
+        try? options.store?.save(settings)
+        if let trace { trace(core.traces()) }
+        return makeReport(runtime: arbiter.lastAdmitted, core: core, started: started)
+    }
+
+    /// Listening mode's clock: stop requests, the duration and telemetry, for all connections.
+    private func superviseListening(arbiter: ListenArbiter, core: PlayerCore, started: Int64,
+                                    telemetry: (@Sendable (Telemetry) -> Void)?) async -> String? {
+        var nextTick = started + 1_000_000
+        while !Task.isCancelled {
+            let now = nowUs()
+            if let reason = stopRequest.withLock({ $0 }) { return reason }
+            if let duration = options.duration, Double(now - started) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
+                return "shutdown"
+            }
+            if now >= nextTick {
+                nextTick += 1_000_000
+                if now - started >= 10_000_000 { core.sampleOffset(at: now) }
+                if let telemetry {
+                    let filter = core.filter
+                    telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
+                                        driftPPM: filter.drift * 1e6, bufferedMs: core.bufferedMilliseconds,
+                                        statistics: core.statistics, synchronized: filter.isSynchronized))
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
     /// Runs one session over an open WebSocket, whoever dialled: the single writer, the receive
     /// loop, clock synchronisation and supervision, until one of them ends it.
     func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, runtime: Runtime, started: Int64,
-                       telemetry: (@Sendable (Telemetry) -> Void)?) async throws {
+                       telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true) async throws {
         let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
         runtime.attach(frameSink)
         // The one writer: frames leave in the order they were encrypted. It is not cancelled
@@ -178,7 +298,7 @@ public final class SendspinPlayer: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
             group.addTask { await self.timeSyncLoop(runtime) }
-            group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) }
+            if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) } }
             // Any of them ending ends the session (a close, our goodbye, an error).
             try await group.next()
             group.cancelAll()
@@ -236,7 +356,7 @@ public final class SendspinPlayer: Sendable {
                 let e = TimeFilter.measurement(t1: t1, t2: answer.0.serverReceived, t3: answer.0.serverTransmitted, t4: answer.1).maxError
                 if best == nil || e < best!.e { best = (t1, answer.0.serverReceived, answer.0.serverTransmitted, answer.1, e) }
             }
-            if let b = best {
+            if let b = best, runtime.isAdmitted {
                 runtime.core.updateFilter(t1: b.t1, t2: b.t2, t3: b.t3, t4: b.t4)
                 runtime.timeExchanged()
                 runtime.filterUpdated(now: nowUs())
@@ -275,7 +395,7 @@ public final class SendspinPlayer: Sendable {
         }
     }
 
-    private func makeReport(runtime: Runtime, core: PlayerCore, started: Int64) -> Report {
+    private func makeReport(runtime: Runtime?, core: PlayerCore, started: Int64) -> Report {
         let stats = core.statistics
         let samples = core.offsetSamples().map(\.1)
         var stddev: Double?, mean: Double?, absolute: Double?
@@ -285,14 +405,14 @@ public final class SendspinPlayer: Sendable {
             absolute = samples.reduce(0) { $0 + abs($1) } / Double(samples.count)
             stddev = (samples.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(samples.count - 1)).squareRoot()
         }
-        let format = runtime.streamFormat
+        let format = runtime?.streamFormat
         return Report(chunksReceived: stats.chunksReceived, chunksPlayed: stats.chunksPlayed, chunksLate: stats.chunksLate,
                       chunksDropped: stats.chunksDropped, underruns: stats.underruns, codec: format?.codec, sampleRate: format?.sampleRate,
                       channels: format?.channels, bitDepth: format?.bitDepth, offsetStddevUs: stddev, offsetMeanUs: mean,
                       offsetAbsoluteMeanUs: absolute, offsetSamples: samples.count,
                       maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
-                      framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime.exchanges,
-                      serverName: runtime.serverName, endReason: runtime.endReason.map { "\($0)" },
+                      framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime?.exchanges ?? 0,
+                      serverName: runtime?.serverName, endReason: runtime?.endReason.map { "\($0)" },
                       secondsPlayed: Double(nowUs() - started) / 1e6)
     }
 }
@@ -317,18 +437,30 @@ final class Runtime: Sendable {
         var muted = false
         var outputDelayMs = 0
         var loggedDecodeErrors = 0
+        /// Allowed to play into the shared core (always, for a connection the player dialled).
+        var admitted: Bool
+        var serverID: String?
     }
+
+    /// Decides whether an activated connection may play (listening mode); nil admits it.
+    typealias Admission = @Sendable (Runtime, [String]) -> Bool
+    private let admission: Admission?
 
     // @unchecked-free: the decoder class is only touched inside the lock.
     private let state: Mutex<State>
     let core: PlayerCore
     let logger: Logger
 
-    init(session: SendspinSession, core: PlayerCore, logger: Logger) {
-        state = Mutex(State(session: session))
+    init(session: SendspinSession, core: PlayerCore, logger: Logger, admission: Admission? = nil) {
+        state = Mutex(State(session: session, admitted: admission == nil))
         self.core = core
         self.logger = logger
+        self.admission = admission
     }
+
+    var isAdmitted: Bool { state.withLock { $0.admitted } }
+    var serverID: String? { state.withLock { $0.serverID } }
+    func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
 
     func attach(_ frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation) {
         state.withLock { $0.frames = frames }
@@ -436,20 +568,23 @@ final class Runtime: Sendable {
     private func handle(_ event: SendspinEvent, now: Int64) {
         switch event {
         case .handshakeComplete(let serverID, let category):
+            state.withLock { $0.serverID = serverID }
             logger.debug("encrypted session established", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
         case .hello(let hello):
             state.withLock { $0.serverName = hello.name }
             logger.info("connected to \(hello.name)")
         case .activated(let activities, let roles):
             logger.debug("activated", metadata: ["activities": "\(activities)", "roles": "\(roles)"])
-            let settings = state.withLock { s in (s.volume, s.muted) }
-            _ = settings
+            if let admission, !admission(self, activities) {
+                perform(withSession { $0.goodbye(reason: "concurrent_attempt") }, now: now)
+                return
+            }
             reportState()
         case .serverTime(let time, let receivedAt):
             let waiter = state.withLock { $0.pendingTimes.removeValue(forKey: time.clientTransmitted) }
             waiter?.resume(returning: (time, receivedAt))
         case .streamStart(let format):
-            guard let format else { return }
+            guard let format, isAdmitted else { return }
             // The decoder is created inside the lock: it is not Sendable and lives there.
             let outcome = state.withLock { s -> Result<Bool, AudioDecodeError> in
                 do throws(AudioDecodeError) {
@@ -472,14 +607,15 @@ final class Runtime: Sendable {
                 logger.error("cannot play this stream: \(error)")
             }
         case .streamClear:
-            core.withEngine { $0.clear() }
+            if isAdmitted { core.withEngine { $0.clear() } }
         case .streamEnd:
-            core.withEngine { $0.clear(endOfStream: true) }
+            if isAdmitted { core.withEngine { $0.clear(endOfStream: true) } }
             state.withLock { s in
                 s.streamFormat = nil
                 s.decoder = nil
             }
         case .audioChunk(let chunk):
+            guard isAdmitted else { return }
             let decoded = state.withLock { s -> (Result<PCMBuffer, AudioDecodeError>, OutputFormat)? in
                 guard let decoder = s.decoder, let format = s.outputFormat else { return nil }
                 do throws(AudioDecodeError) { return (.success(try decoder.decode(chunk.payload)), format) } catch { return (.failure(error), format) }
@@ -508,11 +644,12 @@ final class Runtime: Sendable {
         case .groupUpdate(let update):
             logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
         case .metadata(let metadata):
-            logger.info("now playing: \([metadata.artist, metadata.title].compactMap { $0 }.joined(separator: " – "))")
+            let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }
+            if !title.isEmpty { logger.info("now playing: \(title.joined(separator: " – "))") }
         case .controller(let controller):
             logger.debug("controller state", metadata: ["volume": "\(controller.volume ?? -1)", "muted": "\(controller.muted ?? false)"])
         case .playerCommand(let command):
-            apply(command)
+            if isAdmitted { apply(command) }
         case .unknownMessage(let type):
             logger.debug("ignoring message type \(type) (not handled by this player)")
         }
@@ -539,5 +676,106 @@ final class Runtime: Sendable {
         }
         logger.info("server set \(command.command)", metadata: ["volume": "\(command.volume ?? -1)", "mute": "\(command.mute ?? false)", "delay_ms": "\(command.outputDelayMs ?? -1)"])
         reportState()
+    }
+}
+
+/// Listening mode's admission rule: one connection plays at a time, ranked by the activities of
+/// its latest `server/activate`.
+final class ListenArbiter: Sendable {
+    private struct State {
+        var holder: Runtime?
+        var rank = 0
+        var open: [ObjectIdentifier: Runtime] = [:]
+        var lastPlayback: String?
+        var lastAdmitted: Runtime?
+    }
+
+    private let state: Mutex<State>
+    private let core: PlayerCore
+    private let logger: Logger
+    private let persist: @Sendable (String) -> Void
+
+    init(core: PlayerCore, lastPlaybackServer: String?, logger: Logger, persist: @escaping @Sendable (String) -> Void) {
+        state = Mutex(State(lastPlayback: lastPlaybackServer))
+        self.core = core
+        self.logger = logger
+        self.persist = persist
+    }
+
+    static func rank(_ activities: [String]) -> Int {
+        activities.contains("playback") ? 2 : activities.contains("pairing") ? 1 : 0
+    }
+
+    var lastAdmitted: Runtime? { state.withLock { $0.lastAdmitted } }
+    var lastPlaybackServer: String? { state.withLock { $0.lastPlayback } }
+    var holder: Runtime? { state.withLock { $0.holder } }
+
+    func opened(_ runtime: Runtime) { state.withLock { $0.open[ObjectIdentifier(runtime)] = runtime } }
+
+    func closed(_ runtime: Runtime) {
+        state.withLock { s in
+            s.open[ObjectIdentifier(runtime)] = nil
+            if s.holder === runtime {
+                s.holder = nil
+                s.rank = 0
+            }
+        }
+    }
+
+    /// Decides on an activation; displaces the holder when the newcomer wins.
+    func admit(_ runtime: Runtime, activities: [String]) -> Bool {
+        let rank = Self.rank(activities)
+        let serverID = runtime.serverID
+        let (admitted, displaced) = state.withLock { s -> (Bool, Runtime?) in
+            if s.holder === runtime {
+                s.rank = rank
+                return (true, nil)
+            }
+            guard let holder = s.holder else {
+                s.holder = runtime
+                s.rank = rank
+                return (true, nil)
+            }
+            let newcomerWins: Bool
+            if rank != s.rank {
+                newcomerWins = rank > s.rank
+            } else if rank > 0 {
+                newcomerWins = true
+            } else {
+                newcomerWins = serverID != nil && serverID == s.lastPlayback && holder.serverID != s.lastPlayback
+            }
+            guard newcomerWins else { return (false, nil) }
+            s.holder = runtime
+            s.rank = rank
+            return (true, holder)
+        }
+        if let displaced {
+            logger.notice("a server with higher priority took over; telling the previous one goodbye (another_server)")
+            displaced.setAdmitted(false)
+            displaced.perform(displaced.withSession { $0.goodbye(reason: "another_server") }, now: 0)
+            // A different server: its clock and its stream start from scratch.
+            core.resetForNewServer()
+        }
+        guard admitted else {
+            logger.notice("refused a server: another one holds the player (concurrent_attempt)")
+            return false
+        }
+        runtime.setAdmitted(true)
+        state.withLock { $0.lastAdmitted = runtime }
+        if activities.contains("playback"), let serverID {
+            let changed = state.withLock { s -> Bool in
+                defer { s.lastPlayback = serverID }
+                return s.lastPlayback != serverID
+            }
+            if changed { persist(serverID) }
+        }
+        return true
+    }
+
+    func sayGoodbyeToAll(reason: String, now: Int64) {
+        let runtimes = state.withLock { Array($0.open.values) }
+        for runtime in runtimes where !runtime.isFinished {
+            runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
+        }
     }
 }

@@ -11,7 +11,9 @@ final class SendspinServer: @unchecked Sendable {
 
     private static let nextPort = Mutex(18_927)
 
-    init(name: String = "farcast-test", source: String = "sine=frequency=440:sample_rate=48000", logLevel: String = "INFO") throws {
+    /// `dialing`: listeners (ws:// URLs) the server connects to itself, server-initiated mode.
+    init(name: String = "farcast-test", source: String = "sine=frequency=440:sample_rate=48000", logLevel: String = "INFO",
+         dialing: [String] = []) throws {
         guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || Self.onlyLoopback() else {
             throw PeerFailed(name: "sendspin serve", log: "refusing to start a server that binds 0.0.0.0 outside a private network namespace; run the integration tests with scripts/test (it uses unshare -n)")
         }
@@ -24,7 +26,8 @@ final class SendspinServer: @unchecked Sendable {
             defer { p += 1 }
             return p
         }
-        process = try BackgroundProcess(sendspin, ["serve", "--source-format", "lavfi", source, "--port", "\(port)", "--name", name, "--log-level", logLevel],
+        process = try BackgroundProcess(sendspin, ["serve", "--source-format", "lavfi", source, "--port", "\(port)", "--name", name, "--log-level", logLevel]
+                                            + dialing.flatMap { ["--client", $0] },
                                         logName: "sendspin-serve")
         try waitForTCPPort(port, timeout: 30, process: process)
     }
