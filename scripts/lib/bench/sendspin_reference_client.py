@@ -6,7 +6,10 @@ clock synchronisation, and once a second after the first 10 s samples the offset
 applies (compute_server_time(now) - now, on CLOCK_MONOTONIC_RAW). On one host the true offset
 is zero, so the samples are the error. Prints one JSON object.
 
-Usage: sendspin_reference_client.py URL SECONDS
+With COUNT > 1 it runs that many clients and also samples how far apart they would play the
+same server instant (the inter-player error).
+
+Usage: sendspin_reference_client.py URL SECONDS [COUNT]
 """
 import asyncio
 import json
@@ -20,11 +23,10 @@ from aiosendspin.models.types import AudioCodec, Roles
 from aiosendspin.noise import Identity, InMemoryClientPairingStore
 
 
-async def main(url: str, seconds: float) -> None:
-    clock = RawMonotonicClock()
-    client = SendspinClient(
+def make_client(clock: RawMonotonicClock, name: str) -> SendspinClient:
+    return SendspinClient(
         identity=Identity.generate(),
-        client_name="aiosendspin-reference",
+        client_name=name,
         roles=[Roles.PLAYER],
         pairing_store=InMemoryClientPairingStore(),
         player_support=ClientHelloPlayerSupport(
@@ -33,23 +35,40 @@ async def main(url: str, seconds: float) -> None:
         ),
         clock=clock,
     )
-    await client.set_unpaired_access(enabled=True)
+
+
+async def main(url: str, seconds: float, count: int) -> None:
+    clock = RawMonotonicClock()
+    clients = [make_client(clock, f"aiosendspin-reference-{i + 1}") for i in range(count)]
     chunks = 0
 
     def on_chunk(*_args, **_kwargs):
         nonlocal chunks
         chunks += 1
 
-    client.add_audio_chunk_listener(on_chunk)
-    await client.connect(url)
+    for client in clients:
+        await client.set_unpaired_access(enabled=True)
+    clients[0].add_audio_chunk_listener(on_chunk)
+    for client in clients:
+        await client.connect(url)
     start = clock.now_us()
     samples = []
+    # Inter-player error: when would each client play the same server instant? Both map it with
+    # their own filter (compute_play_time); the difference is how far apart two such speakers
+    # would sound, leaving out any output device (these clients have none here).
+    interplayer = []
     while clock.now_us() - start < seconds * 1e6:
         await asyncio.sleep(1)
         now = clock.now_us()
-        if now - start >= 10e6 and client.is_time_synchronized():
-            samples.append(client.compute_server_time(now) - now)
-    await client.disconnect()
+        if now - start < 10e6 or not all(c.is_time_synchronized() for c in clients):
+            continue
+        samples.append(clients[0].compute_server_time(now) - now)
+        if count > 1:
+            instant = clients[0].compute_server_time(now) + 500_000
+            times = [c.compute_play_time(instant) for c in clients]
+            interplayer.append(max(times) - min(times))
+    for client in clients:
+        await client.disconnect()
     result = {
         "implementation": "aiosendspin 10.2.1 SendspinClient",
         "offset_samples": len(samples),
@@ -57,9 +76,12 @@ async def main(url: str, seconds: float) -> None:
         "offset_absolute_mean_us": statistics.fmean(abs(s) for s in samples) if samples else None,
         "offset_stddev_us": statistics.stdev(samples) if len(samples) > 1 else None,
         "chunks_received": chunks,
+        "interplayer_samples": len(interplayer),
+        "interplayer_error_us": statistics.fmean(interplayer) if interplayer else None,
+        "interplayer_max_us": max(interplayer) if interplayer else None,
     }
     print(json.dumps(result))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], float(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1))
