@@ -52,7 +52,12 @@ struct SendspinListenTests {
         let deadline = ContinuousClock.now + .seconds(10)
         while port.value == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let bound = try #require(port.value, "the listener never came up")
-        let servers = try dial("ws://127.0.0.1:\(bound)/sendspin")
+        // `dial` blocks (it starts processes, sleeps, waits): run it on a thread of its own so that
+        // the cooperative pool (two threads on a two-core machine) stays free for the player's timers.
+        let url = "ws://127.0.0.1:\(bound)/sendspin"
+        let servers = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[SendspinServer], Error>) in
+            Thread { continuation.resume(with: Result { try dial(url) }) }.start()
+        }
         return (try await report, recorder.all, servers)
     }
 

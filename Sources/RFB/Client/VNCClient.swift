@@ -54,6 +54,9 @@ public actor VNCClient {
     private var firstFrameComplete = false
     private var endReason: RFBError?
     private var ended = false
+    /// Set once `close()` has half-closed the connection: the server's end is then expected.
+    private var closing = false
+    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     private var handshakeDeadline: ContinuousClock.Instant?
     private let tlsOutcome = TLSOutcome()
     private var input = InputTracker()
@@ -195,11 +198,27 @@ public actor VNCClient {
     }
 
     /// Closes the session, first releasing any key or button still held on the server.
-    public func close() async {
-        if !ended && !options.configuration.viewOnly {
+    /// The close is graceful: our side is half-closed and the server's end awaited (at most
+    /// `closeTimeout`), because closing a socket that still holds unread input sends a TCP reset,
+    /// and a server that receives a reset may discard the last messages we sent — the releases.
+    public func close(closeTimeout: Duration = .seconds(2)) async {
+        guard !ended else { return }
+        if !options.configuration.viewOnly {
             for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
         }
-        finish(nil)
+        guard !ended, let channel else { return finish(nil) }
+        closing = true
+        do {
+            try await channel.close(mode: .output).get()
+        } catch {
+            return finish(nil)  // e.g. TLS channels that cannot half-close: close outright
+        }
+        let timer = Task {
+            try await Task.sleep(for: closeTimeout)
+            self.finish(nil)
+        }
+        if !ended { await withCheckedContinuation { closeWaiters.append($0) } }
+        timer.cancel()
     }
 
     /// Waits for the next event that satisfies `predicate` (events before the call do not count).
@@ -446,14 +465,14 @@ public actor VNCClient {
                     try await perform(actions, credentials: credentials)
                     if ended || core.isClosed { break }
                 }
-                if !ended && !core.isClosed {
+                if !ended && !core.isClosed && !closing {
                     try await perform(core.connectionClosed(), credentials: credentials)
                 }
             }
         } catch let error as RFBError {
-            finish(error)
+            finish(closing ? nil : error)
         } catch {
-            finish(mapTransportError(error))
+            finish(closing ? nil : mapTransportError(error))
         }
         finish(nil)
     }
@@ -602,6 +621,8 @@ public actor VNCClient {
         eventSink.yield(.disconnected(error))
         eventSink.finish()
         channel?.close(promise: nil)
+        for waiter in closeWaiters { waiter.resume() }
+        closeWaiters = []
     }
 }
 
