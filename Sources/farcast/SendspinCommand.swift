@@ -22,7 +22,7 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(help: "The name this player shows in the server's UI.")
     var name: String = defaultPlayerName()
 
-    @Option(help: ArgumentHelp("Where audio goes: null or wav:PATH.", valueName: "output"))
+    @Option(help: ArgumentHelp("Where audio goes: alsa:DEVICE (e.g. alsa:default), null or wav:PATH.", valueName: "output"))
     var output: String = "null"
 
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
@@ -44,11 +44,27 @@ struct SendspinPlayerOptions: ParsableArguments {
     var dacPPM: Double = 0
 
     func validate() throws {
-        guard output == "null" || (output.hasPrefix("wav:") && output.count > 4) else { throw ValidationError("--output must be null or wav:PATH") }
+        guard output == "null" || (output.hasPrefix("wav:") && output.count > 4) || (output.hasPrefix("alsa:") && output.count > 5) else {
+            throw ValidationError("--output must be alsa:DEVICE, null or wav:PATH")
+        }
         guard ["pcm", "flac", "opus"].contains(codec) else { throw ValidationError("--codec must be pcm, flac or opus") }
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+    }
+
+    /// The sink `--output` names; an ALSA device is opened once here so that a wrong name fails
+    /// before any server is involved.
+    func makeSink() throws -> any AudioSink {
+        if output == "null" { return NullSink() }
+        if output.hasPrefix("wav:") { return WAVSink(path: String(output.dropFirst(4))) }
+        #if canImport(CALSA)
+        let sink = ALSASink(device: String(output.dropFirst(5)))
+        do { try sink.check() } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+        return sink
+        #else
+        throw ValidationError("ALSA output exists on Linux only")
+        #endif
     }
 
     /// Builds the player and sink, runs `body` with them (answering Ctrl-C and SIGTERM with a
@@ -63,7 +79,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
         options.dacPPM = dacPPM
         options.store = PlayerStore(directory: try StateDirectory.resolve())
-        let sink: any AudioSink = output == "null" ? NullSink() : WAVSink(path: String(output.dropFirst(4)))
+        let sink = try makeSink()
         let player = SendspinPlayer(options: options)
         let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
         defer { signals.cancel() }
@@ -99,7 +115,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         discussion: """
             Prints a telemetry line on stderr once a second: filter offset and error, drift, buffered audio, chunks played/late/dropped. Ctrl-C says goodbye to the server and stops.
 
-            Outputs: null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
+            Outputs: alsa:DEVICE (an ALSA playback device such as alsa:default or alsa:hw:0,0 — `aplay -L` lists them; its own delay reports are followed so each sample leaves the device at its stamped time), null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
             """
     )
 

@@ -86,11 +86,25 @@ public final class SendspinPlayer: Sendable {
         public var serverName: String?
         public var endReason: String?
         public var secondsPlayed: Double
+        /// What the sound device granted, for a device output.
+        public var outputDevice: String? = nil
+        /// Underruns the sound device reported (and the player recovered from).
+        public var outputUnderruns: Int = 0
     }
 
     private let options: Options
     private let clock = SystemClock(.monotonicRaw)
     private let stopRequest = Mutex<String?>(nil)
+    /// The running output, watched by the supervisors: a failed output ends the session.
+    private let activeDAC = Mutex<(any AudioDAC)?>(nil)
+
+    private func makeDAC(sink: any AudioSink, core: PlayerCore) -> any AudioDAC {
+        let dac = sink.makeDAC(core: core, clock: clock) ?? SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
+        activeDAC.withLock { $0 = dac }
+        return dac
+    }
+
+    private var outputFailure: String? { activeDAC.withLock { $0 }?.failure }
     private let running = Mutex<Runtime?>(nil)
 
     public init(options: Options = Options()) {
@@ -132,7 +146,7 @@ public final class SendspinPlayer: Sendable {
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger)
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
-        let dac = SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
+        let dac = makeDAC(sink: sink, core: core)
         let started = nowUs()
         dac.start()
         defer { _ = dac.stop() }
@@ -154,7 +168,7 @@ public final class SendspinPlayer: Sendable {
         } catch {
             if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeConnectError(error))")) }
         }
-        if let sinkError = dac.stop() { logger.error("audio output failed: \(sinkError)") }
+        let outputError = dac.stop()
         settings = runtime.persistedSettings(base: settings)
         try? options.store?.save(settings)
         if let trace { trace(core.traces()) }
@@ -162,6 +176,7 @@ public final class SendspinPlayer: Sendable {
         if let error = runtime.endReason, !runtime.endedCleanly {
             throw PlayerFailure(error: error, report: report)
         }
+        if let outputError { throw PlayerFailure(error: .audioDevice(outputError), report: report) }
         return report
     }
 
@@ -195,7 +210,7 @@ public final class SendspinPlayer: Sendable {
             saved.lastPlaybackServerID = serverID
             try? store?.save(saved)
         }
-        let dac = SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
+        let dac = makeDAC(sink: sink, core: core)
         let started = nowUs()
         dac.start()
         defer { _ = dac.stop() }
@@ -249,12 +264,14 @@ public final class SendspinPlayer: Sendable {
             }
         }
         logger.debug("stopped listening", metadata: ["reason": "\(stopReason)"])
-        if let sinkError = dac.stop() { logger.error("audio output failed: \(sinkError)") }
+        let outputError = dac.stop()
         if let holder = arbiter.lastAdmitted { settings = holder.persistedSettings(base: settings) }
         settings.lastPlaybackServerID = arbiter.lastPlaybackServer
         try? options.store?.save(settings)
         if let trace { trace(core.traces()) }
-        return makeReport(runtime: arbiter.lastAdmitted, core: core, started: started)
+        let report = makeReport(runtime: arbiter.lastAdmitted, core: core, started: started)
+        if let outputError { throw PlayerFailure(error: .audioDevice(outputError), report: report) }
+        return report
     }
 
     /// Listening mode's clock: stop requests, the duration and telemetry, for all connections.
@@ -264,6 +281,7 @@ public final class SendspinPlayer: Sendable {
         while !Task.isCancelled {
             let now = nowUs()
             if let reason = stopRequest.withLock({ $0 }) { return reason }
+            if outputFailure != nil { return "shutdown" }
             if let duration = options.duration, Double(now - started) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
                 return "shutdown"
             }
@@ -373,7 +391,7 @@ public final class SendspinPlayer: Sendable {
         var nextTick = started + 1_000_000
         while !runtime.isFinished && !Task.isCancelled {
             let now = nowUs()
-            if let reason = stopRequest.withLock({ $0 }) {
+            if let reason = stopRequest.withLock({ $0 }) ?? (outputFailure != nil ? "shutdown" : nil) {
                 runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
                 return
             }
@@ -413,7 +431,8 @@ public final class SendspinPlayer: Sendable {
                       maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
                       framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime?.exchanges ?? 0,
                       serverName: runtime?.serverName, endReason: runtime?.endReason.map { "\($0)" },
-                      secondsPlayed: Double(nowUs() - started) / 1e6)
+                      secondsPlayed: Double(nowUs() - started) / 1e6,
+                      outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0)
     }
 }
 

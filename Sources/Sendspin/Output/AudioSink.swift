@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 
 /// Where played audio goes. The DAC driving a sink hands it blocks of full-scale 32-bit
@@ -9,6 +10,32 @@ public protocol AudioSink: AnyObject, Sendable {
     func write(_ samples: UnsafeBufferPointer<Int32>, frames: Int) throws
     /// Flushes and closes.
     func finish() throws
+    /// A sink with a clock of its own (a sound device) makes the DAC that drives it; nil (the
+    /// default) means the software DAC paces the sink from the monotonic clock.
+    func makeDAC(core: PlayerCore, clock: any MonotonicClock) -> (any AudioDAC)?
+}
+
+extension AudioSink {
+    public func makeDAC(core: PlayerCore, clock: any MonotonicClock) -> (any AudioDAC)? { nil }
+}
+
+/// What pulls frames from the playback engine in real time and hands them to a sink.
+public protocol AudioDAC: AnyObject, Sendable {
+    var sinkName: String { get }
+    func start()
+    /// Stops and finishes the sink; returns the output's error, if one occurred.
+    @discardableResult func stop() -> String?
+    /// The error that stopped the output while running, if any.
+    var failure: String? { get }
+    /// What the output device granted ("S16_LE 48000 Hz 2 ch, buffer 100.0 ms, period 10.0 ms"), if it is a device.
+    var deviceDescription: String? { get }
+    /// Underruns the output device reported and recovered from.
+    var deviceUnderruns: Int { get }
+}
+
+extension AudioDAC {
+    public var deviceDescription: String? { nil }
+    public var deviceUnderruns: Int { 0 }
 }
 
 /// Discards audio: with the software DAC it is a timing-exact player with no sound device.

@@ -7,7 +7,7 @@ import Synchronization
 /// at anchor + k × frame duration — the sample clock a real DAC has — so the engine's timing
 /// record is when each sample left. `ppm` makes this DAC's crystal run fast (+) or slow (−)
 /// against the monotonic clock, to exercise sync correction.
-public final class SoftwareDAC: Sendable {
+public final class SoftwareDAC: AudioDAC {
     private let clock: any MonotonicClock
     private let sink: any AudioSink
     private let core: PlayerCore
@@ -24,6 +24,7 @@ public final class SoftwareDAC: Sendable {
     }
 
     public var sinkName: String { sink.name }
+    public var failure: String? { finished.withLock { $0.error } }
 
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }

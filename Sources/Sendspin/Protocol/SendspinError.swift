@@ -14,6 +14,8 @@ public enum SendspinError: Error, Equatable, Sendable, CustomStringConvertible {
     case connectionClosed(String)
     case connectFailed(String)
     case timedOut(String)
+    /// The audio output failed (device missing, busy, or gone mid-stream).
+    case audioDevice(String)
 
     public var description: String {
         switch self {
@@ -25,6 +27,7 @@ public enum SendspinError: Error, Equatable, Sendable, CustomStringConvertible {
         case .connectionClosed(let context): return "the connection closed \(context)"
         case .connectFailed(let detail): return "cannot connect: \(detail)"
         case .timedOut(let what): return "timed out \(what)"
+        case .audioDevice(let detail): return "audio output: \(detail)"
         }
     }
 }

@@ -1,0 +1,97 @@
+// ALSA for the Sendspin output: a few helpers over alsa-lib's C API, so Swift needs none of its
+// allocation macros (snd_pcm_*_alloca) and gets one call per step.
+#include <alsa/asoundlib.h>
+#include <stdint.h>
+#include <string.h>
+
+static void calsa_discard_error(const char *file, int line, const char *function, int err, const char *fmt, ...) {
+    (void)file; (void)line; (void)function; (void)err; (void)fmt;
+}
+
+/// alsa-lib prints its own diagnostics to stderr; farcast reports errors itself, once.
+static inline void calsa_quiet_errors(void) { snd_lib_error_set_handler(calsa_discard_error); }
+
+/// Opens a playback PCM. With `config` (ALSA configuration text), `name` resolves in that text
+/// alone, on top of alsa-lib's own plugin definitions — tests use it to reach a private sound
+/// server without touching the machine's configuration.
+static inline int calsa_open_playback(snd_pcm_t **pcm, const char *name, const char *config) {
+    if (config == NULL) return snd_pcm_open(pcm, name, SND_PCM_STREAM_PLAYBACK, 0);
+    // A private copy of the global tree plus the text; it stays allocated for the life of the
+    // process (the PCM may refer into it), a few kilobytes per open.
+    snd_config_t *global = NULL, *tree = NULL;
+    snd_input_t *input = NULL;
+    int err = snd_config_update_ref(&global);
+    if (err < 0) return err;
+    err = snd_config_copy(&tree, global);
+    snd_config_unref(global);
+    if (err < 0) return err;
+    err = snd_input_buffer_open(&input, config, (ssize_t)strlen(config));
+    if (err >= 0) {
+        err = snd_config_load(tree, input);
+        snd_input_close(input);
+    }
+    if (err >= 0) err = snd_pcm_open_lconf(pcm, name, SND_PCM_STREAM_PLAYBACK, 0, tree);
+    return err;
+}
+
+/// Sets interleaved access, the sample format, channels and the exact rate (no alsa-lib
+/// resampling), a buffer and period near the times asked (µs); then software parameters for a
+/// manual start, wake-ups per period and CLOCK_MONOTONIC_RAW status timestamps. Returns the
+/// sizes granted and whether the timestamps are CLOCK_MONOTONIC_RAW (`raw_tstamp`).
+static inline int calsa_configure(snd_pcm_t *pcm, snd_pcm_format_t format, unsigned channels, unsigned rate,
+                                  unsigned buffer_us, unsigned period_us,
+                                  snd_pcm_uframes_t *buffer_size, snd_pcm_uframes_t *period_size, int *raw_tstamp) {
+    snd_pcm_hw_params_t *hw = NULL;
+    snd_pcm_sw_params_t *sw = NULL;
+    int err = snd_pcm_hw_params_malloc(&hw);
+    if (err < 0) return err;
+    unsigned bt = buffer_us, pt = period_us;
+    if ((err = snd_pcm_hw_params_any(pcm, hw)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_format(pcm, hw, format)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_channels(pcm, hw, channels)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_rate_resample(pcm, hw, 0)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_rate(pcm, hw, rate, 0)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_buffer_time_near(pcm, hw, &bt, NULL)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_period_time_near(pcm, hw, &pt, NULL)) < 0) goto out;
+    if ((err = snd_pcm_hw_params(pcm, hw)) < 0) goto out;
+    snd_pcm_hw_params_get_buffer_size(hw, buffer_size);
+    snd_pcm_hw_params_get_period_size(hw, period_size, NULL);
+    if ((err = snd_pcm_sw_params_malloc(&sw)) < 0) goto out;
+    snd_pcm_uframes_t boundary = 0;
+    if ((err = snd_pcm_sw_params_current(pcm, sw)) < 0) goto out;
+    snd_pcm_sw_params_get_boundary(sw, &boundary);
+    if ((err = snd_pcm_sw_params_set_start_threshold(pcm, sw, boundary)) < 0) goto out;
+    if ((err = snd_pcm_sw_params_set_avail_min(pcm, sw, *period_size)) < 0) goto out;
+    if ((err = snd_pcm_sw_params_set_tstamp_mode(pcm, sw, SND_PCM_TSTAMP_ENABLE)) < 0) goto out;
+    *raw_tstamp = snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC_RAW) >= 0;
+    err = snd_pcm_sw_params(pcm, sw);
+out:
+    if (sw) snd_pcm_sw_params_free(sw);
+    snd_pcm_hw_params_free(hw);
+    return err;
+}
+
+/// One consistent reading: the status timestamp (ns), frames queued ahead of the DAC, frames
+/// writable now, and the stream state.
+static inline int calsa_status(snd_pcm_t *pcm, int64_t *htstamp_ns, snd_pcm_sframes_t *delay, snd_pcm_sframes_t *avail,
+                               int *state) {
+    snd_pcm_status_t *status = NULL;
+    int err = snd_pcm_status_malloc(&status);
+    if (err < 0) return err;
+    err = snd_pcm_status(pcm, status);
+    if (err >= 0) {
+        snd_htimestamp_t ts;
+        snd_pcm_status_get_htstamp(status, &ts);
+        *htstamp_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        *delay = snd_pcm_status_get_delay(status);
+        *avail = (snd_pcm_sframes_t)snd_pcm_status_get_avail(status);
+        *state = (int)snd_pcm_status_get_state(status);
+    }
+    snd_pcm_status_free(status);
+    return err;
+}
+
+static inline const char *calsa_error(int err) { return snd_strerror(err); }
+static inline int calsa_state_running(void) { return SND_PCM_STATE_RUNNING; }
+static inline int calsa_state_xrun(void) { return SND_PCM_STATE_XRUN; }

@@ -1,0 +1,55 @@
+#if canImport(CALSA)
+import Foundation
+import Testing
+@testable import Sendspin
+
+/// The loop that turns an ALSA device's delay reports into departure times, fed a simulated
+/// device: a crystal off by some ppm, readings once a 10 ms period with jitter in steps, as a
+/// sound server reports them.
+struct DelayLockedLoopTests {
+    /// Runs `seconds` of periods; returns the largest |phase error| (µs) after `settle` seconds
+    /// and the learnt frame duration averaged over the same time (the reading jitter moves each
+    /// single estimate by some 100 ppm — a microsecond over a 10 ms block).
+    static func simulate(ppm: Double, jitterUs: Double, seconds: Double, settle: Double) -> (maxError: Double, frameUs: Double) {
+        var random = SystemRandomNumberGenerator()
+        let trueFrameUs = 1e6 / 48000 / (1 + ppm * 1e-6)
+        var loop = DelayLockedLoop(frameUs: 1e6 / 48000)
+        var written = 0            // frames handed to the device so far
+        let start = 1_000_000.0    // when frame 0 leaves
+        var worst = 0.0
+        var frameSum = 0.0, frameCount = 0.0
+        var now = start - 100_000
+        while now < start + seconds * 1e6 {
+            now += 10_000
+            // The truth: frame `written` leaves at start + written × true duration.
+            let truth = start + Double(written) * trueFrameUs
+            let reading = truth + Double.random(in: -jitterUs...jitterUs, using: &random)
+            loop.measure(departureUs: reading, atUs: now)
+            if now > start + settle * 1e6 {
+                worst = max(worst, abs(loop.nextDepartureUs - truth))
+                frameSum += loop.frameUs
+                frameCount += 1
+            }
+            loop.advance(frames: 480)
+            written += 480
+        }
+        return (worst, frameSum / frameCount)
+    }
+
+    @Test(arguments: [-500.0, 0, 300, 500])
+    func followsACrystalOffByPPM(_ ppm: Double) {
+        let (worst, frameUs) = Self.simulate(ppm: ppm, jitterUs: 500, seconds: 30, settle: 10)
+        let trueFrameUs = 1e6 / 48000 / (1 + ppm * 1e-6)
+        #expect(worst < 250, "phase error \(worst) µs with ±500 µs reading jitter")
+        #expect(abs(frameUs / trueFrameUs - 1) < 20e-6, "learnt \(frameUs) µs per frame, true \(trueFrameUs)")
+    }
+
+    @Test func aJumpRelocksInsteadOfSlewing() {
+        var loop = DelayLockedLoop(frameUs: 1e6 / 48000)
+        loop.measure(departureUs: 1_000_000, atUs: 900_000)
+        loop.advance(frames: 480)
+        loop.measure(departureUs: 1_010_000 + 20_000, atUs: 910_000)   // the device restarted 20 ms later
+        #expect(abs(loop.nextDepartureUs - 1_030_000) < 1)
+    }
+}
+#endif
