@@ -23,10 +23,11 @@ struct GlobalOptions: ParsableArguments {
         if quiet && verbose > 0 { throw ValidationError("--quiet and --verbose contradict each other") }
     }
 
-    var logLevel: Logger.Level {
+    /// `quietest`: the level without --verbose (a daemon logs its sessions at info).
+    func logLevel(default quietest: Logger.Level = .notice) -> Logger.Level {
         if quiet { return .error }
         switch verbose {
-        case 0: return .notice
+        case 0: return quietest
         case 1: return .debug
         default: return .trace
         }
@@ -34,8 +35,8 @@ struct GlobalOptions: ParsableArguments {
 
     /// Sends swift-log output to stderr at the chosen level and returns a logger for `label`.
     /// Call once per process (from the leaf command's `run`).
-    func makeLogger(label: String) -> Logger {
-        let level = logLevel
+    func makeLogger(label: String, defaultLevel: Logger.Level = .notice) -> Logger {
+        let level = logLevel(default: defaultLevel)
         LoggingSystem.bootstrap { name in
             var handler = StreamLogHandler.standardError(label: name)
             handler.logLevel = level

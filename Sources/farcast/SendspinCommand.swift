@@ -3,6 +3,7 @@ import FarcastSupport
 import Foundation
 import Logging
 import Sendspin
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +14,7 @@ struct SendspinCommand: AsyncParsableCommand {
         commandName: "sendspin",
         abstract: "Synchronized multi-room audio over Sendspin.",
         discussion: "Speaks the current, encrypted Sendspin protocol (Noise_KKpsk2) as served by Music Assistant and aiosendspin. The player's identity (its client_id) and remembered volume, mute and output delay live in the state directory.",
-        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self]
+        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self, SendspinDaemonCommand.self]
     )
 }
 
@@ -169,6 +170,83 @@ struct SendspinListenCommand: AsyncParsableCommand {
             try await player.run(global: global, describe: "ws://\(host):\(port)\(path)") { player, sink, logger, trace, telemetry in
                 try await player.listen(host: host, port: port, path: path, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
+        }
+    }
+}
+
+struct SendspinDaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Run as a long-lived speaker configured by a file (for systemd).",
+        discussion: """
+            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, and server. Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The configuration file.", valueName: "path"))
+    var config: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let text: String
+            do { text = try String(contentsOfFile: config, encoding: .utf8) } catch {
+                throw CommandFailure(message: "cannot read the configuration \(config): \(error.localizedDescription)", exitCode: 2)
+            }
+            let settings: DaemonConfiguration
+            do { settings = try DaemonConfiguration(text: text) } catch let problem as DaemonConfiguration.Problem {
+                throw CommandFailure(message: "\(config), \(problem)", exitCode: 2)
+            }
+            var arguments = ["--output", settings.output, "--codec", settings.codec, "--suite", settings.suite]
+            if let name = settings.name { arguments += ["--name", name] }
+            let shared = try SendspinPlayerOptions.parse(arguments)
+            let logger = global.makeLogger(label: "farcast.sendspin", defaultLevel: .info)
+            let store = PlayerStore(directory: try StateDirectory.resolve())
+            if let delay = settings.outputDelayMs {
+                var saved = store.settings()
+                saved.outputDelayMs = delay
+                try store.save(saved)
+            }
+            var options = SendspinPlayer.Options()
+            options.name = shared.name
+            options.formats = SendspinPlayer.formats(preferring: settings.codec)
+            options.suite = settings.suite == "aesgcm" ? .aesGCM : .chaChaPoly
+            options.store = store
+            let sink = try shared.makeSink()
+            let player = SendspinPlayer(options: options)
+            let stopping = Mutex<Int32?>(nil)
+            let signals = SignalWatcher { signal in
+                stopping.withLock { $0 = signal }
+                player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request")
+            }
+            defer { signals.cancel() }
+            let mode = settings.server.map { "dialling \($0)" } ?? "listening on ws://\(settings.host):\(settings.port)\(settings.path)"
+            logger.notice("farcast \(FarcastInfo.version) Sendspin speaker '\(options.name)': \(mode), output \(sink.name), configuration \(config)")
+            if let server = settings.server {
+                var backoff = 1.0
+                while stopping.withLock({ $0 }) == nil {
+                    do {
+                        let report = try await player.play(url: server, sink: sink, logger: logger)
+                        logger.info("session ended: played \(report.chunksPlayed) chunks from \(report.serverName ?? server)")
+                        backoff = 1
+                    } catch {
+                        logger.error("\(error)")
+                    }
+                    guard stopping.withLock({ $0 }) == nil else { break }
+                    logger.info("connecting again in \(Int(backoff)) s")
+                    let until = ContinuousClock.now + .milliseconds(Int(backoff * 1000))
+                    while ContinuousClock.now < until && stopping.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(100)) }
+                    backoff = min(backoff * 2, 30)
+                }
+            } else {
+                do {
+                    _ = try await player.listen(host: settings.host, port: settings.port, path: settings.path, sink: sink, logger: logger)
+                } catch let failure as SendspinPlayer.PlayerFailure {
+                    throw CommandFailure(message: failure.description)
+                }
+            }
+            logger.notice("stopped (\(stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"))")
         }
     }
 }

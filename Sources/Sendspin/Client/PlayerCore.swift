@@ -80,6 +80,11 @@ public final class PlayerCore: Sendable {
         }
     }
 
+    /// Volume, mute and output delay (ms) as the core applies them now.
+    var playerSettings: (volume: Int, muted: Bool, outputDelayMs: Int) {
+        state.withLock { ($0.volume, $0.muted, Int($0.engine.outputDelayUs / 1000)) }
+    }
+
     public var statistics: PlaybackStatistics { state.withLock { $0.engine.statistics } }
     public var bufferedMilliseconds: Double { state.withLock { $0.engine.bufferedMilliseconds } }
     public func traces() -> [ChunkTrace] { state.withLock { $0.engine.traces } }

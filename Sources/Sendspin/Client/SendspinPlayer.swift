@@ -392,6 +392,7 @@ public final class SendspinPlayer: Sendable {
         while !runtime.isFinished && !Task.isCancelled {
             let now = nowUs()
             if let reason = stopRequest.withLock({ $0 }) ?? (outputFailure != nil ? "shutdown" : nil) {
+                runtime.logger.info("saying goodbye to \(runtime.serverName ?? "the server") (\(reason))")
                 runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
                 return
             }
@@ -471,7 +472,11 @@ final class Runtime: Sendable {
     let logger: Logger
 
     init(session: SendspinSession, core: PlayerCore, logger: Logger, admission: Admission? = nil) {
-        state = Mutex(State(session: session, admitted: admission == nil))
+        // The session reports and later persists what the core plays with (the remembered
+        // volume, mute and output delay), not the defaults.
+        var initial = State(session: session, admitted: admission == nil)
+        (initial.volume, initial.muted, initial.outputDelayMs) = core.playerSettings
+        state = Mutex(initial)
         self.core = core
         self.logger = logger
         self.admission = admission
@@ -794,6 +799,7 @@ final class ListenArbiter: Sendable {
     func sayGoodbyeToAll(reason: String, now: Int64) {
         let runtimes = state.withLock { Array($0.open.values) }
         for runtime in runtimes where !runtime.isFinished {
+            logger.info("saying goodbye to \(runtime.serverName ?? "a server") (\(reason))")
             runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
         }
     }

@@ -11,9 +11,18 @@ final class SendspinServer: @unchecked Sendable {
 
     private static let nextPort = Mutex(18_927)
 
+    /// A port no other server of this test process uses, for a test that must know it early.
+    static func reservePort() -> Int {
+        nextPort.withLock { p in
+            defer { p += 1 }
+            return p
+        }
+    }
+
     /// `dialing`: listeners (ws:// URLs) the server connects to itself, server-initiated mode.
+    /// `port`: one from `reservePort()`, else the next free one.
     init(name: String = "farcast-test", source: String = "sine=frequency=440:sample_rate=48000", logLevel: String = "INFO",
-         dialing: [String] = []) throws {
+         dialing: [String] = [], port: Int? = nil) throws {
         guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || Self.onlyLoopback() else {
             throw PeerFailed(name: "sendspin serve", log: "refusing to start a server that binds 0.0.0.0 outside a private network namespace; run the integration tests with scripts/test (it uses unshare -n)")
         }
@@ -22,14 +31,11 @@ final class SendspinServer: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: sendspin) else {
             throw MissingPeer(what: "sendspin (aiosendspin[server]==10.2.1 and sendspin==9.0.0 in \(venv))")
         }
-        port = Self.nextPort.withLock { p in
-            defer { p += 1 }
-            return p
-        }
-        process = try BackgroundProcess(sendspin, ["serve", "--source-format", "lavfi", source, "--port", "\(port)", "--name", name, "--log-level", logLevel]
+        self.port = port ?? Self.reservePort()
+        process = try BackgroundProcess(sendspin, ["serve", "--source-format", "lavfi", source, "--port", "\(self.port)", "--name", name, "--log-level", logLevel]
                                             + dialing.flatMap { ["--client", $0] },
                                         logName: "sendspin-serve")
-        try waitForTCPPort(port, timeout: 30, process: process)
+        try waitForTCPPort(self.port, timeout: 30, process: process)
     }
 
     /// What the server said about clients it found non-compliant (it tolerates and logs them).
