@@ -70,7 +70,7 @@ struct SendspinPlayerOptions: ParsableArguments {
 
     /// Builds the player and sink, runs `body` with them (answering Ctrl-C and SIGTERM with a
     /// goodbye), writes the stats and trace, and prints the summary.
-    func run(global: GlobalOptions, describe: String,
+    func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false,
              _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
         let logger = global.makeLogger(label: "farcast.sendspin")
         var options = SendspinPlayer.Options()
@@ -79,6 +79,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.suite = suite == "aesgcm" ? .aesGCM : .chaChaPoly
         options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
         options.dacPPM = dacPPM
+        options.allowLegacy = allowLegacy
         options.store = PlayerStore(directory: try StateDirectory.resolve())
         let sink = try makeSink()
         let player = SendspinPlayer(options: options)
@@ -123,6 +124,9 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin.")
     var url: String
 
+    @Flag(name: .customLong("allow-legacy"), help: "If the server closes on the encrypted protocol's first message, as servers that speak only the older unencrypted wire do (aiosendspin 5.x), play over that wire instead. Never for a URL or server that spoke the encrypted protocol here before.")
+    var allowLegacy = false
+
     @OptionGroup var player: SendspinPlayerOptions
     @OptionGroup var global: GlobalOptions
 
@@ -132,7 +136,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            try await player.run(global: global, describe: url) { player, sink, logger, trace, telemetry in
+            try await player.run(global: global, describe: url, allowLegacy: allowLegacy) { player, sink, logger, trace, telemetry in
                 try await player.play(url: url, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
         }

@@ -29,8 +29,22 @@ public struct PlayerStore: Sendable {
         public var outputDelayMs = 0
         /// The server that last played through this player (listening mode prefers it).
         public var lastPlaybackServerID: String?
+        /// URLs and server ids that spoke the encrypted protocol here: never offered the legacy wire.
+        public var encryptedServers: [String]?
         public init() {}
-        enum CodingKeys: String, CodingKey { case volume, muted, outputDelayMs = "output_delay_ms", lastPlaybackServerID = "last_playback_server_id" }
+        enum CodingKeys: String, CodingKey {
+            case volume, muted, outputDelayMs = "output_delay_ms", lastPlaybackServerID = "last_playback_server_id"
+            case encryptedServers = "encrypted_servers"
+        }
+
+        /// Remembers that `names` (a URL, a server id) spoke the encrypted protocol.
+        public mutating func rememberEncrypted(_ names: [String]) {
+            var known = encryptedServers ?? []
+            for name in names where !known.contains(name) { known.append(name) }
+            encryptedServers = Array(known.suffix(256))
+        }
+
+        public func isKnownEncrypted(_ name: String) -> Bool { encryptedServers?.contains(name) ?? false }
     }
 
     public func settings() -> Settings {

@@ -31,6 +31,10 @@ public final class SendspinPlayer: Sendable {
         /// Listening mode: how long a connection may stay without `server/activate` (the
         /// protocol says 30 s).
         public var provisionalTimeout: Duration = .seconds(30)
+        /// `play`: when a server closes the connection on client/init without answering (a
+        /// server that speaks only the legacy, unencrypted wire), connect again speaking that
+        /// wire — unless this URL or that server id spoke the encrypted protocol here before.
+        public var allowLegacy = false
         public init() {}
     }
 
@@ -128,9 +132,24 @@ public final class SendspinPlayer: Sendable {
     }
 
     /// Connects to `url` (ws://host:port/path) and plays into `sink` until the session ends.
+    /// With `allowLegacy`, a server that closes on client/init is tried again on the legacy wire.
     public func play(url: String, sink: any AudioSink, logger: Logger = Logger(label: "farcast.sendspin"),
                      trace: (@Sendable ([ChunkTrace]) -> Void)? = nil,
                      telemetry: (@Sendable (Telemetry) -> Void)? = nil) async throws -> Report {
+        do {
+            return try await playOnce(url: url, legacy: false, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+        } catch let failure as PlayerFailure where failure.closedAwaitingServerInit && options.allowLegacy {
+            if options.store?.settings().isKnownEncrypted(url) == true {
+                throw PlayerFailure(error: .handshakeFailed("\(url) spoke the encrypted protocol here before and now closed on client/init; refusing to fall back to the legacy wire (a downgrade)"),
+                                    report: failure.report)
+            }
+            logger.notice("the server closed on client/init without answering: trying the legacy (unencrypted) wire, as --allow-legacy permits")
+            return try await playOnce(url: url, legacy: true, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+        }
+    }
+
+    private func playOnce(url: String, legacy: Bool, sink: any AudioSink, logger: Logger,
+                          trace: (@Sendable ([ChunkTrace]) -> Void)?, telemetry: (@Sendable (Telemetry) -> Void)?) async throws -> Report {
         let identity = try options.store?.identity() ?? Curve25519.KeyAgreement.PrivateKey()
         var settings = options.store?.settings() ?? PlayerStore.Settings()
         var engineSettings = options.engine
@@ -143,6 +162,8 @@ public final class SendspinPlayer: Sendable {
         configuration.suite = options.suite
         configuration.bufferCapacity = options.bufferCapacity
         configuration.deviceInfo = options.deviceInfo
+        configuration.legacyWire = legacy
+        configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger)
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
@@ -169,12 +190,16 @@ public final class SendspinPlayer: Sendable {
             if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeConnectError(error))")) }
         }
         let outputError = dac.stop()
+        settings = options.store?.settings() ?? settings
         settings = runtime.persistedSettings(base: settings)
+        if !legacy, let serverID = runtime.serverID { settings.rememberEncrypted([url, serverID]) }
         try? options.store?.save(settings)
         if let trace { trace(core.traces()) }
         let report = makeReport(runtime: runtime, core: core, started: started)
         if let error = runtime.endReason, !runtime.endedCleanly {
-            throw PlayerFailure(error: error, report: report)
+            var failure = PlayerFailure(error: error, report: report)
+            failure.closedAwaitingServerInit = runtime.withSessionValue { $0.closedAwaitingServerInit }
+            throw failure
         }
         if let outputError { throw PlayerFailure(error: .audioDevice(outputError), report: report) }
         return report
@@ -329,6 +354,8 @@ public final class SendspinPlayer: Sendable {
     public struct PlayerFailure: Error, CustomStringConvertible {
         public var error: SendspinError
         public var report: Report
+        /// The server closed without answering client/init (a legacy-only server does).
+        public var closedAwaitingServerInit = false
         public var description: String { error.description }
     }
 
@@ -492,6 +519,10 @@ final class Runtime: Sendable {
 
     func withSession(_ body: (inout SendspinSession) -> [SendspinSession.Action]) -> [SendspinSession.Action] {
         state.withLock { body(&$0.session) }
+    }
+
+    func withSessionValue<T>(_ body: (SendspinSession) -> T) -> T {
+        state.withLock { body($0.session) }
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }

@@ -272,6 +272,55 @@ struct ClientCommand: Codable { var controller: ControllerCommand }
 struct ClientGoodbye: Codable { var reason: String }
 
 /// Compact JSON for the wire.
+// MARK: - The legacy (pre-encryption) wire, as aiosendspin 5.x serves it
+
+/// Legacy `client/hello`: the client speaks first, in clear, with an id of its choosing.
+struct LegacyClientHello: Codable {
+    var clientID: String
+    var name: String
+    var version = 1
+    var supportedRoles: [String]
+    var playerSupport: LegacyPlayerSupport
+    enum CodingKeys: String, CodingKey {
+        case clientID = "client_id", name, version, supportedRoles = "supported_roles", playerSupport = "player@v1_support"
+    }
+}
+
+struct LegacyPlayerSupport: Codable {
+    var supportedFormats: [AudioFormatSpec]
+    var bufferCapacity: Int
+    var supportedCommands: [String]
+    enum CodingKeys: String, CodingKey {
+        case supportedFormats = "supported_formats", bufferCapacity = "buffer_capacity", supportedCommands = "supported_commands"
+    }
+}
+
+/// Legacy `server/hello`: the whole admission (there is no server/activate).
+struct LegacyServerHello: Codable {
+    var serverID: String
+    var name: String
+    var version: Int?
+    var activeRoles: [String]?
+    var connectionReason: String?
+    enum CodingKeys: String, CodingKey {
+        case serverID = "server_id", name, version, activeRoles = "active_roles", connectionReason = "connection_reason"
+    }
+}
+
+/// Legacy `client/state`: a `state` word once the clock is synchronised, and the player's
+/// volume, mute and delay (`static_delay_ms`).
+struct LegacyClientState: Codable {
+    var state: String?
+    var player: LegacyPlayerState?
+}
+
+struct LegacyPlayerState: Codable {
+    var volume: Int?
+    var muted: Bool?
+    var staticDelayMs: Int
+    enum CodingKeys: String, CodingKey { case volume, muted, staticDelayMs = "static_delay_ms" }
+}
+
 enum WireJSON {
     static func encode<T: Encodable>(type: String, payload: T) -> String {
         let encoder = JSONEncoder()

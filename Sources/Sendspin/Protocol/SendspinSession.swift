@@ -61,6 +61,15 @@ public struct SendspinSession: Sendable {
         public var deviceInfo: DeviceInfo?
         /// Accept playback in unpaired (Sentinel) sessions.
         public var unpairedAccess = true
+        /// Speak the legacy, pre-encryption wire (aiosendspin 5.x; servers in transition mode):
+        /// clear JSON, the client's hello first, no activation, 9-byte audio headers, the
+        /// player role only. Only ever chosen deliberately (see `SendspinPlayer.Options.allowLegacy`).
+        public var legacyWire = false
+        /// The client_id for the legacy wire, which has no key to derive it from.
+        public var legacyClientID: String?
+        /// Server ids known to speak the encrypted protocol: a legacy hello from one of them is
+        /// a downgrade and is refused.
+        public var encryptedServerIDs: Set<String> = []
 
         public init(name: String, formats: [AudioFormatSpec]) {
             self.name = name
@@ -107,6 +116,9 @@ public struct SendspinSession: Sendable {
     public private(set) var activeRoles: [String] = []
     public private(set) var activities: [String] = []
     public private(set) var serverHello: ServerHello?
+    /// The server closed the connection without answering client/init — what a server that
+    /// speaks only the legacy wire does.
+    public private(set) var closedAwaitingServerInit = false
 
     public init(configuration: Configuration, identity: Curve25519.KeyAgreement.PrivateKey) {
         self.configuration = configuration
@@ -114,7 +126,11 @@ public struct SendspinSession: Sendable {
     }
 
     /// The client_id: base64url of the identity's public key.
-    public var clientID: String { Base64URL.encode(Array(identity.publicKey.rawRepresentation)) }
+    public var clientID: String {
+        if configuration.legacyWire, let id = configuration.legacyClientID { return id }
+        return Base64URL.encode(Array(identity.publicKey.rawRepresentation))
+    }
+    public var isLegacy: Bool { configuration.legacyWire }
     public var isClosed: Bool { phase == .closed }
     public var isActive: Bool { phase == .active }
 
@@ -123,6 +139,17 @@ public struct SendspinSession: Sendable {
     /// The first message: client/init, as a text frame. Its exact text is half the prologue.
     public mutating func start() -> [Action] {
         guard phase == .idle else { return [] }
+        if configuration.legacyWire {
+            // The hello and a first state at once: a legacy server holds the stream until it has
+            // a client/state, and the state may precede its hello.
+            phase = .awaitingHello
+            let hello = LegacyClientHello(clientID: clientID, name: configuration.name, supportedRoles: ["player@v1"],
+                                          playerSupport: LegacyPlayerSupport(supportedFormats: configuration.formats,
+                                                                             bufferCapacity: configuration.bufferCapacity,
+                                                                             supportedCommands: ["volume", "mute"]))
+            return [.sendText(WireJSON.encode(type: "client/hello", payload: hello)),
+                    .sendText(WireJSON.encode(type: "client/state", payload: LegacyClientState(state: nil, player: nil)))]
+        }
         clientInitText = WireJSON.encode(type: "client/init", payload: ClientInit(clientID: clientID, version: 1, suite: configuration.suite.rawValue))
         phase = .awaitingServerInit
         return [.sendText(clientInitText)]
@@ -136,6 +163,12 @@ public struct SendspinSession: Sendable {
         var actions: [Action] = []
         do {
             switch (phase, message) {
+            case (.awaitingHello, .text(let text)) where configuration.legacyWire, (.active, .text(let text)) where configuration.legacyWire:
+                try readJSON(Array(text.utf8), at: time, &actions)
+            case (.active, .binary(let bytes)) where configuration.legacyWire:
+                try readLegacyAudio(bytes, at: time, &actions)
+            case (_, .binary) where configuration.legacyWire:
+                throw SendspinError.protocolViolation("audio before server/hello")
             case (.awaitingServerInit, .text(let text)):
                 try readServerInit(text, &actions)
             case (.awaitingHandshake, .text(let text)):
@@ -163,9 +196,11 @@ public struct SendspinSession: Sendable {
     /// The transport saw the connection end.
     public mutating func connectionClosed() -> [Action] {
         guard phase != .closed else { return [] }
+        closedAwaitingServerInit = phase == .awaitingServerInit
         let context: String
         switch phase {
-        case .awaitingServerInit: context = "before the server answered client/init (is this a Sendspin server, and does it speak the encrypted protocol?)"
+        case .awaitingServerInit: context = "before the server answered client/init (is this a Sendspin server, and does it speak the encrypted protocol? an older server may speak only the legacy wire: see --allow-legacy)"
+        case .awaitingHello where configuration.legacyWire: context = "before the server answered the legacy client/hello (it refused it, or is no legacy Sendspin server)"
         case .awaitingHandshake: context = "during the encrypted handshake (the server rejected it silently)"
         case .awaitingHello, .awaitingActivation: context = "before the server activated this client"
         default: context = "by the server"
@@ -273,6 +308,19 @@ public struct SendspinSession: Sendable {
         }
     }
 
+    /// Legacy audio: `[4][int64 BE timestamp]` and the payload, in a plain binary frame.
+    private mutating func readLegacyAudio(_ bytes: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
+        guard let type = bytes.first else { throw SendspinError.protocolViolation("an empty binary message") }
+        guard type == SendspinFraming.playerAudio else { return reportUnknown("legacy binary type \(type)", &actions) }
+        guard bytes.count >= 9 else {
+            actions.append(.event(.malformedAudio("an audio message of \(bytes.count) bytes, shorter than the legacy 9-byte header")))
+            return
+        }
+        var reader = ByteReader(Array(bytes[1..<9]))
+        let timestamp = try reader.readInteger(as: Int64.self)
+        actions.append(.event(.audioChunk(AudioChunk(timestamp: timestamp, sendAhead: 0, payload: Array(bytes[9...]), arrival: time))))
+    }
+
     private mutating func reportUnknown(_ what: String, _ actions: inout [Action]) {
         if reportedUnknown.insert(what).inserted { actions.append(.event(.unknownMessage(what))) }
     }
@@ -280,6 +328,19 @@ public struct SendspinSession: Sendable {
     private mutating func readJSON(_ body: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
         let type = try WireJSON.messageType(of: body)
         switch (phase, type) {
+        case (.awaitingHello, "server/hello") where configuration.legacyWire:
+            // The legacy hello admits at once; it carries the server's id and active roles.
+            let hello = try WireJSON.decode(LegacyServerHello.self, from: body)
+            if configuration.encryptedServerIDs.contains(hello.serverID) {
+                throw SendspinError.handshakeFailed("server \(hello.serverID) spoke the encrypted protocol before and now offers only the legacy wire; refusing the downgrade")
+            }
+            serverID = hello.serverID
+            activeRoles = hello.activeRoles ?? []
+            activities = ["playback"]
+            serverHello = ServerHello(name: hello.name, languages: nil)
+            phase = .active
+            actions.append(.event(.hello(ServerHello(name: hello.name, languages: nil))))
+            actions.append(.event(.activated(activities: activities, roles: activeRoles)))
         case (.awaitingHello, "server/hello"):
             let hello = try WireJSON.decode(ServerHello.self, from: body)
             serverHello = hello
@@ -381,6 +442,10 @@ public struct SendspinSession: Sendable {
 
     private mutating func send<T: Encodable>(type: String, payload: T, _ actions: inout [Action]) throws(SendspinError) {
         let text = WireJSON.encode(type: type, payload: payload)
+        if configuration.legacyWire {
+            actions.append(.sendText(text))
+            return
+        }
         for plaintext in SendspinFraming.plaintexts(type: SendspinFraming.json, body: Array(text.utf8)) {
             guard var cipher = sendCipher else { throw .protocolViolation("sending before the handshake finished") }
             do { actions.append(.sendBinary(try cipher.encrypt(plaintext))) } catch { throw .protocolViolation("\(error)") }
@@ -406,12 +471,17 @@ public struct SendspinSession: Sendable {
 
     /// client/state; `available` goes in every message.
     public mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {
-        sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player))
+        if configuration.legacyWire {
+            let legacy = player.map { LegacyPlayerState(volume: $0.volume, muted: $0.muted, staticDelayMs: $0.outputDelayMs) }
+            return sendIfOpen(type: "client/state", payload: LegacyClientState(state: available ? "synchronized" : nil, player: legacy))
+        }
+        return sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player))
     }
 
     /// A controller command.
     public mutating func sendCommand(_ command: ControllerCommand) -> [Action] {
-        guard phase == .active else { return [] }
+        // A legacy server closes the connection on a message type it does not know.
+        guard phase == .active, !configuration.legacyWire else { return [] }
         return sendIfOpen(type: "client/command", payload: ClientCommand(controller: command))
     }
 
