@@ -14,7 +14,7 @@ struct SendspinCommand: AsyncParsableCommand {
         commandName: "sendspin",
         abstract: "Synchronized multi-room audio over Sendspin.",
         discussion: "Speaks the current, encrypted Sendspin protocol (Noise_KKpsk2) as served by Music Assistant and aiosendspin. The player's identity (its client_id) and remembered volume, mute and output delay live in the state directory.",
-        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self, SendspinDaemonCommand.self]
+        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self, SendspinDaemonCommand.self, SendspinPairCommand.self]
     )
 }
 
@@ -251,6 +251,73 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
                 }
             }
             logger.notice("stopped (\(stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"))")
+        }
+    }
+}
+
+struct SendspinPairCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pair",
+        abstract: "Pair this player with servers: its pairing token, the servers it is paired with.",
+        discussion: """
+            Pairing makes a server and this player trust each other: sessions are then keyed by a long-term secret only the two hold, and the server may play without unpaired access. This player pairs by the Pairing-PSK method: give the server the token `farcast sendspin pair token` prints (in Music Assistant: the player's pairing dialog); while the player runs (`listen`, `play` or `daemon`) the server completes the pairing, and the player stores the server's long-term PSK in the state directory (sendspin/paired-servers.json, mode 0600). The token holds a secret: anyone with it can pair with this player; `pair token --new` replaces it.
+            """,
+        subcommands: [Token.self, List.self, Forget.self]
+    )
+
+    struct Token: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print this player's pairing token (SP:0…) and client_id.")
+        @Flag(help: "Draw a new pairing PSK first, so that tokens given out before stop working.")
+        var new = false
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await reportingFailures {
+                let store = PlayerStore(directory: try StateDirectory.resolve())
+                if new { try store.directory.remove("sendspin/pairing-psk") }
+                let token = try store.pairingToken()
+                let clientID = Base64URL.encode(Array(try store.identity().publicKey.rawRepresentation))
+                if global.json {
+                    try printJSON(["token": token, "client_id": clientID])
+                } else {
+                    print(token)
+                    FileHandleOutput.stderr("client_id \(clientID); keep the token private: it lets a server pair with this player\n")
+                }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the servers this player is paired with.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await reportingFailures {
+                let servers = PlayerStore(directory: try StateDirectory.resolve()).pairedServers()
+                if global.json {
+                    try printJSON(servers.map { ["server_id": $0.serverID, "psk_id": $0.pskID, "created_at": ISO8601DateFormatter().string(from: $0.createdAt)] })
+                } else if servers.isEmpty {
+                    print("not paired with any server")
+                } else {
+                    for s in servers { print("\(s.serverID)  paired \(ISO8601DateFormatter().string(from: s.createdAt))  psk_id \(s.pskID)") }
+                }
+            }
+        }
+    }
+
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget the pairing with a server (it must pair again to be trusted).")
+        @Argument(help: "The server_id, as `pair list` shows it.")
+        var serverID: String
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await reportingFailures {
+                guard try PlayerStore(directory: try StateDirectory.resolve()).forget(serverID: serverID) else {
+                    throw CommandFailure(message: "not paired with \(serverID) (see `farcast sendspin pair list`)")
+                }
+                print("forgot the pairing with \(serverID)")
+            }
         }
     }
 }

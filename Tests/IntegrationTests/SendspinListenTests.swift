@@ -30,7 +30,10 @@ struct SendspinListenTests {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(event: LogEvent) { messages.withLock { $0.append(event.message.description) } }
+        func log(event: LogEvent) {
+            let extra = event.metadata.map { $0.isEmpty ? "" : " \($0)" } ?? ""
+            messages.withLock { $0.append(event.message.description + extra) }
+        }
         var all: [String] { messages.withLock { $0 } }
     }
 

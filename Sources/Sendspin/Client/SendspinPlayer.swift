@@ -164,7 +164,9 @@ public final class SendspinPlayer: Sendable {
         configuration.deviceInfo = options.deviceInfo
         configuration.legacyWire = legacy
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
-        let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger)
+        configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
+        let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
+                              store: options.store)
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
         let dac = makeDAC(sink: sink, core: core)
@@ -255,8 +257,11 @@ public final class SendspinPlayer: Sendable {
             await withTaskGroup(of: String?.self) { group in
                 group.addTask {
                     try? await listener.run(logger: logger) { inbound, outbound, peer in
-                        let runtime = Runtime(session: SendspinSession(configuration: sessionConfiguration, identity: identity), core: core,
-                                              logger: logger, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
+                        // Credentials are read per connection: a pairing on one is known to the next.
+                        var perConnection = sessionConfiguration
+                        perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
+                        let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
+                                              logger: logger, store: store, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
                         logger.info("a server connected from \(peer)")
                         // Provisional until the first server/activate: dropped without one in time.
@@ -497,13 +502,16 @@ final class Runtime: Sendable {
     private let state: Mutex<State>
     let core: PlayerCore
     let logger: Logger
+    /// Where pairings made on this connection are kept.
+    let store: PlayerStore?
 
-    init(session: SendspinSession, core: PlayerCore, logger: Logger, admission: Admission? = nil) {
+    init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil, admission: Admission? = nil) {
         // The session reports and later persists what the core plays with (the remembered
         // volume, mute and output delay), not the defaults.
         var initial = State(session: session, admitted: admission == nil)
         (initial.volume, initial.muted, initial.outputDelayMs) = core.playerSettings
         state = Mutex(initial)
+        self.store = store
         self.core = core
         self.logger = logger
         self.admission = admission
@@ -624,7 +632,8 @@ final class Runtime: Sendable {
         switch event {
         case .handshakeComplete(let serverID, let category):
             state.withLock { $0.serverID = serverID }
-            logger.debug("encrypted session established", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
+            let kind = ["lt": "paired", "pr": "keyed by the pairing PSK", "sn": "unpaired"][category] ?? category
+            logger.info("encrypted session established (\(kind))", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
         case .hello(let hello):
             state.withLock { $0.serverName = hello.name }
             logger.info("connected to \(hello.name)")
@@ -705,6 +714,20 @@ final class Runtime: Sendable {
             logger.debug("controller state", metadata: ["volume": "\(controller.volume ?? -1)", "muted": "\(controller.muted ?? false)"])
         case .playerCommand(let command):
             if isAdmitted { apply(command) }
+        case .paired(let record):
+            do {
+                try store?.remember(record)
+                logger.notice("paired with \(serverName ?? record.serverID): the long-term PSK is stored", metadata: ["server_id": "\(record.serverID)", "psk_id": "\(record.pskID)"])
+            } catch {
+                logger.error("paired with \(record.serverID), but the pairing could not be saved: \(error)")
+            }
+        case .pairingStarted(let method):
+            logger.notice("pairing with \(serverName ?? "the server") (\(method)): sent a new long-term PSK")
+        case .pairingAborted(let reason):
+            logger.notice("pairing ended without a result: \(reason)")
+        case .unpaired(let serverID):
+            _ = try? store?.forget(serverID: serverID)
+            logger.notice("the server \(serverName ?? serverID) ended the pairing; its record is forgotten")
         case .unknownMessage(let type):
             logger.debug("ignoring message type \(type) (not handled by this player)")
         }

@@ -110,8 +110,27 @@ struct ClientHello: Codable {
 public struct ServerActivate: Codable, Sendable, Equatable {
     public var activities: [String]
     public var activeRoles: [String]?
-    enum CodingKeys: String, CodingKey { case activities, activeRoles = "active_roles" }
+    /// Present iff `pairing` is among the activities.
+    public var pairing: PairingActivation?
+    enum CodingKeys: String, CodingKey { case activities, activeRoles = "active_roles", pairing }
 }
+
+public struct PairingActivation: Codable, Sendable, Equatable {
+    public var method: String
+    public var format: String?
+}
+
+struct PairInit: Codable {
+    var pairingIndex: Int
+    enum CodingKeys: String, CodingKey { case pairingIndex = "pairing_index" }
+}
+
+struct PairFinalize: Codable {
+    var longTermPSK: String
+    enum CodingKeys: String, CodingKey { case longTermPSK = "long_term_psk" }
+}
+
+struct PairAbort: Codable { var reason: String }
 
 struct ClientTime: Codable {
     var clientTransmitted: Int64

@@ -43,6 +43,14 @@ public enum SendspinEvent: Sendable, Equatable {
     case playerCommand(PlayerCommand)
     /// A message type this client does not handle, reported once per type.
     case unknownMessage(String)
+    /// Pairing finished: the server stored this long-term PSK for us; keep it.
+    case paired(PairedServer)
+    /// A pairing activation was answered (pair-init and pair-finalize went out).
+    case pairingStarted(method: String)
+    /// A pairing attempt ended without a result (the server's or our reason).
+    case pairingAborted(String)
+    /// The server ended the pairing: forget its record (the session then says goodbye).
+    case unpaired(serverID: String)
 }
 
 /// The Sendspin client protocol as a state machine over WebSocket messages: client/init →
@@ -61,6 +69,8 @@ public struct SendspinSession: Sendable {
         public var deviceInfo: DeviceInfo?
         /// Accept playback in unpaired (Sentinel) sessions.
         public var unpairedAccess = true
+        /// The Pairing PSK and paired servers' long-term PSKs this client can answer with.
+        public var credentials = PairingCredentials()
         /// Speak the legacy, pre-encryption wire (aiosendspin 5.x; servers in transition mode):
         /// clear JSON, the client's hello first, no activation, 9-byte audio headers, the
         /// player role only. Only ever chosen deliberately (see `SendspinPlayer.Options.allowLegacy`).
@@ -119,10 +129,20 @@ public struct SendspinSession: Sendable {
     /// The server closed the connection without answering client/init — what a server that
     /// speaks only the legacy wire does.
     public private(set) var closedAwaitingServerInit = false
+    /// The PSKs held now (pairing adds to them within the session).
+    public private(set) var credentials: PairingCredentials
+    /// The category of the PSK keying the session: `sn` (unpaired), `pr` (pairing), `lt` (paired).
+    public private(set) var pskCategory: String?
+    /// Pairing activations since the last (re)handshake.
+    private var pairingIndex = 0
+    /// The long-term PSK sent in client/pair-finalize, until the server confirms it.
+    private var pendingLongTermPSK: [UInt8]?
+    private var pendingCategory: String?
 
     public init(configuration: Configuration, identity: Curve25519.KeyAgreement.PrivateKey) {
         self.configuration = configuration
         self.identity = identity
+        credentials = configuration.credentials
     }
 
     /// The client_id: base64url of the identity's public key.
@@ -243,6 +263,8 @@ public struct SendspinSession: Sendable {
         sendCipher = send
         handshake = responder
         phase = .awaitingHello
+        pskCategory = category
+        pairingIndex = 0
         actions.append(.event(.handshakeComplete(serverID: serverID ?? "", pskCategory: category)))
     }
 
@@ -262,11 +284,16 @@ public struct SendspinSession: Sendable {
             }
             psk = SendspinPSK.sentinel
         case "lt", "pr":
-            // This client holds no long-term or pairing PSKs (pairing is not implemented yet):
-            // a miss in the initial handshake is answered with the Sentinel, as the spec says;
-            // a miss during a re-handshake fails.
-            guard !rehandshake else { throw SendspinError.handshakeFailed("the server asked for a PSK this client does not hold") }
-            psk = SendspinPSK.sentinel
+            if let held = credentials.psk(category: reference.pskCategory, id: reference.pskID, serverID: serverID) {
+                psk = held
+            } else {
+                // A miss in the first handshake is answered under the Sentinel (the server sees
+                // a credential mismatch and goes on unpaired); in a re-handshake it is fatal.
+                guard !rehandshake else {
+                    throw SendspinError.handshakeFailed("the server asked for a \(reference.pskCategory == "lt" ? "long-term" : "pairing") PSK this client does not hold")
+                }
+                psk = SendspinPSK.sentinel
+            }
         default:
             throw SendspinError.handshakeFailed("unknown PSK category \(reference.pskCategory)")
         }
@@ -288,7 +315,11 @@ public struct SendspinSession: Sendable {
             receiveCipher = pending.receive
             sendCipher = pending.send
             pendingCiphers = nil
+            if let pendingCategory { pskCategory = pendingCategory }
+            pendingCategory = nil
             plaintext = p
+            // The re-handshake is complete now that the server speaks under the new keys.
+            actions.append(.event(.handshakeComplete(serverID: serverID ?? "", pskCategory: pskCategory ?? "sn")))
         }
         guard let (type, body) = try reassembler.accept(plaintext) else { return }
         switch type {
@@ -360,7 +391,13 @@ public struct SendspinSession: Sendable {
                 return
             }
             phase = .active
+            // Any activation ends a pairing attempt still in progress (nothing was stored).
+            if pendingLongTermPSK != nil {
+                pendingLongTermPSK = nil
+                actions.append(.event(.pairingAborted("the server moved on before confirming")))
+            }
             actions.append(.event(.activated(activities: activities, roles: activeRoles)))
+            if activities.contains("pairing") { try startPairing(activate.pairing, &actions) }
         case (.awaitingActivation, "group/update"), (.awaitingActivation, "server/state"), (.awaitingActivation, "server/time"):
             // Tolerated before activation; handled like in the active phase.
             try readActiveMessage(type, body, at: time, &actions)
@@ -393,6 +430,24 @@ public struct SendspinSession: Sendable {
             let state = try WireJSON.decode(ServerState.self, from: body)
             if let metadata = state.metadata { actions.append(.event(.metadata(metadata))) }
             if let controller = state.controller { actions.append(.event(.controller(controller))) }
+        case "server/pair-finalize":
+            guard let psk = pendingLongTermPSK, let serverID else { return reportUnknown("server/pair-finalize outside a pairing attempt", &actions) }
+            pendingLongTermPSK = nil
+            let record = PairedServer(psk: psk, serverID: serverID)
+            credentials.add(record)
+            actions.append(.event(.paired(record)))
+        case "pair/abort":
+            let reason = (try? WireJSON.decode(PairAbort.self, from: body).reason) ?? "unknown"
+            pendingLongTermPSK = nil
+            actions.append(.event(.pairingAborted(reason)))
+        case "server/unpair":
+            // Only a paired session can be unpaired; elsewhere the message means nothing.
+            guard pskCategory == "lt", let serverID else { return reportUnknown("server/unpair on an unpaired session", &actions) }
+            credentials.servers.removeAll { $0.serverID == serverID }
+            actions.append(.event(.unpaired(serverID: serverID)))
+            try send(type: "client/goodbye", payload: ClientGoodbye(reason: "unpaired"), &actions)
+            phase = .closed
+            actions.append(.close(nil))
         case "server/command":
             if let player = try WireJSON.decode(ServerCommand.self, from: body).player {
                 actions.append(.event(.playerCommand(player)))
@@ -412,10 +467,35 @@ public struct SendspinSession: Sendable {
         let data = try WireJSON.decode(HandshakePayload.self, from: body).data
         var responder = NoiseKKpsk2Responder(suite: configuration.suite, localStatic: identity, remoteStatic: serverKey,
                                              prologue: previous.handshakeHash)
-        let (message2, _) = try answerMessage1(data, with: &responder, rehandshake: true)
+        let (message2, category) = try answerMessage1(data, with: &responder, rehandshake: true)
         try send(type: "noise/handshake", payload: HandshakePayload(data: Base64URL.encode(message2)), &actions)
         handshake = responder
         pendingCiphers = responder.split()
+        pendingCategory = category
+        pairingIndex = 0
+    }
+
+    /// While a pairing activation is in force the server takes pairing messages only (anything
+    /// else ends the attempt and the connection), so state and time requests wait for the
+    /// activation that follows it.
+    public var isPairing: Bool { activities.contains("pairing") }
+
+    /// The Pairing-PSK method: on a session keyed by our Pairing PSK, answer the pairing
+    /// activation with pair-init and, at once, pair-finalize carrying a fresh long-term PSK.
+    /// The codes (static, dynamic) are not offered, so any other method is refused.
+    private mutating func startPairing(_ pairing: PairingActivation?, _ actions: inout [Action]) throws {
+        pairingIndex += 1
+        guard let pairing, pairing.method == "pairing_psk", pskCategory == "pr" else {
+            let method = pairing?.method ?? "none"
+            try send(type: "pair/abort", payload: PairAbort(reason: "method_not_supported"), &actions)
+            actions.append(.event(.pairingAborted("the server asked for pairing method '\(method)' on a \(pskCategory ?? "?") session; this player pairs by its pairing token (pairing_psk)")))
+            return
+        }
+        let longTerm = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        pendingLongTermPSK = longTerm
+        try send(type: "client/pair-init", payload: PairInit(pairingIndex: pairingIndex), &actions)
+        try send(type: "client/pair-finalize", payload: PairFinalize(longTermPSK: Base64URL.encode(longTerm)), &actions)
+        actions.append(.event(.pairingStarted(method: pairing.method)))
     }
 
     private func admissibility(_ activities: [String]) -> (reason: String, detail: String)? {
@@ -423,8 +503,8 @@ public struct SendspinSession: Sendable {
         if let unknown = activities.first(where: { !known.contains($0) }) {
             return ("unauthorized", "the server asked for unknown activity '\(unknown)'")
         }
-        // Every session here is unpaired (Sentinel): playback needs unpaired access enabled.
-        if activities.contains("playback") && !configuration.unpairedAccess {
+        // Playback on a session that is not paired (Sentinel or pairing PSK) needs unpaired access.
+        if activities.contains("playback") && pskCategory != "lt" && !configuration.unpairedAccess {
             return ("pairing_required", "the server wants playback but unpaired access is off; pair this player first")
         }
         return nil
@@ -455,6 +535,10 @@ public struct SendspinSession: Sendable {
 
     private mutating func sendIfOpen<T: Encodable>(type: String, payload: T) -> [Action] {
         guard phase == .active || phase == .awaitingActivation else { return [] }
+        // Between our re-handshake answer and the server's first message under the new keys
+        // nothing else goes out: the server switches keys on our answer and would fail to
+        // decrypt a message still sealed with the old ones.
+        guard pendingCiphers == nil else { return [] }
         var actions: [Action] = []
         do { try send(type: type, payload: payload, &actions) } catch {
             phase = .closed
@@ -465,12 +549,13 @@ public struct SendspinSession: Sendable {
 
     /// client/time, stamped with the client clock (µs) — T1 of an exchange.
     public mutating func sendTime(at clientTime: Int64) -> [Action] {
-        guard phase == .active else { return [] }
+        guard phase == .active, !isPairing else { return [] }
         return sendIfOpen(type: "client/time", payload: ClientTime(clientTransmitted: clientTime))
     }
 
     /// client/state; `available` goes in every message.
     public mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {
+        guard !isPairing else { return [] }
         if configuration.legacyWire {
             let legacy = player.map { LegacyPlayerState(volume: $0.volume, muted: $0.muted, staticDelayMs: $0.outputDelayMs) }
             return sendIfOpen(type: "client/state", payload: LegacyClientState(state: available ? "synchronized" : nil, player: legacy))

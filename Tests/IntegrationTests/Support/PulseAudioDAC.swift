@@ -51,12 +51,14 @@ final class PulseAudioDAC: @unchecked Sendable {
         // PulseAudio closes every descriptor it inherits, among them the one Foundation's Process
         // watches to learn that a child exited — Foundation would then block in waitpid() for a
         // child still running and stop noticing any other child's exit. A shell stays the child
-        // instead, PulseAudio runs under it, and SIGTERM to the shell stops PulseAudio.
+        // instead, with PulseAudio under it.
         let command = [pulseaudio, "-n", "--daemonize=no", "--system=no", "--use-pid-file=no", "--exit-idle-time=-1", "--disallow-exit",
                        "--disable-shm=yes", "--log-target=stderr", "--realtime=yes", "--high-priority=yes",
                        "-L", "'module-pipe-sink sink_name=out file=\(folder)/dac.fifo rate=\(rate) channels=2 format=s16le'",
                        "-L", "'module-native-protocol-unix auth-anonymous=1 socket=\(folder)/native'"].joined(separator: " ")
-        pulse = try BackgroundProcess("/bin/sh", ["-c", "\(command) </dev/null & pid=$!; trap 'kill $pid; wait $pid; exit 0' TERM; wait $pid"],
+        // Children of Foundation's Process start with SIGTERM blocked, so the shell could not
+        // pass a TERM on: `stop()` kills PulseAudio by the pid the shell writes.
+        pulse = try BackgroundProcess("/bin/sh", ["-c", "\(command) </dev/null & echo $! > '\(folder)/pulse.pid'; wait"],
                                       environment: environment, logName: "pulseaudio")
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: "\(folder)/native") {
@@ -76,7 +78,12 @@ final class PulseAudioDAC: @unchecked Sendable {
 
     func stop() {
         oracle.stop()
+        // SIGKILL: these children inherit a blocked SIGTERM (see above).
+        if let keeper, keeper.isRunning { kill(keeper.process.processIdentifier, SIGKILL) }
         keeper?.stop()
+        if let text = try? String(contentsOfFile: "\(folder)/pulse.pid", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(pid, SIGKILL)
+        }
         pulse?.stop()
     }
 
