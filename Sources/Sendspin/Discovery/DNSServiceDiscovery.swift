@@ -153,7 +153,11 @@ final class DNSServiceAdvertisement: ServiceAdvertisement {
                                    }
                                }, context)
         }
-        guard status == 0, let ref else { throw DiscoveryError.starting("advertising", code: status) }
+        guard status == 0, let ref else {
+            // deinit runs for a class whose init throws here: mark it done, as no worker exists to wait for.
+            _ = cancelled.raiseOnce()
+            throw DiscoveryError.starting("advertising", code: status)
+        }
         let handedOff = HandedOff(ref: ref)
         // The worker holds the reporter (the callback's context) until the ref is freed.
         let thread = Thread { [reporter, stop, finished] in
