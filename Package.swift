@@ -28,6 +28,10 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
+        // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
+        // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
+        .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
 
         .target(
             name: "FarcastSupport",
@@ -54,6 +58,7 @@ let package = Package(
             name: "Sendspin",
             dependencies: [
                 "FarcastSupport", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
+                .target(name: "CDNSSD", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCore", package: "swift-websocket"),
