@@ -121,8 +121,17 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin.")
-    var url: String
+    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin (or --discover).")
+    var url: String?
+
+    @Flag(help: "Find the server on the local network (mDNS, _sendspin-server._tcp) instead of naming its URL.")
+    var discover = false
+
+    @Option(name: .customLong("server"), help: ArgumentHelp("With --discover: the server's name to pick when several answer.", valueName: "name"))
+    var serverName: String?
+
+    @Option(name: .customLong("discover-seconds"), help: ArgumentHelp("With --discover: how long to look.", valueName: "seconds"))
+    var discoverSeconds: Double = 3
 
     @Flag(name: .customLong("allow-legacy"), help: "If the server closes on the encrypted protocol's first message, as servers that speak only the older unencrypted wire do (aiosendspin 5.x), play over that wire instead. Never for a URL or server that spoke the encrypted protocol here before.")
     var allowLegacy = false
@@ -131,15 +140,53 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
+        switch (url, discover) {
+        case (nil, false): throw ValidationError("name the server's URL (ws://HOST:8927/sendspin) or look for it with --discover")
+        case (.some, true): throw ValidationError("give either a URL or --discover, not both")
+        case (.some(let url), false):
+            guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
+        case (nil, true):
+            guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
+        }
+        if serverName != nil && !discover { throw ValidationError("--server picks among discovered servers; it needs --discover") }
     }
 
     func run() async throws {
         try await reportingFailures {
-            try await player.run(global: global, describe: url, allowLegacy: allowLegacy) { player, sink, logger, trace, telemetry in
-                try await player.play(url: url, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+            let target: String
+            if let url { target = url } else { target = try await discoverServer() }
+            try await player.run(global: global, describe: target, allowLegacy: allowLegacy) { player, sink, logger, trace, telemetry in
+                try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
         }
+    }
+
+    /// Browses for servers and picks the one named by --server, else the only or first one.
+    private func discoverServer() async throws -> String {
+        #if canImport(CDNSSD)
+        let found: [DiscoveredService]
+        do {
+            found = try await DNSServiceDiscovery().browseServers(timeout: .milliseconds(Int(discoverSeconds * 1000)))
+        } catch {
+            throw CommandFailure(message: "cannot look for Sendspin servers: \(error)")
+        }
+        guard !found.isEmpty else {
+            throw CommandFailure(message: "no Sendspin server answered on the local network within \(discoverSeconds) s; name its URL instead")
+        }
+        var chosen = found[0]
+        if let serverName {
+            guard let match = found.first(where: { $0.displayName == serverName || $0.name == serverName }) else {
+                throw CommandFailure(message: "no server named '\(serverName)'; found: \(found.map(\.displayName).joined(separator: ", "))")
+            }
+            chosen = match
+        } else if found.count > 1 {
+            FileHandleOutput.stderr("found \(found.count) servers (\(found.map(\.displayName).joined(separator: ", "))); playing from \(chosen.displayName) (choose with --server NAME)\n")
+        }
+        FileHandleOutput.stderr("found \(chosen.displayName) at \(chosen.url)\n")
+        return chosen.url
+        #else
+        throw CommandFailure(message: "--discover needs DNS-SD, which this build lacks; name the server's URL")
+        #endif
     }
 }
 
@@ -161,6 +208,9 @@ struct SendspinListenCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("WebSocket path.", valueName: "path"))
     var path: String = "/sendspin"
 
+    @Flag(name: .customLong("no-advertise"), help: "Do not announce this player on the local network (mDNS _sendspin._tcp); servers must then be told its URL.")
+    var noAdvertise = false
+
     @OptionGroup var player: SendspinPlayerOptions
     @OptionGroup var global: GlobalOptions
 
@@ -171,8 +221,12 @@ struct SendspinListenCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            let name = player.name
+            let advertisement = ListenerAdvertisement()
+            defer { advertisement.withdraw() }
             try await player.run(global: global, describe: "ws://\(host):\(port)\(path)") { player, sink, logger, trace, telemetry in
-                try await player.listen(host: host, port: port, path: path, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+                try await player.listen(host: host, port: port, path: path, sink: sink, logger: logger, trace: trace, telemetry: telemetry,
+                                        ready: { bound in if !noAdvertise { advertisement.advertise(name: name, port: bound, path: path, logger: logger) } })
             }
         }
     }
@@ -244,8 +298,12 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
                     backoff = min(backoff * 2, 30)
                 }
             } else {
+                let advertisement = ListenerAdvertisement()
+                defer { advertisement.withdraw() }
+                let name = options.name
                 do {
-                    _ = try await player.listen(host: settings.host, port: settings.port, path: settings.path, sink: sink, logger: logger)
+                    _ = try await player.listen(host: settings.host, port: settings.port, path: settings.path, sink: sink, logger: logger,
+                                                ready: { bound in advertisement.advertise(name: name, port: bound, path: settings.path, logger: logger) })
                 } catch let failure as SendspinPlayer.PlayerFailure {
                     throw CommandFailure(message: failure.description)
                 }
@@ -319,6 +377,28 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 print("forgot the pairing with \(serverID)")
             }
         }
+    }
+}
+
+/// A listening player's mDNS announcement (`_sendspin._tcp`, TXT path and name), made once the
+/// port is known. Without a responder (no avahi-daemon) the player still listens, and says so.
+final class ListenerAdvertisement: Sendable {
+    private let current = Mutex<(any ServiceAdvertisement)?>(nil)
+
+    func advertise(name: String, port: Int, path: String, logger: Logger) {
+        #if canImport(CDNSSD)
+        do {
+            let advertisement = try DNSServiceDiscovery().advertisePlayer(name: name, port: port, path: path)
+            current.withLock { $0 = advertisement }
+            logger.info("announced on the local network as '\(name)' (_sendspin._tcp, port \(port))")
+        } catch {
+            logger.warning("not announced on the local network (servers can still dial this player's URL): \(error)")
+        }
+        #endif
+    }
+
+    func withdraw() {
+        current.withLock { $0 }?.cancel()
     }
 }
 

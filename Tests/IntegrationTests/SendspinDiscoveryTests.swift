@@ -57,6 +57,30 @@ struct SendspinDiscoveryTests {
         #expect(report.chunksPlayed > 0)
     }
 
+    @Test func theCommandLineListenerAnnouncesItselfAndPlayFindsTheServer() throws {
+        let responder = try AvahiResponder()
+        // `listen` announces _sendspin._tcp on the port it listens on…
+        let port = SendspinServer.reservePort() + 300
+        let listener = try BackgroundProcess(try farcastBinary(), ["sendspin", "listen", "--host", "127.0.0.1", "--port", "\(port)",
+                                                                   "--name", "farcast-cli-listener", "--duration", "8", "--verbose"],
+                                             logName: "farcast-listen")
+        let seen = try responder.browse(SendspinService.player) { $0.contains { $0.name == "farcast-cli-listener" } }
+        let announced = try #require(seen.first { $0.name == "farcast-cli-listener" }, "not announced:\n\(listener.log)")
+        #expect(announced.port == port)
+        #expect(Set(announced.txt) == ["path=/sendspin", "name=farcast-cli-listener"])
+        listener.stop()
+
+        // …and `play --discover --server NAME` finds a server by its announcement and plays.
+        let server = try SendspinServer(name: "farcast-discovery-cli")
+        let result = try run(try farcastBinary(), ["sendspin", "play", "--discover", "--server", "farcast-discovery-cli", "--discover-seconds", "4",
+                                                   "--duration", "3", "--output", "null"], timeout: 60)
+        #expect(result.status == 0, "stderr: \(result.stderr)\nserver: \(server.process.log.suffix(500))")
+        #expect(result.stderr.contains("found farcast-discovery-cli at \(server.url)"), "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("of pcm audio from farcast-discovery-cli"), "stdout: \(result.stdout)")
+        let missing = try run(try farcastBinary(), ["sendspin", "play", "--discover", "--server", "nobody", "--discover-seconds", "2"], timeout: 60)
+        #expect(missing.status == 1 && missing.stderr.contains("no server named 'nobody'"), "stderr: \(missing.stderr)")
+    }
+
     @Test func unreachableResponderFailsWithAHint() async throws {
         // The bus runs but avahi-daemon does not: dns_sd cannot reach the responder.
         let responder = try AvahiResponder(daemon: false)
