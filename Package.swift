@@ -60,6 +60,7 @@ let package = Package(
                 "FarcastSupport", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .target(name: "CDNSSD", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "BigInt", package: "BigInt"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),

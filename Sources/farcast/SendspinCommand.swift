@@ -41,6 +41,9 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Noise cipher suite: chachapoly or aesgcm.", valueName: "suite"))
     var suite: String = "chachapoly"
 
+    @Flag(name: .customLong("pairing-window"), help: "Open the pairing window for 5 minutes: a server may pair with this player's static code (`farcast sendspin pair code`) meanwhile.")
+    var pairingWindow = false
+
     @Option(name: .customLong("dac-ppm"), help: ArgumentHelp("Make the software DAC's clock run this many ppm fast (negative: slow), to exercise sync correction.", valueName: "ppm"))
     var dacPPM: Double = 0
 
@@ -80,7 +83,15 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
         options.dacPPM = dacPPM
         options.allowLegacy = allowLegacy
-        options.store = PlayerStore(directory: try StateDirectory.resolve())
+        let store = PlayerStore(directory: try StateDirectory.resolve())
+        options.store = store
+        options.staticPairingCode = store.staticPairingCode()
+        if pairingWindow {
+            guard options.staticPairingCode != nil else {
+                throw CommandFailure(message: "--pairing-window needs a static pairing code: set one with `farcast sendspin pair code`", exitCode: 2)
+            }
+            options.pairingWindow = .seconds(300)
+        }
         let sink = try makeSink()
         let player = SendspinPlayer(options: options)
         let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
@@ -271,6 +282,8 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
             options.formats = SendspinPlayer.formats(preferring: settings.codec)
             options.suite = settings.suite == "aesgcm" ? .aesGCM : .chaChaPoly
             options.store = store
+            options.staticPairingCode = store.staticPairingCode()
+            if settings.pairingWindow && options.staticPairingCode != nil { options.pairingWindow = .seconds(300) }
             let sink = try shared.makeSink()
             let player = SendspinPlayer(options: options)
             let stopping = Mutex<Int32?>(nil)
@@ -320,7 +333,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
         discussion: """
             Pairing makes a server and this player trust each other: sessions are then keyed by a long-term secret only the two hold, and the server may play without unpaired access. This player pairs by the Pairing-PSK method: give the server the token `farcast sendspin pair token` prints (in Music Assistant: the player's pairing dialog); while the player runs (`listen`, `play` or `daemon`) the server completes the pairing, and the player stores the server's long-term PSK in the state directory (sendspin/paired-servers.json, mode 0600). The token holds a secret: anyone with it can pair with this player; `pair token --new` replaces it.
             """,
-        subcommands: [Token.self, List.self, Forget.self]
+        subcommands: [Token.self, Code.self, List.self, Forget.self]
     )
 
     struct Token: AsyncParsableCommand {
@@ -341,6 +354,33 @@ struct SendspinPairCommand: AsyncParsableCommand {
                     print(token)
                     FileHandleOutput.stderr("client_id \(clientID); keep the token private: it lets a server pair with this player\n")
                 }
+            }
+        }
+    }
+
+    struct Code: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set this player's static 8-digit pairing code (read from standard input), or clear it.",
+            discussion: "With a code set the player also offers pairing by code: the operator types the same 8 digits at the server while the player's pairing window is open (`listen --pairing-window`, or `pairing_window = yes` for the daemon). The code is read from standard input, never from the command line, and kept in the state directory with mode 0600."
+        )
+        @Flag(help: "Remove the code: pairing by code is no longer offered.")
+        var clear = false
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await reportingFailures {
+                let store = PlayerStore(directory: try StateDirectory.resolve())
+                if clear {
+                    try store.setStaticPairingCode(nil)
+                    print("pairing by code is off")
+                    return
+                }
+                if isatty(STDIN_FILENO) != 0 { FileHandleOutput.stderr("pairing code (8 digits): ") }
+                let line = readLine(strippingNewline: true) ?? ""
+                do { try store.setStaticPairingCode(line) } catch {
+                    throw CommandFailure(message: "a pairing code is exactly 8 digits (spaces and hyphens are ignored)", exitCode: 2)
+                }
+                print("pairing code set; open the pairing window with `farcast sendspin listen --pairing-window` when the server asks for it")
             }
         }
     }

@@ -4,6 +4,11 @@ Farcast's integration tests (the operator's part: paste the player's token, pres
 
     .venv/bin/python scripts/lib/sendspin_pair_driver.py --client-url ws://127.0.0.1:8928/sendspin \
         --token SP:0... --port 18990
+    FARCAST_PAIRING_CODE=12345678 .venv/bin/python scripts/lib/sendspin_pair_driver.py \
+        --client-url ws://127.0.0.1:8928/sendspin --method static --port 18990
+
+With --method static the operator "enters" the code from $FARCAST_PAIRING_CODE (not argv) and the
+server runs the static pairing code method (CPace) instead of the token's Pairing PSK.
 
 1. Starts a server on 127.0.0.1:PORT (no mDNS) with an in-memory pairing store and dials the
    player (server-initiated, the recommended mode).
@@ -24,6 +29,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 
 from aiosendspin.models.types import PairMethod
@@ -61,8 +67,16 @@ async def run(args: argparse.Namespace) -> None:
     server = await start(identity, store, args.port, seen)
     await asyncio.wait_for(server.connect_to_client_and_wait(args.client_url), 20)
     await asyncio.wait_for(seen["added"].wait(), 20)
-    token = decode_psk_token(args.token)
-    attempt = PairingAttempt(method=PairMethod.PAIRING_PSK, pairing_psk=token.pairing_psk, client_id=token.client_id)
+    if args.method == "static":
+        code = os.environ["FARCAST_PAIRING_CODE"]
+
+        async def provide_code() -> str:
+            return code
+
+        attempt = PairingAttempt(method=PairMethod.STATIC_PAIRING_CODE, pairing_code_provider=provide_code)
+    else:
+        token = decode_psk_token(args.token)
+        attempt = PairingAttempt(method=PairMethod.PAIRING_PSK, pairing_psk=token.pairing_psk, client_id=token.client_id)
     await asyncio.wait_for(server.initiate_pairing(seen["client_id"], attempt), 30)
     record = await store.record_by_client_id(seen["client_id"])
     if record is None:
@@ -83,7 +97,8 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client-url", required=True)
-    parser.add_argument("--token", required=True)
+    parser.add_argument("--token", help="the player's pairing token (--method psk)")
+    parser.add_argument("--method", choices=("psk", "static"), default="psk")
     parser.add_argument("--port", type=int, required=True, help="the first server's port; the second uses PORT+1")
     parser.add_argument("--hold", type=float, default=3.0, help="seconds to stay connected after the redial")
     args = parser.parse_args()

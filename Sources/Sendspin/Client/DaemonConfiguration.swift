@@ -13,6 +13,7 @@ import Foundation
 ///     server = ws://ma.local:8927/sendspin   # dial this server instead of listening
 ///     codec = flac                 # preferred codec: pcm, flac or opus
 ///     suite = chachapoly           # Noise cipher suite: chachapoly or aesgcm
+///     pairing_window = yes         # open the static-code pairing window for 5 minutes at start
 public struct DaemonConfiguration: Sendable, Equatable {
     public var name: String?
     public var output = "null"
@@ -23,6 +24,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var server: String?
     public var codec = "pcm"
     public var suite = "chachapoly"
+    public var pairingWindow = false
 
     public init() {}
 
@@ -33,7 +35,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var description: String { "line \(line): \(message)" }
     }
 
-    public static let keys = ["name", "output", "output_delay_ms", "host", "port", "path", "server", "codec", "suite"]
+    public static let keys = ["name", "output", "output_delay_ms", "host", "port", "path", "server", "codec", "suite", "pairing_window"]
 
     public init(text: String) throws {
         self.init()
@@ -83,6 +85,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
             case "codec":
                 guard ["pcm", "flac", "opus"].contains(value) else { throw Problem(line: number, message: "codec must be pcm, flac or opus") }
                 codec = value
+            case "pairing_window":
+                switch value.lowercased() {
+                case "yes", "true", "on": pairingWindow = true
+                case "no", "false", "off": pairingWindow = false
+                default: throw Problem(line: number, message: "pairing_window must be yes or no, found \"\(value)\"")
+                }
             default:  // suite
                 guard ["chachapoly", "aesgcm"].contains(value) else { throw Problem(line: number, message: "suite must be chachapoly or aesgcm") }
                 suite = value

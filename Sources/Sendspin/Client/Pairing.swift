@@ -121,6 +121,29 @@ extension PlayerStore {
         try savePairedServers(credentials.servers)
     }
 
+    /// The static 8-digit pairing code, if one is set (`sendspin/pairing-code`, 0600).
+    public func staticPairingCode() -> String? {
+        guard let bytes = try? directory.read("sendspin/pairing-code") else { return nil }
+        let code = String(decoding: bytes, as: UTF8.self)
+        return Self.validPairingCode(code)
+    }
+
+    /// Sets (or with nil removes) the static pairing code: 8 digits; spaces and hyphens are
+    /// ignored, as servers ignore them.
+    public func setStaticPairingCode(_ code: String?) throws {
+        guard let code else { return try directory.remove("sendspin/pairing-code") }
+        guard let valid = Self.validPairingCode(code) else {
+            throw StateDirectoryError.io(operation: "set", path: "sendspin/pairing-code", reason: "a pairing code is exactly 8 digits (spaces and hyphens ignored)")
+        }
+        try directory.write(Array(valid.utf8), to: "sendspin/pairing-code")
+    }
+
+    static func validPairingCode(_ text: String) -> String? {
+        let digits = text.filter { $0 != " " && $0 != "-" && !$0.isNewline }
+        guard digits.count == 8, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return digits
+    }
+
     /// Forgets the pairing with `serverID`; returns whether there was one.
     @discardableResult
     public func forget(serverID: String) throws -> Bool {

@@ -35,6 +35,10 @@ public final class SendspinPlayer: Sendable {
         /// server that speaks only the legacy, unencrypted wire), connect again speaking that
         /// wire — unless this URL or that server id spoke the encrypted protocol here before.
         public var allowLegacy = false
+        /// The static pairing code to offer (8 ASCII digits), and how long after start the
+        /// pairing window stays open (the gesture a code attempt needs).
+        public var staticPairingCode: String?
+        public var pairingWindow: Duration?
         public init() {}
     }
 
@@ -109,6 +113,13 @@ public final class SendspinPlayer: Sendable {
     }
 
     private var outputFailure: String? { activeDAC.withLock { $0 }?.failure }
+
+    private func applyPairingCode(_ configuration: inout SendspinSession.Configuration, windowFrom start: Int64) {
+        configuration.staticPairingCode = options.staticPairingCode.map { Array($0.utf8) }
+        if let window = options.pairingWindow {
+            configuration.pairingWindowUntil = start + window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000
+        }
+    }
     private let running = Mutex<Runtime?>(nil)
 
     public init(options: Options = Options()) {
@@ -165,6 +176,7 @@ public final class SendspinPlayer: Sendable {
         configuration.legacyWire = legacy
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
+        applyPairingCode(&configuration, windowFrom: nowUs())
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
                               store: options.store)
         running.withLock { $0 = runtime }
@@ -230,6 +242,7 @@ public final class SendspinPlayer: Sendable {
         configuration.suite = options.suite
         configuration.bufferCapacity = options.bufferCapacity
         configuration.deviceInfo = options.deviceInfo
+        applyPairingCode(&configuration, windowFrom: nowUs())
         let sessionConfiguration = configuration
         let store = options.store
         let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in

@@ -125,9 +125,37 @@ struct PairInit: Codable {
     enum CodingKeys: String, CodingKey { case pairingIndex = "pairing_index" }
 }
 
+/// Exactly one of the two: the PSK itself (Pairing-PSK method) or wrapped under CPace (codes).
 struct PairFinalize: Codable {
-    var longTermPSK: String
-    enum CodingKeys: String, CodingKey { case longTermPSK = "long_term_psk" }
+    var longTermPSK: String?
+    var wrappedPSK: String?
+    enum CodingKeys: String, CodingKey { case longTermPSK = "long_term_psk", wrappedPSK = "wrapped_psk" }
+}
+
+struct PairPending: Codable {
+    var pairingIndex: Int
+    var message: String?
+    enum CodingKeys: String, CodingKey { case pairingIndex = "pairing_index", message }
+}
+
+struct ServerPairAuth: Codable {
+    var pakeMessage1: String
+    enum CodingKeys: String, CodingKey { case pakeMessage1 = "pake_msg_1" }
+}
+
+struct ClientPairAuth: Codable {
+    var pakeMessage2: String
+    enum CodingKeys: String, CodingKey { case pakeMessage2 = "pake_msg_2" }
+}
+
+struct ServerPairConfirm: Codable {
+    var serverConfirmation: String
+    enum CodingKeys: String, CodingKey { case serverConfirmation = "server_kc" }
+}
+
+struct ClientPairConfirm: Codable {
+    var clientConfirmation: String
+    enum CodingKeys: String, CodingKey { case clientConfirmation = "client_kc" }
 }
 
 struct PairAbort: Codable { var reason: String }

@@ -71,6 +71,11 @@ public struct SendspinSession: Sendable {
         public var unpairedAccess = true
         /// The Pairing PSK and paired servers' long-term PSKs this client can answer with.
         public var credentials = PairingCredentials()
+        /// The static 8-digit pairing code (ASCII digits); offered only when set.
+        public var staticPairingCode: [UInt8]?
+        /// Until when (client clock, µs) the pairing window is open: a code attempt outside it is
+        /// held with client/pair-pending until `openPairingWindow` (the user's gesture).
+        public var pairingWindowUntil: Int64?
         /// Speak the legacy, pre-encryption wire (aiosendspin 5.x; servers in transition mode):
         /// clear JSON, the client's hello first, no activation, 9-byte audio headers, the
         /// player role only. Only ever chosen deliberately (see `SendspinPlayer.Options.allowLegacy`).
@@ -137,12 +142,24 @@ public struct SendspinSession: Sendable {
     private var pairingIndex = 0
     /// The long-term PSK sent in client/pair-finalize, until the server confirms it.
     private var pendingLongTermPSK: [UInt8]?
+    /// A static-code attempt: held for the window, waiting for the server's share, or for its
+    /// confirmation.
+    private enum CodeAttempt {
+        case held
+        case awaitingShare(scalar: [UInt8])
+        case awaitingConfirmation(keys: CPace.Keys, ya: [UInt8], yb: [UInt8])
+    }
+    private var codeAttempt: CodeAttempt?
+    private var pairingWindowUntil: Int64?
+    /// The time of the message being handled (client clock, µs).
+    private var now: Int64 = 0
     private var pendingCategory: String?
 
     public init(configuration: Configuration, identity: Curve25519.KeyAgreement.PrivateKey) {
         self.configuration = configuration
         self.identity = identity
         credentials = configuration.credentials
+        pairingWindowUntil = configuration.pairingWindowUntil
     }
 
     /// The client_id: base64url of the identity's public key.
@@ -180,6 +197,7 @@ public struct SendspinSession: Sendable {
     /// Feeds one complete WebSocket message; `time` is the client clock (µs) at arrival.
     public mutating func receive(_ message: Inbound, at time: Int64) -> [Action] {
         guard phase != .closed else { return [] }
+        now = time
         var actions: [Action] = []
         do {
             switch (phase, message) {
@@ -392,8 +410,9 @@ public struct SendspinSession: Sendable {
             }
             phase = .active
             // Any activation ends a pairing attempt still in progress (nothing was stored).
-            if pendingLongTermPSK != nil {
+            if pendingLongTermPSK != nil || codeAttempt != nil {
                 pendingLongTermPSK = nil
+                codeAttempt = nil
                 actions.append(.event(.pairingAborted("the server moved on before confirming")))
             }
             actions.append(.event(.activated(activities: activities, roles: activeRoles)))
@@ -430,6 +449,10 @@ public struct SendspinSession: Sendable {
             let state = try WireJSON.decode(ServerState.self, from: body)
             if let metadata = state.metadata { actions.append(.event(.metadata(metadata))) }
             if let controller = state.controller { actions.append(.event(.controller(controller))) }
+        case "server/pair-auth":
+            try readServerShare(body, &actions)
+        case "server/pair-confirm":
+            try readServerConfirmation(body, &actions)
         case "server/pair-finalize":
             guard let psk = pendingLongTermPSK, let serverID else { return reportUnknown("server/pair-finalize outside a pairing attempt", &actions) }
             pendingLongTermPSK = nil
@@ -439,6 +462,7 @@ public struct SendspinSession: Sendable {
         case "pair/abort":
             let reason = (try? WireJSON.decode(PairAbort.self, from: body).reason) ?? "unknown"
             pendingLongTermPSK = nil
+            codeAttempt = nil
             actions.append(.event(.pairingAborted(reason)))
         case "server/unpair":
             // Only a paired session can be unpaired; elsewhere the message means nothing.
@@ -485,6 +509,9 @@ public struct SendspinSession: Sendable {
     /// The codes (static, dynamic) are not offered, so any other method is refused.
     private mutating func startPairing(_ pairing: PairingActivation?, _ actions: inout [Action]) throws {
         pairingIndex += 1
+        if let pairing, pairing.method == "static_pairing_code", configuration.staticPairingCode != nil, pskCategory == "sn" {
+            return try startCodeAttempt(&actions)
+        }
         guard let pairing, pairing.method == "pairing_psk", pskCategory == "pr" else {
             let method = pairing?.method ?? "none"
             try send(type: "pair/abort", payload: PairAbort(reason: "method_not_supported"), &actions)
@@ -494,8 +521,76 @@ public struct SendspinSession: Sendable {
         let longTerm = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         pendingLongTermPSK = longTerm
         try send(type: "client/pair-init", payload: PairInit(pairingIndex: pairingIndex), &actions)
-        try send(type: "client/pair-finalize", payload: PairFinalize(longTermPSK: Base64URL.encode(longTerm)), &actions)
+        try send(type: "client/pair-finalize", payload: PairFinalize(longTermPSK: Base64URL.encode(longTerm), wrappedPSK: nil), &actions)
         actions.append(.event(.pairingStarted(method: pairing.method)))
+    }
+
+    /// The static code: inside the pairing window, pair-init and our CPace scalar; outside it,
+    /// client/pair-pending until the window opens.
+    private mutating func startCodeAttempt(_ actions: inout [Action]) throws {
+        guard let until = pairingWindowUntil, now < until else {
+            codeAttempt = .held
+            try send(type: "client/pair-pending", payload: PairPending(pairingIndex: pairingIndex, message: "Open the pairing window on the player to pair with its code"), &actions)
+            actions.append(.event(.pairingStarted(method: "static_pairing_code (waiting for the pairing window)")))
+            return
+        }
+        codeAttempt = .awaitingShare(scalar: SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
+        try send(type: "client/pair-init", payload: PairInit(pairingIndex: pairingIndex), &actions)
+        actions.append(.event(.pairingStarted(method: "static_pairing_code")))
+    }
+
+    /// The user's gesture: opens the pairing window until `until`; a held code attempt starts.
+    public mutating func openPairingWindow(until: Int64, now: Int64) -> [Action] {
+        pairingWindowUntil = until
+        self.now = now
+        guard case .held = codeAttempt, phase == .active, isPairing else { return [] }
+        var actions: [Action] = []
+        do { try startCodeAttempt(&actions) } catch {
+            phase = .closed
+            return [.close((error as? SendspinError) ?? .protocolViolation("\(error)"))]
+        }
+        return actions
+    }
+
+    /// server/pair-auth: the server's share; answer with ours, derive the keys.
+    private mutating func readServerShare(_ body: [UInt8], _ actions: inout [Action]) throws {
+        guard case .awaitingShare(let scalar) = codeAttempt, let code = configuration.staticPairingCode,
+              let hash = handshake?.handshakeHash else { return reportUnknown("server/pair-auth outside a code attempt", &actions) }
+        let message = try WireJSON.decode(ServerPairAuth.self, from: body)
+        guard let ya = Base64URL.decode(message.pakeMessage1), ya.count == 32 else {
+            throw SendspinError.protocolViolation("server/pair-auth: pake_msg_1 is not 32 base64url bytes")
+        }
+        let sid = CPace.sessionID(handshakeHash: hash, pairingIndex: UInt32(pairingIndex))
+        let g = CPace.generator(password: code, sessionID: sid)
+        guard let yb = CPace.x25519(scalar: scalar, u: g), let k = CPace.x25519(scalar: scalar, u: ya) else {
+            return try abortCode("pairing_code_mismatch", "the server's share is a low-order point", &actions)
+        }
+        codeAttempt = .awaitingConfirmation(keys: CPace.keys(sessionID: sid, k: k, ya: ya, yb: yb), ya: ya, yb: yb)
+        try send(type: "client/pair-auth", payload: ClientPairAuth(pakeMessage2: Base64URL.encode(yb)), &actions)
+    }
+
+    /// server/pair-confirm: a right tag proves the server used the same code; then our tag and
+    /// the new long-term PSK, wrapped.
+    private mutating func readServerConfirmation(_ body: [UInt8], _ actions: inout [Action]) throws {
+        guard case .awaitingConfirmation(let keys, let ya, let yb) = codeAttempt else {
+            return reportUnknown("server/pair-confirm outside a code attempt", &actions)
+        }
+        let tag = Base64URL.decode(try WireJSON.decode(ServerPairConfirm.self, from: body).serverConfirmation) ?? []
+        guard CPace.equal(tag, keys.serverConfirmation), ya != yb else {
+            return try abortCode("pairing_code_mismatch", "the server's confirmation does not match: the code entered there differs from this player's", &actions)
+        }
+        let longTerm = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let wrapped = try CPace.wrap(psk: longTerm, key: keys.pskWrapKey, suite: configuration.suite)
+        codeAttempt = nil
+        pendingLongTermPSK = longTerm
+        try send(type: "client/pair-confirm", payload: ClientPairConfirm(clientConfirmation: Base64URL.encode(keys.clientConfirmation)), &actions)
+        try send(type: "client/pair-finalize", payload: PairFinalize(longTermPSK: nil, wrappedPSK: Base64URL.encode(wrapped)), &actions)
+    }
+
+    private mutating func abortCode(_ reason: String, _ detail: String, _ actions: inout [Action]) throws {
+        codeAttempt = nil
+        try send(type: "pair/abort", payload: PairAbort(reason: reason), &actions)
+        actions.append(.event(.pairingAborted("\(reason): \(detail)")))
     }
 
     private func admissibility(_ activities: [String]) -> (reason: String, detail: String)? {
@@ -514,7 +609,8 @@ public struct SendspinSession: Sendable {
         let wantsPlayer = configuration.roles.contains("player@v1")
         return ClientHello(name: configuration.name, supportedRoles: configuration.roles, deviceInfo: configuration.deviceInfo,
                            playerSupport: wantsPlayer ? PlayerSupport(supportedFormats: configuration.formats, bufferCapacity: configuration.bufferCapacity) : nil,
-                           supportedPairMethods: ["pairing_psk": EmptyPayload()],
+                           supportedPairMethods: configuration.staticPairingCode == nil ? ["pairing_psk": EmptyPayload()]
+                               : ["pairing_psk": EmptyPayload(), "static_pairing_code": EmptyPayload()],
                            unpairedAccess: UnpairedAccess(enabled: configuration.unpairedAccess))
     }
 
