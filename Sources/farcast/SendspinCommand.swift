@@ -14,7 +14,7 @@ struct SendspinCommand: AsyncParsableCommand {
         commandName: "sendspin",
         abstract: "Synchronized multi-room audio over Sendspin.",
         discussion: "Speaks the current, encrypted Sendspin protocol (Noise_KKpsk2) as served by Music Assistant and aiosendspin. The player's identity (its client_id) and remembered volume, mute and output delay live in the state directory.",
-        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self, SendspinDaemonCommand.self, SendspinPairCommand.self]
+        subcommands: [SendspinPlayCommand.self, SendspinListenCommand.self, SendspinDaemonCommand.self, SendspinPairCommand.self, SendspinConformanceCommand.self]
     )
 }
 

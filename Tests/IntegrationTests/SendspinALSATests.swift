@@ -150,7 +150,7 @@ struct SendspinALSATests {
             for c in 0..<250 {
                 var samples = [Int32](repeating: 0, count: chunkFrames * 2)
                 for i in 0..<chunkFrames where (c * chunkFrames + i) % (rate / 2) < rate / 500 {
-                    samples[2 * i] = Int32(0.8 * Double(Int32.max))
+                    samples[2 * i] = Int32(0.8 * Double(Int16.max))     // PCMBuffer holds samples at the stream's depth
                     samples[2 * i + 1] = samples[2 * i]
                 }
                 let now = clock.now().microseconds

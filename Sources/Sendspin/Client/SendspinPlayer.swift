@@ -39,6 +39,10 @@ public final class SendspinPlayer: Sendable {
         /// pairing window stays open (the gesture a code attempt needs).
         public var staticPairingCode: String?
         public var pairingWindow: Duration?
+        /// The roles offered in client/hello.
+        public var roles = ["player@v1", "metadata@v1", "controller@v1"]
+        /// Sees what each session receives (for recording tools such as the conformance adapter).
+        public var observer: SessionObserver?
         public init() {}
     }
 
@@ -103,6 +107,21 @@ public final class SendspinPlayer: Sendable {
     private let options: Options
     private let clock = SystemClock(.monotonicRaw)
     private let stopRequest = Mutex<String?>(nil)
+    /// Callbacks for what a session receives, called on the network thread in arrival order.
+    public struct SessionObserver: Sendable {
+        public var hello: (@Sendable (_ hello: ServerHello, _ serverID: String?) -> Void)?
+        public var streamStart: (@Sendable (StreamFormat) -> Void)?
+        /// Every audio chunk: its payload as received and, when the codec was decoded, the PCM.
+        public var audio: (@Sendable (_ payload: [UInt8], _ decoded: PCMBuffer?) -> Void)?
+        public var streamEnd: (@Sendable () -> Void)?
+        public var metadata: (@Sendable (Metadata) -> Void)?
+        /// Controller state; a command returned is sent to the server.
+        public var controller: (@Sendable (ControllerState) -> ControllerCommand?)?
+        /// The connection ended (either side).
+        public var ended: (@Sendable () -> Void)?
+        public init() {}
+    }
+
     /// The running output, watched by the supervisors: a failed output ends the session.
     private let activeDAC = Mutex<(any AudioDAC)?>(nil)
 
@@ -176,9 +195,11 @@ public final class SendspinPlayer: Sendable {
         configuration.legacyWire = legacy
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
+        configuration.roles = options.roles
         applyPairingCode(&configuration, windowFrom: nowUs())
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
-                              store: options.store)
+                              store: options.store, observer: options.observer)
+        defer { options.observer?.ended?() }
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
         let dac = makeDAC(sink: sink, core: core)
@@ -243,7 +264,9 @@ public final class SendspinPlayer: Sendable {
         configuration.bufferCapacity = options.bufferCapacity
         configuration.deviceInfo = options.deviceInfo
         applyPairingCode(&configuration, windowFrom: nowUs())
+        configuration.roles = options.roles
         let sessionConfiguration = configuration
+        let observer = options.observer
         let store = options.store
         let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in
             guard var saved = store?.settings() else { return }
@@ -273,8 +296,9 @@ public final class SendspinPlayer: Sendable {
                         // Credentials are read per connection: a pairing on one is known to the next.
                         var perConnection = sessionConfiguration
                         perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
+                        defer { observer?.ended?() }
                         let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
-                                              logger: logger, store: store, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
+                                              logger: logger, store: store, observer: observer, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
                         logger.info("a server connected from \(peer)")
                         // Provisional until the first server/activate: dropped without one in time.
@@ -517,14 +541,17 @@ final class Runtime: Sendable {
     let logger: Logger
     /// Where pairings made on this connection are kept.
     let store: PlayerStore?
+    let observer: SendspinPlayer.SessionObserver?
 
-    init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil, admission: Admission? = nil) {
+    init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil,
+         observer: SendspinPlayer.SessionObserver? = nil, admission: Admission? = nil) {
         // The session reports and later persists what the core plays with (the remembered
         // volume, mute and output delay), not the defaults.
         var initial = State(session: session, admitted: admission == nil)
         (initial.volume, initial.muted, initial.outputDelayMs) = core.playerSettings
         state = Mutex(initial)
         self.store = store
+        self.observer = observer
         self.core = core
         self.logger = logger
         self.admission = admission
@@ -649,6 +676,7 @@ final class Runtime: Sendable {
             logger.info("encrypted session established (\(kind))", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
         case .hello(let hello):
             state.withLock { $0.serverName = hello.name }
+            observer?.hello?(hello, withSessionValue { $0.serverID })
             logger.info("connected to \(hello.name)")
         case .activated(let activities, let roles):
             logger.debug("activated", metadata: ["activities": "\(activities)", "roles": "\(roles)"])
@@ -662,6 +690,7 @@ final class Runtime: Sendable {
             waiter?.resume(returning: (time, receivedAt))
         case .streamStart(let format):
             guard let format, isAdmitted else { return }
+            observer?.streamStart?(format)
             // The decoder is created inside the lock: it is not Sendable and lives there.
             let outcome = state.withLock { s -> Result<Bool, AudioDecodeError> in
                 do throws(AudioDecodeError) {
@@ -687,6 +716,7 @@ final class Runtime: Sendable {
             if isAdmitted { core.withEngine { $0.clear() } }
         case .streamEnd:
             if isAdmitted { core.withEngine { $0.clear(endOfStream: true) } }
+            observer?.streamEnd?()
             state.withLock { s in
                 s.streamFormat = nil
                 s.decoder = nil
@@ -698,9 +728,11 @@ final class Runtime: Sendable {
                 do throws(AudioDecodeError) { return (.success(try decoder.decode(chunk.payload)), format) } catch { return (.failure(error), format) }
             }
             guard let (result, format) = decoded else {
+                observer?.audio?(chunk.payload, nil)
                 core.withEngine { $0.recordUndecodable() }
                 return
             }
+            if let audio = observer?.audio { audio(chunk.payload, try? result.get()) }
             switch result {
             case .success(let buffer):
                 var outputFormat = format
@@ -721,9 +753,13 @@ final class Runtime: Sendable {
         case .groupUpdate(let update):
             logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
         case .metadata(let metadata):
+            observer?.metadata?(metadata)
             let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }
             if !title.isEmpty { logger.info("now playing: \(title.joined(separator: " – "))") }
         case .controller(let controller):
+            if let command = observer?.controller?(controller) {
+                perform(withSession { $0.sendCommand(command) }, now: now)
+            }
             logger.debug("controller state", metadata: ["volume": "\(controller.volume ?? -1)", "muted": "\(controller.muted ?? false)"])
         case .playerCommand(let command):
             if isAdmitted { apply(command) }
