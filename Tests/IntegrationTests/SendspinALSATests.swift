@@ -183,6 +183,25 @@ struct SendspinALSATests {
         #expect(core.statistics.chunksLate <= 10, "at most the switch's own gap is lost: \(core.statistics.chunksLate) late chunks")
     }
 
+    @Test func alsasFilePluginRecordsWhatWasPlayed() async throws {
+        // ALSA's `file` plugin in front of the clocked device: it writes every frame farcast
+        // hands to ALSA into a WAV file, so the bytes that reached the device can be checked.
+        let folder = try TemporaryFolder()
+        let dac = try PulseAudioDAC(folder: folder.path, seconds: 10)
+        defer { dac.stop() }
+        let server = try SendspinServer(name: "alsa-file-test")
+        let tapped = folder.path + "/tapped.wav"
+        let configuration = dac.alsaConfiguration(device: "clocked")
+            + "pcm.tapped { type file slave.pcm \"clocked\" file \"\(tapped)\" format \"wav\" }\n"
+        var options = SendspinPlayer.Options()
+        options.name = "farcast-alsa-file"
+        options.duration = .seconds(6)
+        let report = try await SendspinPlayer(options: options).play(url: server.url, sink: ALSASink(device: "tapped", configuration: configuration),
+                                                                     logger: Logger(label: "test"))
+        #expect(report.chunksPlayed > 150 && report.chunksLate == 0, "played \(report.chunksPlayed), late \(report.chunksLate)")
+        try SendspinServerTests.expectUnbrokenTone(tapped)
+    }
+
     @Test func aMissingDeviceFailsWithALSAsReason() throws {
         let sink = ALSASink(device: "no-such-device")
         #expect {
