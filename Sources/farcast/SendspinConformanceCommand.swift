@@ -98,16 +98,16 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
         } else {
             // Listening: the first connection's end is the scenario's end.
             let url = "ws://127.0.0.1:\(port)\(path)"
-            let stopper = StopOnEnd()
+            let stopper = Mutex<SendspinPlayer?>(nil)
             let deadline = ContinuousClock.now + .milliseconds(Int(timeoutSeconds * 1000))
             let endedByServer = Mutex(false)
             observer.ended = {
                 if ContinuousClock.now < deadline { endedByServer.withLock { $0 = true } }
-                stopper.player?.stop(reason: "shutdown")
+                stopper.withLock { $0 }?.stop(reason: "shutdown")
             }
             options.observer = observer
             let listener = SendspinPlayer(options: options)
-            stopper.player = listener
+            stopper.withLock { $0 = listener }
             _ = try await listener.listen(host: "127.0.0.1", port: port, path: path, sink: sink, logger: logger, ready: { _ in
                 try? register(url: url)
                 try? writeReady(url: url)
@@ -169,106 +169,87 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
     }
 }
 
-/// Lets the listener's end-of-connection callback reach the listener made after it.
-private final class StopOnEnd: @unchecked Sendable {
-    // @unchecked: set once before listening starts, read afterwards.
-    var player: SendspinPlayer?
-}
-
-/// What the session delivered, as the summary reports it.
+/// What the session delivered, kept typed behind a lock and turned into the summary's JSON at
+/// the end.
 private final class Recording: Sendable {
-    private struct State {
-        var hello: [String: Any]?
-        var stream: [String: Any]?
+    private struct State: Sendable {
+        var hello: (name: String, serverID: String?)?
+        var stream: StreamFormat?
         var chunks = 0
         var encoded = SHA256()
         var pcm = SHA256()
         var samples = 0
         var metadataCount = 0
-        var metadata: [String: Any]?
-        var controllerState: [String: Any]?
+        var metadata: Metadata?
+        var controller: ControllerState?
         var sentCommand: String?
     }
-    private let state = Mutex(UnsafeState(State()))
+    private let state = Mutex(State())
 
-    /// `[String: Any]` is not Sendable; it lives only behind the lock.
-    private struct UnsafeState: @unchecked Sendable { var value: State; init(_ v: State) { value = v } }
-
-    func hello(_ hello: ServerHello, serverID: String?) {
-        state.withLock { $0.value.hello = ["type": "server/hello", "payload": ["name": hello.name, "server_id": serverID as Any? ?? NSNull()]] }
-    }
-
-    func streamStart(_ format: StreamFormat) {
+    func hello(_ hello: ServerHello, serverID: String?) { state.withLock { $0.hello = (hello.name, serverID) } }
+    func streamStart(_ format: StreamFormat) { state.withLock { $0.stream = format } }
+    func metadata(_ metadata: Metadata) {
         state.withLock {
-            $0.value.stream = ["codec": format.codec, "sample_rate": format.sampleRate, "channels": format.channels,
-                               "bit_depth": format.bitDepth as Any? ?? NSNull(), "codec_header": format.codecHeader as Any? ?? NSNull()]
+            $0.metadataCount += 1
+            $0.metadata = metadata
         }
     }
 
-    /// The canonical PCM hash: each sample as float32 (÷ 2^(depth−1)), little-endian, in order.
+    /// Chunk count, the hash of the encoded payloads and the canonical PCM hash: each decoded
+    /// sample (an integer at the stream's depth) as float32 ÷ 2^(depth−1), little-endian, in order.
     func audio(_ payload: [UInt8], _ decoded: PCMBuffer?) {
         state.withLock { s in
-            s.value.chunks += 1
-            s.value.encoded.update(data: payload)
-            guard let decoded, (s.value.stream?["codec"] as? String) != "opus" else { return }
-            // Decoded samples are integers at the stream's depth.
+            s.chunks += 1
+            s.encoded.update(data: payload)
+            guard let decoded, s.stream?.codec != "opus" else { return }
             let scale = Float(Int64(1) << (decoded.bitDepth - 1))
             var floats = [UInt32]()
             floats.reserveCapacity(decoded.samples.count)
             for sample in decoded.samples { floats.append((Float(sample) / scale).bitPattern.littleEndian) }
-            floats.withUnsafeBytes { s.value.pcm.update(bufferPointer: $0) }
-            s.value.samples += decoded.samples.count
+            floats.withUnsafeBytes { s.pcm.update(bufferPointer: $0) }
+            s.samples += decoded.samples.count
         }
     }
 
-    func metadata(_ metadata: Metadata) {
-        state.withLock { s in
-            s.value.metadataCount += 1
-            var progress: Any = NSNull()
-            if let p = metadata.progress {
-                progress = ["track_progress": p.trackProgress as Any, "track_duration": p.trackDuration as Any, "playback_speed": p.playbackSpeed as Any]
-            }
-            s.value.metadata = ["title": metadata.title as Any? ?? NSNull(), "artist": metadata.artist as Any? ?? NSNull(),
-                                "album_artist": metadata.albumArtist as Any? ?? NSNull(), "album": metadata.album as Any? ?? NSNull(),
-                                "artwork_url": metadata.artworkURL as Any? ?? NSNull(), "year": metadata.year as Any? ?? NSNull(),
-                                "track": metadata.track as Any? ?? NSNull(), "progress": progress]
-        }
-    }
-
-    /// Records the controller state; the first time `send` is among its commands, sends it.
+    /// Records the controller state; the first time `command` is among its commands, sends it.
     func controller(_ controller: ControllerState, send command: String) -> ControllerCommand? {
         state.withLock { s in
-            s.value.controllerState = ["supported_commands": controller.supportedCommands ?? [], "volume": controller.volume as Any? ?? NSNull(),
-                                       "muted": controller.muted as Any? ?? NSNull()]
-            guard s.value.sentCommand == nil, controller.supportedCommands?.contains(command) == true else { return nil }
-            s.value.sentCommand = command
+            s.controller = controller
+            guard s.sentCommand == nil, controller.supportedCommands?.contains(command) == true else { return nil }
+            s.sentCommand = command
             return ControllerCommand(command: command)
         }
     }
 
-    private struct Summary: @unchecked Sendable { var value: [String: Any] }
-
     func summary(base: [String: Any], kind: SendspinConformanceCommand.Kind) throws -> [String: Any] {
-        let base = Summary(value: base)
-        return try state.withLock { s -> Summary in
-            var summary = base.value
-            summary["peer_hello"] = s.value.hello.map { $0 as Any } ?? NSNull()
-            guard s.value.hello != nil else { throw CommandFailure(message: "the server never said hello") }
-            switch kind {
-            case .audio:
-                summary["stream"] = s.value.stream.map { $0 as Any } ?? NSNull()
-                summary["audio"] = ["audio_chunk_count": s.value.chunks,
-                                    "received_encoded_sha256": Self.hex(s.value.encoded.finalize()),
-                                    "received_pcm_sha256": Self.hex(s.value.pcm.finalize()),
-                                    "received_sample_count": s.value.samples]
-            case .metadata:
-                summary["metadata"] = ["update_count": s.value.metadataCount, "received": s.value.metadata.map { $0 as Any } ?? NSNull()]
-            case .controller:
-                summary["controller"] = ["received_state": s.value.controllerState.map { $0 as Any } ?? NSNull(),
-                                         "sent_command": s.value.sentCommand.map { ["command": $0] as Any } ?? NSNull()]
-            }
-            return Summary(value: summary)
-        }.value
+        let s = state.withLock { $0 }
+        guard let hello = s.hello else { throw CommandFailure(message: "the server never said hello") }
+        func value(_ optional: (any Sendable)?) -> Any { optional ?? NSNull() }
+        var summary = base
+        summary["peer_hello"] = ["type": "server/hello", "payload": ["name": hello.name, "server_id": value(hello.serverID)]]
+        switch kind {
+        case .audio:
+            summary["stream"] = s.stream.map { f -> Any in
+                ["codec": f.codec, "sample_rate": f.sampleRate, "channels": f.channels, "bit_depth": value(f.bitDepth), "codec_header": value(f.codecHeader)]
+            } ?? NSNull()
+            summary["audio"] = ["audio_chunk_count": s.chunks, "received_encoded_sha256": Self.hex(s.encoded.finalize()),
+                                "received_pcm_sha256": Self.hex(s.pcm.finalize()), "received_sample_count": s.samples]
+        case .metadata:
+            let received = s.metadata.map { m -> Any in
+                let progress = m.progress.map { p -> Any in
+                    ["track_progress": p.trackProgress, "track_duration": p.trackDuration, "playback_speed": p.playbackSpeed]
+                } ?? NSNull()
+                return ["title": value(m.title), "artist": value(m.artist), "album_artist": value(m.albumArtist), "album": value(m.album),
+                        "artwork_url": value(m.artworkURL), "year": value(m.year), "track": value(m.track), "progress": progress]
+            } ?? NSNull()
+            summary["metadata"] = ["update_count": s.metadataCount, "received": received]
+        case .controller:
+            let received = s.controller.map { c -> Any in
+                ["supported_commands": c.supportedCommands ?? [], "volume": value(c.volume), "muted": value(c.muted)]
+            } ?? NSNull()
+            summary["controller"] = ["received_state": received, "sent_command": s.sentCommand.map { ["command": $0] as Any } ?? NSNull()]
+        }
+        return summary
     }
 
     private static func hex(_ digest: SHA256.Digest) -> String { digest.map { String(format: "%02x", $0) }.joined() }

@@ -186,3 +186,37 @@ def generate_fixture(seconds: float = FIXTURE_SECONDS) -> bytes:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def contract_parser(description: str, *, server_name: str | None, server_id: str | None, port: int) -> "argparse.ArgumentParser":
+    """The flags every adapter of the contract takes; roles add their own."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--summary", required=True)
+    p.add_argument("--ready", required=True)
+    p.add_argument("--registry", required=True)
+    p.add_argument("--scenario-id", required=True)
+    p.add_argument("--initiator-role", choices=("server", "client"), default=None)
+    p.add_argument("--preferred-codec", default=None)
+    p.add_argument("--timeout-seconds", type=float, default=40.0)
+    p.add_argument("--client-name", required=True)
+    p.add_argument("--client-id", default=None, help="informational: on the encrypted wire the Noise identity is the id")
+    p.add_argument("--server-id", default=server_id)
+    p.add_argument("--server-name", required=server_name is None, default=server_name)
+    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--controller-command", default="next")
+    return p
+
+
+def finish_contract_args(p: "argparse.ArgumentParser", argv: list[str] | None) -> "argparse.Namespace":
+    """Parses leniently (unknown scenario extras are kept aside) and fills the scenario's
+    initiator and codec when the runner left them out."""
+    args, unknown = p.parse_known_args(argv)
+    args.unknown = unknown
+    spec = SCENARIOS.get(args.scenario_id)
+    if spec is not None:
+        args.initiator_role = args.initiator_role or spec["initiator"]
+        args.preferred_codec = args.preferred_codec or spec["codec"]
+    return args

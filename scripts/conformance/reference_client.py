@@ -27,29 +27,9 @@ LOG = logging.getLogger("conformance.reference_client")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--summary", required=True)
-    p.add_argument("--ready", required=True)
-    p.add_argument("--registry", required=True)
-    p.add_argument("--scenario-id", required=True)
-    p.add_argument("--initiator-role", choices=("server", "client"), default=None)
-    p.add_argument("--preferred-codec", default=None)
-    p.add_argument("--timeout-seconds", type=float, default=40.0)
-    p.add_argument("--client-name", required=True)
-    p.add_argument("--client-id", default=None, help="informational: the Noise identity defines the real id")
-    p.add_argument("--server-id", default=None)
-    p.add_argument("--server-name", required=True)
-    p.add_argument("--port", type=int, default=19927)
+    p = common.contract_parser(__doc__.splitlines()[0], server_name=None, server_id=None, port=19927)
     p.add_argument("--path", default="/sendspin")
-    p.add_argument("--log-level", default="INFO")
-    p.add_argument("--controller-command", default="next")
-    args, unknown = p.parse_known_args(argv)  # lenient: metadata-* extras etc. are ignored
-    args.unknown = unknown
-    spec = common.SCENARIOS.get(args.scenario_id)
-    if spec is not None:
-        args.initiator_role = args.initiator_role or spec["initiator"]
-        args.preferred_codec = args.preferred_codec or spec["codec"]
-    return args
+    return common.finish_contract_args(p, argv)  # lenient: metadata-* extras etc. are ignored
 
 
 def _enable_opus_passthrough() -> None:

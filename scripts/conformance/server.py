@@ -31,22 +31,10 @@ IMPLEMENTATION = "aiosendspin"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--summary", required=True)
-    p.add_argument("--ready", required=True)
-    p.add_argument("--registry", required=True)
-    p.add_argument("--scenario-id", required=True)
-    p.add_argument("--initiator-role", choices=("server", "client"), default=None)
-    p.add_argument("--preferred-codec", default=None)
-    p.add_argument("--timeout-seconds", type=float, default=40.0)
-    p.add_argument("--client-name", required=True)
-    p.add_argument("--client-id", default=None)
-    p.add_argument("--server-id", default="conformance-server")
-    p.add_argument("--server-name", default="Sendspin Conformance Server")
-    p.add_argument("--port", type=int, default=18927)
+    p = common.contract_parser(__doc__.splitlines()[0], server_name="Sendspin Conformance Server",
+                               server_id="conformance-server", port=18927)
     p.add_argument("--fixture", default=None, help="ignored: the fixture is generated in-process")
     p.add_argument("--clip-seconds", type=float, default=common.FIXTURE_SECONDS)
-    p.add_argument("--log-level", default="INFO")
     p.add_argument("--metadata-title", default="Almost Silent")
     p.add_argument("--metadata-artist", default="Sendspin Conformance")
     p.add_argument("--metadata-album-artist", default="Sendspin")
@@ -59,14 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--metadata-track-progress", type=int, default=12_000)
     p.add_argument("--metadata-track-duration", type=int, default=180_000)
     p.add_argument("--metadata-playback-speed", type=int, default=1_000)
-    p.add_argument("--controller-command", default="next")
-    args, unknown = p.parse_known_args(argv)
-    args.unknown = unknown
-    spec = common.SCENARIOS.get(args.scenario_id)
-    if spec is not None:
-        args.initiator_role = args.initiator_role or spec["initiator"]
-        args.preferred_codec = args.preferred_codec or spec["codec"]
-    return args
+    return common.finish_contract_args(p, argv)
 
 
 # ------------------------------------------------------------------ send observation

@@ -133,11 +133,31 @@ public final class SendspinPlayer: Sendable {
 
     private var outputFailure: String? { activeDAC.withLock { $0 }?.failure }
 
-    private func applyPairingCode(_ configuration: inout SendspinSession.Configuration, windowFrom start: Int64) {
+    /// The shared core (engine and filter) for a run, starting from the remembered volume,
+    /// mute and output delay.
+    private func makeCore(settings: PlayerStore.Settings, tracing: Bool) -> PlayerCore {
+        var engineSettings = options.engine
+        engineSettings.bufferCapacity = options.bufferCapacity
+        engineSettings.tracing = engineSettings.tracing || tracing
+        let core = PlayerCore(settings: engineSettings)
+        _ = core.setVolume(settings.volume, muted: settings.muted)
+        core.withEngine { $0.outputDelayUs = Int64(settings.outputDelayMs) * 1000 }
+        return core
+    }
+
+    /// What every session of a run offers: name, formats, suite, roles, buffer, device and the
+    /// static pairing code with its window (opening now).
+    private func sessionConfiguration() -> SendspinSession.Configuration {
+        var configuration = SendspinSession.Configuration(name: options.name, formats: options.formats)
+        configuration.suite = options.suite
+        configuration.bufferCapacity = options.bufferCapacity
+        configuration.deviceInfo = options.deviceInfo
+        configuration.roles = options.roles
         configuration.staticPairingCode = options.staticPairingCode.map { Array($0.utf8) }
         if let window = options.pairingWindow {
-            configuration.pairingWindowUntil = start + window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000
+            configuration.pairingWindowUntil = nowUs() + window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000
         }
+        return configuration
     }
     private let running = Mutex<Runtime?>(nil)
 
@@ -182,21 +202,11 @@ public final class SendspinPlayer: Sendable {
                           trace: (@Sendable ([ChunkTrace]) -> Void)?, telemetry: (@Sendable (Telemetry) -> Void)?) async throws -> Report {
         let identity = try options.store?.identity() ?? Curve25519.KeyAgreement.PrivateKey()
         var settings = options.store?.settings() ?? PlayerStore.Settings()
-        var engineSettings = options.engine
-        engineSettings.bufferCapacity = options.bufferCapacity
-        engineSettings.tracing = engineSettings.tracing || trace != nil
-        let core = PlayerCore(settings: engineSettings)
-        _ = core.setVolume(settings.volume, muted: settings.muted)
-        core.withEngine { $0.outputDelayUs = Int64(settings.outputDelayMs) * 1000 }
-        var configuration = SendspinSession.Configuration(name: options.name, formats: options.formats)
-        configuration.suite = options.suite
-        configuration.bufferCapacity = options.bufferCapacity
-        configuration.deviceInfo = options.deviceInfo
+        let core = makeCore(settings: settings, tracing: trace != nil)
+        var configuration = sessionConfiguration()
         configuration.legacyWire = legacy
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
-        configuration.roles = options.roles
-        applyPairingCode(&configuration, windowFrom: nowUs())
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
                               store: options.store, observer: options.observer)
         defer { options.observer?.ended?() }
@@ -253,19 +263,8 @@ public final class SendspinPlayer: Sendable {
                        ready: (@Sendable (Int) -> Void)? = nil) async throws -> Report {
         let identity = try options.store?.identity() ?? Curve25519.KeyAgreement.PrivateKey()
         var settings = options.store?.settings() ?? PlayerStore.Settings()
-        var engineSettings = options.engine
-        engineSettings.bufferCapacity = options.bufferCapacity
-        engineSettings.tracing = engineSettings.tracing || trace != nil
-        let core = PlayerCore(settings: engineSettings)
-        _ = core.setVolume(settings.volume, muted: settings.muted)
-        core.withEngine { $0.outputDelayUs = Int64(settings.outputDelayMs) * 1000 }
-        var configuration = SendspinSession.Configuration(name: options.name, formats: options.formats)
-        configuration.suite = options.suite
-        configuration.bufferCapacity = options.bufferCapacity
-        configuration.deviceInfo = options.deviceInfo
-        applyPairingCode(&configuration, windowFrom: nowUs())
-        configuration.roles = options.roles
-        let sessionConfiguration = configuration
+        let core = makeCore(settings: settings, tracing: trace != nil)
+        let sessionConfiguration = sessionConfiguration()
         let observer = options.observer
         let store = options.store
         let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in
