@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "FarcastSupport", targets: ["FarcastSupport"]),
         .library(name: "RFB", targets: ["RFB"]),
         .library(name: "Sendspin", targets: ["Sendspin"]),
+        .library(name: "Discovery", targets: ["Discovery"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -40,6 +41,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // One DNS-SD seam for every protocol (advertise, browse, resolve).
+        .target(
+            name: "Discovery",
+            dependencies: [.target(name: "CDNSSD", condition: .when(platforms: [.linux]))]
+        ),
         .target(
             name: "RFB",
             dependencies: [
@@ -57,8 +63,7 @@ let package = Package(
         .target(
             name: "Sendspin",
             dependencies: [
-                "FarcastSupport", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
-                .target(name: "CDNSSD", condition: .when(platforms: [.linux])),
+                "FarcastSupport", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
                 .product(name: "WSClient", package: "swift-websocket"),
@@ -80,6 +85,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(
             name: "RFBTests",
             dependencies: ["RFB", "FarcastSupport", "CZlib", .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),

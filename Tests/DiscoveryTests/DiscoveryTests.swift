@@ -1,8 +1,8 @@
-import Sendspin
+import Discovery
 import Testing
 
-/// The pure parts of mDNS discovery: TXT record coding (RFC 6763 §6) and the URL a found
-/// service turns into (spec §11). The responder itself is exercised by the integration tests.
+/// The pure parts of mDNS discovery: TXT record coding (RFC 6763 §6), error wording, argument
+/// checks. The responder itself is exercised by the integration tests.
 struct DiscoveryTests {
     @Test func txtRecordEncodesSortedLengthPrefixedEntries() throws {
         let bytes = try TXTRecord.encode(["path": "/sendspin", "name": "Kitchen"])
@@ -31,20 +31,6 @@ struct DiscoveryTests {
         #expect(throws: DiscoveryError.self) { try TXTRecord.encode(["": "c"]) }
         #expect(throws: DiscoveryError.self) { try TXTRecord.encode(["name": String(repeating: "x", count: 251)]) }
         #expect((try? TXTRecord.encode(["name": String(repeating: "x", count: 250)]))?.count == 256)
-    }
-
-    @Test func urlUsesAddressPortAndTXTPath() {
-        var service = DiscoveredService(name: "srv", type: SendspinService.server, hostName: "srv.local.", host: "192.168.1.5",
-                                        port: 8927, txt: ["path": "/sendspin", "name": "Living room"])
-        #expect(service.url == "ws://192.168.1.5:8927/sendspin")
-        #expect(service.displayName == "Living room")
-        service.txt = [:]
-        #expect(service.url == "ws://192.168.1.5:8927/sendspin")
-        #expect(service.displayName == "srv")
-        service.txt = ["path": "custom"]
-        #expect(service.url == "ws://192.168.1.5:8927/custom")
-        service.host = "fe80::1"
-        #expect(service.url == "ws://[fe80::1]:8927/custom")
     }
 
     @Test func unavailableResponderSaysWhatToDo() {
