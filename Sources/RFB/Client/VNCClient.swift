@@ -87,6 +87,21 @@ public actor VNCClient {
     /// arrived; the first frame follows (see `waitForFirstFrame`).
     public static func connect(to endpoint: VNCEndpoint, credentials: @escaping VNCCredentialProvider,
                                options: Options = Options(), logger: Logger = Logger(label: "farcast.vnc")) async throws -> VNCClient {
+        do {
+            return try await connectOnce(to: endpoint, credentials: credentials, options: options, logger: logger)
+        } catch RFBError.veNCryptUnusable(let subtypes, let fallback) {
+            // VeNCrypt shows its subtypes only after it is chosen; when none of them can be
+            // completed but a plain top-level type can, the second attempt skips VeNCrypt.
+            logger.info("VeNCrypt offered nothing usable; connecting again without it",
+                        metadata: ["subtypes": "\(subtypes)", "fallback": "\(fallback)"])
+            var again = options
+            again.configuration.avoidVeNCrypt = true
+            return try await connectOnce(to: endpoint, credentials: credentials, options: again, logger: logger)
+        }
+    }
+
+    private static func connectOnce(to endpoint: VNCEndpoint, credentials: @escaping VNCCredentialProvider,
+                                    options: Options, logger: Logger) async throws -> VNCClient {
         let client = VNCClient(endpoint: endpoint, options: options, logger: logger)
         let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {

@@ -47,6 +47,9 @@ public struct RFBConnection: Sendable {
         }
         /// The RSA-AES client key (tests); nil makes a fresh 2048-bit key per connection.
         var rsaClientKey: RSAAES.ClientKey?
+        /// Never enter VeNCrypt: set for a second attempt after VeNCrypt offered nothing this
+        /// client can complete (the subtypes are only revealed after choosing it).
+        var avoidVeNCrypt = false
 
         public init() {}
 
@@ -573,7 +576,10 @@ public struct RFBConnection: Sendable {
                 try afterTopLevelChosen(type, &actions)
                 return
             }
-            if method.veNCryptSubtype != nil, method.topLevelType == nil, types.contains(19) {
+            // VeNCrypt reveals its subtypes only once chosen, so it is entered for the first
+            // preferred method that needs it; inside, plain types listed as subtypes are usable
+            // too, and if nothing inside can be completed the client reconnects without it.
+            if method.onlyInsideVeNCrypt, SecurityMethod.implemented.contains(method), types.contains(19), !configuration.avoidVeNCrypt {
                 chosenMethod = nil
                 actions.append(.send([19]))
                 phase = .veNCryptVersion
@@ -582,7 +588,15 @@ public struct RFBConnection: Sendable {
         }
         throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
                                             accepted: configuration.securityPreference.map(\.description),
-                                            hint: types.contains(19) ? nil : hintFor(types))
+                                            hint: hintFor(types))
+    }
+
+    /// The top-level types offered that this client could complete without VeNCrypt.
+    private func usableWithoutVeNCrypt(_ types: [UInt8]) -> [SecurityMethod] {
+        configuration.securityPreference.filter { method in
+            guard let type = method.topLevelType else { return false }
+            return types.contains(type) && SecurityMethod.implemented.contains(method)
+        }
     }
 
     private func hintFor(_ types: [UInt8]) -> String? {
@@ -673,20 +687,32 @@ public struct RFBConnection: Sendable {
         offeredVeNCryptSubtypes = subtypes
         guard count > 0 else { throw RFBError.serverRefused(reason: "the server offered no VeNCrypt subtypes") }
         for method in configuration.securityPreference where SecurityMethod.implemented.contains(method) {
-            if let sub = method.veNCryptSubtype, subtypes.contains(sub) {
-                chosenMethod = method
-                var w = ByteWriter()
-                w.writeInteger(sub)
-                actions.append(.send(w.bytes))
+            guard let sub = method.veNCryptSubtype, subtypes.contains(sub) else { continue }
+            chosenMethod = method
+            var w = ByteWriter()
+            w.writeInteger(sub)
+            actions.append(.send(w.bytes))
+            if method.usesTLS {
+                // Only the TLS subtypes are acknowledged (one byte, 1 = go ahead) before the
+                // handshake; every other subtype starts its own exchange at once.
                 phase = .veNCryptSubtypeAck(method)
                 if method.needsPassword { _ = try credentialsOrRequest(&actions) }
-                return
+            } else if let type = method.topLevelType {
+                try afterTopLevelChosen(type, &actions)
+            } else {
+                phase = .plainCredentials
+                _ = try credentialsOrRequest(&actions)
             }
+            return
         }
         let names = subtypes.map(veNCryptSubtypeName)
+        let fallback = usableWithoutVeNCrypt(offeredSecurityTypes)
+        if !fallback.isEmpty {
+            throw RFBError.veNCryptUnusable(subtypes: names, fallback: fallback.map(\.description))
+        }
         let anonymous = subtypes.compactMap { sub in SecurityMethod.allCases.first { $0.veNCryptSubtype == sub && $0.x509Alternative != nil } }
         var hint: String?
-        if let anon = anonymous.first, let alternative = anon.x509Alternative {
+        if let anon = anonymous.first, let alternative = anon.x509Alternative, !SecurityMethod.implemented.contains(anon) {
             hint = "\(anon) needs anonymous TLS cipher suites, which the TLS library here (BoringSSL) does not have; configure the server with a certificate for \(alternative) (TigerVNC: -SecurityTypes \(alternative) -X509Cert … -X509Key …) or allow VncAuth"
         }
         throw RFBError.noCommonSecurityType(offered: names, accepted: configuration.securityPreference.map(\.description), hint: hint)
@@ -702,12 +728,7 @@ public struct RFBConnection: Sendable {
             actions.append(.startTLS)
             return
         }
-        switch method {
-        case .none: phase = .securityResult
-        case .vncAuth: phase = .vncAuthChallenge
-        case .plain: phase = .plainCredentials
-        default: throw RFBError.protocolViolation("VeNCrypt subtype \(method) has no handler")
-        }
+        throw RFBError.protocolViolation("VeNCrypt subtype \(method) was acknowledged but is not a TLS subtype")
     }
 
     private mutating func sendClientInit(_ actions: inout [Action]) {

@@ -11,6 +11,9 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
     case serverRefused(reason: String)
     /// None of the server's security types is in the client's preference list.
     case noCommonSecurityType(offered: [String], accepted: [String], hint: String?)
+    /// VeNCrypt offered no subtype this client can complete, but the server's top-level list has
+    /// a type it can: the client should connect again without VeNCrypt.
+    case veNCryptUnusable(subtypes: [String], fallback: [String])
     /// The server rejected the credentials (or another security failure), with its reason.
     case authenticationFailed(reason: String)
     /// The server asked for a password or user name and none is available.
@@ -62,6 +65,8 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
             var text = "no common security type: the server offers \(offered.joined(separator: ", ")); this client accepts \(accepted.joined(separator: ", "))"
             if let hint { text += "; \(hint)" }
             return text
+        case .veNCryptUnusable(let subtypes, let fallback):
+            return "VeNCrypt offered only \(subtypes.joined(separator: ", ")), none of which this client can complete; connect again choosing \(fallback.joined(separator: " or "))"
         case .authenticationFailed(let reason):
             return "authentication failed: \(reason)"
         case .credentialsRequired(let what):
