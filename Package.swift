@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RFB", targets: ["RFB"]),
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -41,6 +42,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What the SwiftNIO-based modules share (network errors in words).
+        .target(
+            name: "FarcastNIO",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // One DNS-SD seam for every protocol (advertise, browse, resolve).
         .target(
             name: "Discovery",
@@ -49,7 +59,7 @@ let package = Package(
         .target(
             name: "RFB",
             dependencies: [
-                "FarcastSupport", "CZlib",
+                "FarcastSupport", "FarcastNIO", "CZlib",
                 .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -63,7 +73,7 @@ let package = Package(
         .target(
             name: "Sendspin",
             dependencies: [
-                "FarcastSupport", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
+                "FarcastSupport", "FarcastNIO", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
                 .product(name: "WSClient", package: "swift-websocket"),
@@ -78,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "RFB", "Sendspin",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,5 @@
 import Crypto
+import FarcastNIO
 import FarcastSupport
 import Logging
 import NIOCore
@@ -117,7 +118,7 @@ public actor VNCClient {
                     }
                 }
         } catch {
-            throw RFBError.connectFailed("\(endpoint): \(describeNIOError(error))")
+            throw RFBError.connectFailed("\(endpoint): \(describeNetworkError(error))")
         }
         logger.debug("TCP connected", metadata: ["endpoint": "\(endpoint)"])
         return try await client.start(asyncChannel, credentials: credentials)
@@ -609,8 +610,8 @@ public actor VNCClient {
         case .failed(let reason):
             return .tlsFailed(reason)
         case nil:
-            if error is NIOSSLError { return .tlsFailed(describeNIOError(error)) }
-            return .connectionClosed("with an error: \(describeNIOError(error))")
+            if error is NIOSSLError { return .tlsFailed(describeNetworkError(error)) }
+            return .connectionClosed("with an error: \(describeNetworkError(error))")
         }
     }
 
@@ -651,29 +652,4 @@ final class TLSOutcome: Sendable {
     private let value = Mutex<Value?>(nil)
     func set(_ v: Value) { value.withLock { $0 = v } }
     func get() -> Value? { value.withLock { $0 } }
-}
-
-/// NIO errors in words, on one line, without build paths.
-func describeNIOError(_ error: any Error) -> String {
-    if let connection = error as? NIOConnectionError {
-        if connection.dnsAError != nil || connection.dnsAAAAError != nil {
-            return "cannot resolve the host name \(connection.host)"
-        }
-        if let first = connection.connectionErrors.first {
-            return describeNIOError(first.error)
-        }
-        return "no address to connect to for \(connection.host)"
-    }
-    if let io = error as? IOError {
-        return String(cString: strerror(io.errnoCode)).lowercased()
-    }
-    if let channel = error as? ChannelError {
-        switch channel {
-        case .connectTimeout(let amount): return "no answer within \(amount.nanoseconds / 1_000_000_000) s"
-        case .eof, .alreadyClosed, .ioOnClosedChannel, .outputClosed: return "the connection is closed"
-        default: break
-        }
-    }
-    let text = String(describing: error)
-    return text.split(whereSeparator: \.isNewline).joined(separator: " ")
 }

@@ -1,4 +1,5 @@
 import Crypto
+import FarcastNIO
 import FarcastSupport
 import Foundation
 import Logging
@@ -232,7 +233,7 @@ public final class SendspinPlayer: Sendable {
         } catch let error as SendspinError {
             runtime.end(error)
         } catch {
-            if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeConnectError(error))")) }
+            if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeNetworkError(error))")) }
         }
         let outputError = dac.stop()
         settings = options.store?.settings() ?? settings
@@ -281,7 +282,7 @@ public final class SendspinPlayer: Sendable {
         do {
             listener = try await WebSocketListener.bind(host: host, port: port, path: path)
         } catch {
-            throw PlayerFailure(error: .connectFailed("cannot listen on \(host):\(port): \(describeConnectError(error))"),
+            throw PlayerFailure(error: .connectFailed("cannot listen on \(host):\(port): \(describeNetworkError(error))"),
                                 report: makeReport(runtime: nil, core: core, started: started))
         }
         logger.notice("listening for Sendspin servers on ws://\(host):\(listener.port)\(path)")
@@ -398,12 +399,6 @@ public final class SendspinPlayer: Sendable {
         /// The server closed without answering client/init (a legacy-only server does).
         public var closedAwaitingServerInit = false
         public var description: String { error.description }
-    }
-
-    private func describeConnectError(_ error: any Error) -> String {
-        let text = String(describing: error)
-        if text.contains("refused") || text.contains("Connection refused") { return "connection refused" }
-        return text.split(whereSeparator: \.isNewline).joined(separator: " ")
     }
 
     private func receiveLoop(_ inbound: WebSocketInboundStream, runtime: Runtime) async throws {
