@@ -75,6 +75,8 @@ func reportingFailures(_ body: () async throws -> Void) async throws {
     } catch let error as CancellationError {
         throw error
     } catch {
+        // Whatever a signal cut short reports it its own way; the policy words it once.
+        if Signals.received != nil { throw CancellationError() }
         throw CommandFailure(message: describe(error))
     }
 }

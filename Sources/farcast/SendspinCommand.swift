@@ -73,7 +73,7 @@ struct SendspinPlayerOptions: ParsableArguments {
 
     /// Builds the player and sink, runs `body` with them (answering Ctrl-C and SIGTERM with a
     /// goodbye), writes the stats and trace, and prints the summary.
-    func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false,
+    func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false, openTimeout: Duration = .seconds(10),
              _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
         let logger = global.makeLogger(label: "farcast.sendspin")
         var options = SendspinPlayer.Options()
@@ -83,6 +83,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
         options.dacPPM = dacPPM
         options.allowLegacy = allowLegacy
+        options.openTimeout = openTimeout
         let store = PlayerStore(directory: try StateDirectory.resolve())
         options.store = store
         options.staticPairingCode = store.staticPairingCode()
@@ -144,6 +145,9 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     @Option(name: .customLong("discover-seconds"), help: ArgumentHelp("With --discover: how long to look.", valueName: "seconds"))
     var discoverSeconds: Double = 3
 
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed to open the connection: TCP, the WebSocket upgrade and the encrypted handshake.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
     @Flag(name: .customLong("allow-legacy"), help: "If the server closes on the encrypted protocol's first message, as servers that speak only the older unencrypted wire do (aiosendspin 5.x), play over that wire instead. Never for a URL or server that spoke the encrypted protocol here before.")
     var allowLegacy = false
 
@@ -160,13 +164,15 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
         }
         if serverName != nil && !discover { throw ValidationError("--server picks among discovered servers; it needs --discover") }
+        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
     }
 
     func run() async throws {
         try await reportingFailures {
             let target: String
             if let url { target = url } else { target = try await discoverServer() }
-            try await player.run(global: global, describe: target, allowLegacy: allowLegacy) { player, sink, logger, trace, telemetry in
+            try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
+                                 openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
                 try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
         }

@@ -45,11 +45,18 @@ struct VNCConnectionOptions: ParsableArguments {
     @Flag(name: .customLong("latin1-clipboard"), help: "Use only the classic Latin-1 clipboard messages, even when the server offers the UTF-8 Extended Clipboard (x11vnc 0.9.16 offers it but ignores text sent that way).")
     var latin1Clipboard = false
 
-    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to wait for the TCP connection.", valueName: "seconds"))
+    @Flag(name: .customLong("tls-first"), help: "Start TLS before the RFB banner, as x11vnc -sslonly and servers behind stunnel expect (the same as a vncs:// address).")
+    var tlsFirst = false
+
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for the TCP connection, and again for the RFB handshake (time at a password prompt not counted).", valueName: "seconds"))
     var connectTimeout: Double = 10
 
     func endpoint() throws -> VNCEndpoint {
-        do { return try VNCEndpoint(parsing: server) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+        do {
+            var endpoint = try VNCEndpoint(parsing: server)
+            if tlsFirst { endpoint.tlsFirst = true }
+            return endpoint
+        } catch { throw CommandFailure(message: error.description, exitCode: 2) }
     }
 
     func securityPreference() throws -> [SecurityMethod] {
@@ -67,7 +74,7 @@ struct VNCConnectionOptions: ParsableArguments {
 
     func validate() throws {
         _ = try securityPreference()
-        guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
+        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
     }
 
     /// Options for `VNCClient.connect`, starting from `configuration`.
@@ -80,6 +87,7 @@ struct VNCConnectionOptions: ParsableArguments {
         configuration.extendedClipboard = !latin1Clipboard
         options.configuration = configuration
         options.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
+        options.handshakeTimeout = .milliseconds(Int(connectTimeout * 1000))
         options.acceptChangedCertificate = trust
         return options
     }

@@ -131,6 +131,23 @@ import Testing
         }
     }
 
+    @Test func aWrongServerIsNamedByItsGreeting() {
+        var h = Harness()
+        h.feed(Array("SSH-2.0-OpenSSH_9.2p1\r\n".utf8))
+        let message = h.closeError.map { "\($0)" } ?? ""
+        #expect(message.contains("an SSH server"), "\(message)")
+        #expect(message.contains("SSH-2.0-Open"), "\(message)")
+        #expect(h.connection.handshakeStep == nil)
+    }
+
+    @Test func theHandshakeSaysWhatItWaitsFor() {
+        var h = Harness()
+        #expect(h.connection.handshakeStep == "its RFB banner")
+        h.feed(Array("RFB 003.008\n".utf8))
+        #expect(h.connection.handshakeStep == "its list of security types")
+        #expect(h.connection.bytesReceived == 12)
+    }
+
     @Test func serverRefusalBeforeSecurityCarriesItsReason() {
         var h = Harness()
         h.feed(Array("RFB 003.008\n".utf8) + [0] + reason("server is shutting down"))

@@ -27,8 +27,9 @@ public actor VNCClient {
         public var configuration = RFBConnection.Configuration()
         /// Time allowed for the TCP connection.
         public var connectTimeout: Duration = .seconds(10)
-        /// Time allowed for the handshake, not counting time spent waiting for credentials.
-        public var handshakeTimeout: Duration = .seconds(30)
+        /// Time allowed for the handshake after the TCP connection, not counting time spent
+        /// waiting for credentials.
+        public var handshakeTimeout: Duration = .seconds(10)
         /// Where TLS certificate pins live; nil uses `vnc/pins.json` in the user's state directory.
         public var trustStore: TrustStore?
         /// Accept (and re-pin) a certificate that differs from its pin (the user said `--trust`).
@@ -118,7 +119,9 @@ public actor VNCClient {
                     }
                 }
         } catch {
-            throw RFBError.connectFailed("\(endpoint): \(describeNetworkError(error))")
+            var reason = describeNetworkError(error)
+            if let hint = endpoint.displayHint { reason += " (\(hint))" }
+            throw RFBError.connectFailed("\(endpoint): \(reason)")
         }
         logger.debug("TCP connected", metadata: ["endpoint": "\(endpoint)"])
         return try await client.start(asyncChannel, credentials: credentials)
@@ -127,29 +130,55 @@ public actor VNCClient {
     private func start(_ asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: @escaping VNCCredentialProvider) async throws -> VNCClient {
         channel = asyncChannel.channel
         handshakeDeadline = .now + options.handshakeTimeout
+        if endpoint.tlsFirst { try await startTLS() }
         Task { await self.run(asyncChannel, credentials: credentials) }
         Task { await self.watchHandshake() }
-        let info = try await withCheckedThrowingContinuation { continuation in
-            if let serverInfo {
-                continuation.resume(returning: serverInfo)
-            } else if let endReason {
-                continuation.resume(throwing: endReason)
-            } else {
-                readyWaiter = continuation
+        let info = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                if let serverInfo {
+                    continuation.resume(returning: serverInfo)
+                } else if let endReason {
+                    continuation.resume(throwing: endReason)
+                } else {
+                    readyWaiter = continuation
+                }
             }
+        } onCancel: {
+            Task { await self.cancelHandshake() }
         }
         logger.debug("session ready", metadata: ["name": "\(info.name)", "size": "\(info.width)x\(info.height)"])
         return self
     }
 
+    private func cancelHandshake() {
+        guard serverInfo == nil else { return }
+        finish(.cancelled)
+    }
+
     private func watchHandshake() async {
         while !ended && serverInfo == nil {
             if let deadline = handshakeDeadline, ContinuousClock.now >= deadline {
-                finish(.timedOut("waiting for the server to finish the RFB handshake"))
+                finish(handshakeTimedOut())
                 return
             }
-            try? await Task.sleep(for: .milliseconds(200))
+            try? await Task.sleep(for: .milliseconds(100))
         }
+    }
+
+    /// What a stalled handshake means, from how far the server got.
+    private func handshakeTimedOut() -> RFBError {
+        let seconds = options.handshakeTimeout.components.seconds
+        let step = core.handshakeStep ?? "the session"
+        if core.bytesReceived == 0 {
+            if endpoint.tlsFirst {
+                return .timedOut("after \(seconds) s: the TLS connection opened but the server sent no RFB banner")
+            }
+            return .timedOut("after \(seconds) s: the server accepted the connection but sent nothing — it is not a VNC server (a web server, for one, waits for the client to speak first), or it expects TLS from the first byte (x11vnc -sslonly, stunnel): then connect with vncs://HOST:PORT or --tls-first")
+        }
+        if core.handshakeStep == "its RFB banner" {
+            return .timedOut("after \(seconds) s: the server has sent only \(core.bytesReceived) of the 12 bytes of its RFB banner (a very slow or stuck server)")
+        }
+        return .timedOut("after \(seconds) s waiting for \(step) from the server")
     }
 
     // MARK: - Public API
@@ -611,6 +640,8 @@ public actor VNCClient {
             return .tlsFailed(reason)
         case nil:
             if error is NIOSSLError { return .tlsFailed(describeNetworkError(error)) }
+            // Say where the session was when the connection broke, and the OS reason.
+            if case .close(let reason)? = core.connectionClosed(cause: describeNetworkError(error)).first { return reason }
             return .connectionClosed("with an error: \(describeNetworkError(error))")
         }
     }

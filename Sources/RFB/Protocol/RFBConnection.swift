@@ -203,6 +203,28 @@ public struct RFBConnection: Sendable {
     public var isClosed: Bool { phase == .closed }
     public var isReady: Bool { phase == .messages }
 
+    /// Bytes received from the server so far (after decryption).
+    public var bytesReceived: Int { inputBase + input.count }
+
+    /// While the handshake runs, what the client waits for from the server, for timeout messages;
+    /// nil once the session is ready.
+    public var handshakeStep: String? {
+        switch phase {
+        case .version: return "its RFB banner"
+        case .securityTypes, .securityType33: return "its list of security types"
+        case .securityFailureReason: return "the reason for its refusal"
+        case .vncAuthChallenge: return "its VNC authentication challenge"
+        case .veNCryptVersion, .veNCryptVersionAck, .veNCryptSubtypes, .veNCryptSubtypeAck: return "the VeNCrypt negotiation"
+        case .tlsHandshake: return "the TLS handshake"
+        case .plainCredentials: return "the user name and password exchange"
+        case .rsaServerKey, .rsaVerifyingKey, .rsaServerRandom, .rsaServerHash, .rsaSubtype, .rsaCredentials: return "the RSA-AES key exchange"
+        case .appleDHParameters, .msLogonIIParameters, .dhCredentials: return "the Diffie-Hellman login"
+        case .securityResult: return "the result of authentication"
+        case .serverInit: return "its ServerInit (desktop size and name)"
+        case .messages, .closed: return nil
+        }
+    }
+
     // MARK: - Inputs
 
     /// Feeds bytes received from the server.
@@ -271,8 +293,9 @@ public struct RFBConnection: Sendable {
         return process()
     }
 
-    /// The transport saw end of stream or an error.
-    public mutating func connectionClosed() -> [Action] {
+    /// The transport saw end of stream or an error (`cause`: the OS reason, e.g. "connection
+    /// reset by peer", when the connection broke rather than ended).
+    public mutating func connectionClosed(cause: String? = nil) -> [Action] {
         guard phase != .closed else { return [] }
         let context: String
         switch phase {
@@ -287,7 +310,7 @@ public struct RFBConnection: Sendable {
         default: context = "during the handshake"
         }
         phase = .closed
-        return [.close(.connectionClosed(context))]
+        return [.close(.connectionClosed(cause.map { "\(context) (\($0))" } ?? context))]
     }
 
     /// Sends a normal-phase message (input events, update requests, resize requests). In
@@ -404,7 +427,7 @@ public struct RFBConnection: Sendable {
         case .securityType33: try readSecurityType33(&reader, &actions)
         case .securityFailureReason(let beforeAuth):
             var r = reader
-            let reason = try readReason(&r)
+            let reason = try readReason(&r) ?? "the server's failure message was malformed"
             reader = r
             throw beforeAuth ? RFBError.serverRefused(reason: reason) : RFBError.authenticationFailed(reason: reason)
         case .vncAuthChallenge:
@@ -535,7 +558,7 @@ public struct RFBConnection: Sendable {
         guard bytes.starts(with: Array("RFB ".utf8)), bytes[11] == 0x0A, bytes[7] == 0x2E,
               let major = Int(String(decoding: bytes[4..<7], as: UTF8.self)),
               let minor = Int(String(decoding: bytes[8..<11], as: UTF8.self)) else {
-            throw RFBError.notAnRFBServer(banner: text)
+            throw RFBError.notAnRFBServer(greeting: bytes)
         }
         banner = String(text.dropLast())
         if major < 3 { throw RFBError.unsupportedVersion("\(major).\(minor)") }
@@ -552,10 +575,16 @@ public struct RFBConnection: Sendable {
 
     private func format3(_ minor: Int) -> String { "RFB 003.00\(minor)\n" }
 
-    private func readReason(_ r: inout ByteReader) throws -> String {
+    /// A failure reason, as text a terminal can show: control bytes (QEMU ends its reasons with
+    /// a NUL) dropped, surrounding space trimmed. nil when the length is absurd (x11vnc's
+    /// -unixpw failure sends text where the length belongs): the session is over either way,
+    /// and waiting for gigabytes would hang it.
+    private func readReason(_ r: inout ByteReader) throws -> String? {
         let length = Int(try r.readInteger(as: UInt32.self))
-        guard length <= 1 << 16 else { throw RFBError.protocolViolation("reason string of \(length) bytes") }
-        return try r.readUTF8(length)
+        guard length <= 1 << 16 else { return nil }
+        let printable = try r.readBytes(length).filter { $0 >= 0x20 }
+        let trimmed = printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed()
+        return trimmed.isEmpty ? "no reason given" : String(decoding: Array(trimmed), as: UTF8.self)
     }
 
     private mutating func readSecurityTypes(_ reader: inout ByteReader, _ actions: inout [Action]) throws {

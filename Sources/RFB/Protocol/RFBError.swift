@@ -1,10 +1,12 @@
+import FarcastSupport
+
 /// Everything that can end an RFB session, worded so a person can act on it.
 ///
 /// The engine never traps on bad input: a malformed, truncated or hostile stream surfaces as one
 /// of these and the connection is closed.
 public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The peer did not start with an RFB banner.
-    case notAnRFBServer(banner: String)
+    /// The peer did not start with an RFB banner; its first bytes.
+    case notAnRFBServer(greeting: [UInt8])
     /// The server's protocol version is older than 3.3.
     case unsupportedVersion(String)
     /// The server refused the connection before authentication, with its reason.
@@ -52,11 +54,14 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
     case viewOnly
     /// A request the server cannot satisfy (it lacks the extension, or refused).
     case unsupported(String)
+    /// The connection was abandoned on request before the session was ready.
+    case cancelled
 
     public var description: String {
         switch self {
-        case .notAnRFBServer(let banner):
-            return "the server is not speaking RFB (it sent \(banner.debugDescription)); check the host and port"
+        case .notAnRFBServer(let greeting):
+            let server = ForeignGreeting.describe(greeting) ?? "a server that sent nothing"
+            return "this is not a VNC server but \(server); check the host and port (VNC servers listen on 5900 + the display number)"
         case .unsupportedVersion(let version):
             return "the server speaks RFB \(version), older than 3.3, which Farcast does not support"
         case .serverRefused(let reason):
@@ -105,6 +110,8 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
             return "this session is view-only: no input is sent"
         case .unsupported(let what):
             return what
+        case .cancelled:
+            return "stopped before the session was ready"
         }
     }
 }

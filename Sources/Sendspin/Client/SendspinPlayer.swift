@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import NIOCore
 import Synchronization
-import WSClient
+import WSCore
 
 /// A synchronized Sendspin player over a WebSocket it dials (client-initiated mode).
 ///
@@ -44,6 +44,9 @@ public final class SendspinPlayer: Sendable {
         public var roles = ["player@v1", "metadata@v1", "controller@v1"]
         /// Sees what each session receives (for recording tools such as the conformance adapter).
         public var observer: SessionObserver?
+        /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
+        /// answer to client/init, the encrypted handshake and the answer to client/hello.
+        public var openTimeout: Duration = .seconds(10)
         public init() {}
     }
 
@@ -166,10 +169,15 @@ public final class SendspinPlayer: Sendable {
         self.options = options
     }
 
-    /// Asks a running session to say goodbye (with `reason`) and end.
+    /// Asks a running session to say goodbye (with `reason`) and end; a connection still being
+    /// opened is abandoned at once.
     public func stop(reason: String = "user_request") {
         stopRequest.withLock { if $0 == nil { $0 = reason } }
+        dialAbort.abort()
     }
+
+    /// Ends a dial in progress when `stop` is called (the server may be silent).
+    private let dialAbort = WebSocketDialer.Abort()
 
     private func nowUs() -> Int64 { clock.now().microseconds }
 
@@ -218,20 +226,26 @@ public final class SendspinPlayer: Sendable {
         dac.start()
         defer { _ = dac.stop() }
 
-        var wsConfiguration = WebSocketClientConfiguration(maxFrameSize: 1 << 17)
-        wsConfiguration.closeTimeout = .seconds(3)
         // The network side runs on its own thread: arrival times feed the clock filter, and a
         // busy shared pool must not delay them (nor starve the receive loop into late chunks).
         let executor = ThreadExecutor(name: "farcast-sendspin")
         defer { executor.shutdown() }
+        let openDeadline = nowUs() + Int64(options.openTimeout.components.seconds) * 1_000_000 + options.openTimeout.components.attoseconds / 1_000_000_000_000
         do {
-            _ = try await withTaskExecutorPreference(executor) {
-                try await WebSocketClient.connect(url: url, configuration: wsConfiguration, logger: Logger(label: "farcast.websocket")) { inbound, outbound, _ in
-                    try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started, telemetry: telemetry)
+            let target = try WebSocketDialer.Target(parsing: url)
+            if stopRequest.withLock({ $0 }) != nil { throw SendspinError.cancelled }
+            try await withTaskExecutorPreference(executor) {
+                try await WebSocketDialer.connect(to: target, openTimeout: options.openTimeout, abort: dialAbort,
+                                                  logger: Logger(label: "farcast.websocket")) { inbound, outbound in
+                    try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started,
+                                                 telemetry: telemetry, openDeadline: openDeadline)
                 }
             }
+        } catch SendspinError.cancelled {
+            // Stopped while the connection was opening: nothing was played, nothing failed.
+            if runtime.endReason == nil { runtime.end(nil) }
         } catch let error as SendspinError {
-            runtime.end(error)
+            if runtime.endReason == nil { runtime.end(error) }
         } catch {
             if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeNetworkError(error))")) }
         }
@@ -370,7 +384,7 @@ public final class SendspinPlayer: Sendable {
     /// Runs one session over an open WebSocket, whoever dialled: the single writer, the receive
     /// loop, clock synchronisation and supervision, until one of them ends it.
     func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, runtime: Runtime, started: Int64,
-                       telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true) async throws {
+                       telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true, openDeadline: Int64? = nil) async throws {
         let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
         runtime.attach(frameSink)
         // The one writer: frames leave in the order they were encrypted. It is not cancelled
@@ -383,7 +397,7 @@ public final class SendspinPlayer: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
             group.addTask { await self.timeSyncLoop(runtime) }
-            if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) } }
+            if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry, openDeadline: openDeadline) } }
             // Any of them ending ends the session (a close, our goodbye, an error).
             try await group.next()
             group.cancelAll()
@@ -450,10 +464,15 @@ public final class SendspinPlayer: Sendable {
     }
 
     /// Telemetry once a second, offset sampling, duration and stop requests.
-    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?) async {
+    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, openDeadline: Int64?) async {
         var nextTick = started + 1_000_000
         while !runtime.isFinished && !Task.isCancelled {
             let now = nowUs()
+            if let openDeadline, now >= openDeadline, let waitingFor = runtime.withSessionValue({ $0.openingStep }) {
+                let seconds = (options.openTimeout.components.seconds)
+                runtime.end(.timedOut("after \(seconds) s waiting for \(waitingFor)"))
+                return
+            }
             if let reason = stopRequest.withLock({ $0 }) ?? (outputFailure != nil ? "shutdown" : nil) {
                 runtime.logger.info("saying goodbye to \(runtime.serverName ?? "the server") (\(reason))")
                 runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
