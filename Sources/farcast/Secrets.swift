@@ -12,9 +12,18 @@ import Darwin
 enum Secrets {
     /// The first line of a file (trailing CR/LF removed). The file should not be world-readable;
     /// a warning is returned when it is.
-    static func readFirstLine(ofFile path: String) throws -> (value: String, warning: String?) {
+    static func readFirstLine(ofFile path: String, what: String = "password file") throws -> (value: String, warning: String?) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw CommandFailure(message: "cannot read the \(what) \(path): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
+        }
+        close(fd)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CommandFailure(message: "cannot read the \(what) \(path): it is a directory", exitCode: 2)
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure(message: "cannot read the password file \(path)")
+            throw CommandFailure(message: "cannot read the \(what) \(path)", exitCode: 2)
         }
         var text = String(decoding: data, as: UTF8.self)
         if let newline = text.firstIndex(where: { $0 == "\n" || $0 == "\r" }) { text = String(text[..<newline]) }

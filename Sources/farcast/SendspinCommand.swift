@@ -55,6 +55,12 @@ struct SendspinPlayerOptions: ParsableArguments {
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+        // Files written during or after playing are checked now, not after the session.
+        do {
+            if output.hasPrefix("wav:") { try OutputPath.check(String(output.dropFirst(4)), what: "WAV output") }
+            if let statsJSON { try OutputPath.check(statsJSON, what: "stats file") }
+            if let trace { try OutputPath.check(trace, what: "trace file") }
+        } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
     /// The sink `--output` names; an ALSA device is opened once here so that a wrong name fails
@@ -463,13 +469,11 @@ func telemetryLine(_ t: SendspinPlayer.Telemetry) -> String {
 }
 
 private func writeStats(_ report: SendspinPlayer.Report, to path: String) throws {
-    guard FileManager.default.createFile(atPath: path, contents: Data((try jsonString(report, pretty: true) + "\n").utf8)) else {
-        throw CommandFailure(message: "cannot write \(path)")
-    }
+    try OutputPath.save(Array((try jsonString(report, pretty: true) + "\n").utf8), to: path, what: "stats file")
 }
 
 private func writeTrace(_ records: [ChunkTrace], to path: String, logger: Logger) {
     var text = ""
     for r in records { text += ((try? jsonString(r)) ?? "{}") + "\n" }
-    if !FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) { logger.error("cannot write the trace to \(path)") }
+    do { try OutputPath.save(Array(text.utf8), to: path, what: "trace file") } catch { logger.error("\(describe(error))") }
 }

@@ -74,6 +74,11 @@ struct VNCConnectionOptions: ParsableArguments {
 
     func validate() throws {
         _ = try securityPreference()
+        // A missing or unreadable password file is a mistake in the command: say so before
+        // connecting, not after the server asked.
+        if let passwordFile {
+            do { _ = try Secrets.readFirstLine(ofFile: passwordFile) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
+        }
         guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
     }
 
@@ -250,13 +255,18 @@ func monitorDescription(_ s: RFBScreen) -> String { "\(s.width)x\(s.height)+\(s.
 struct VNCScreenshotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "screenshot",
-        abstract: "Connect, wait for a complete first frame and write it as a PNG.",
-        discussion: "Lossless by default: Tight sends JPEG only when --quality is given."
+        abstract: "Connect, wait for a complete first frame and write it as a PNG or JPEG.",
+        discussion: """
+            Lossless by default: Tight sends JPEG only when --quality is given. The file name's extension picks the format (.png, or .jpg for a JPEG at quality 92); -o - writes PNG to standard output.
+
+            Examples: farcast vnc screenshot myhost:1 -o desktop.png
+                      farcast vnc screenshot vnc://myhost:5901 --monitor 1 -o - | display
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the PNG.", valueName: "path"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the image: a .png or .jpg file, or - for PNG on standard output.", valueName: "path"))
     var output: String
 
     @OptionGroup var encodingOptions: VNCEncodingOptions
@@ -272,6 +282,10 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         if let monitor, monitor < 0 { throw ValidationError("--monitor counts from 0") }
+        do {
+            _ = try ImageFormat(path: output)
+            try OutputPath.check(output, what: "screenshot")
+        } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
     func run() async throws {
@@ -302,13 +316,14 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
                 let s = screens[monitor]
                 framebuffer = framebuffer.cropped(to: RFBRect(x: s.x, y: s.y, width: s.width, height: s.height))
             }
-            let png = try PNGEncoder.encode(framebuffer)
-            guard FileManager.default.createFile(atPath: output, contents: Data(png)) else {
-                throw CommandFailure(message: "cannot write \(output)")
-            }
+            let image = try ImageFormat(path: output) == .jpeg ? try JPEGEncoder.encode(framebuffer) : try PNGEncoder.encode(framebuffer)
+            try OutputPath.save(image, to: output, what: "screenshot")
             let elapsed = ContinuousClock.now - started
             let encodings = used.sorted { $0.value > $1.value }.map { "\($0.key)×\($0.value)" }
-            if global.json {
+            if output == "-" {
+                // The image is the output; the report goes to stderr unless asked for nothing.
+                if !global.quiet { FileHandleOutput.stderr("wrote \(framebuffer.width)x\(framebuffer.height) PNG to standard output\n") }
+            } else if global.json {
                 try printJSON(ScreenshotReport(path: output, width: framebuffer.width, height: framebuffer.height,
                                                rectangles: stats.rectangles, encodings: Dictionary(uniqueKeysWithValues: used.map { ($0.key.description, $0.value) }),
                                                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
