@@ -35,6 +35,26 @@ enum Secrets {
         return (text, warning)
     }
 
+    /// A whole text file (scripts, configurations), with the OS reason when it cannot be read.
+    static func readWhole(ofFile path: String, what: String) throws -> (text: String, bytes: Int) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw CommandFailure(message: "cannot read the \(what) \(path): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
+        }
+        close(fd)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CommandFailure(message: "cannot read the \(what) \(path): it is a directory", exitCode: 2)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure(message: "cannot read the \(what) \(path)", exitCode: 2)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CommandFailure(message: "the \(what) \(path) is not UTF-8 text", exitCode: 2)
+        }
+        return (text, data.count)
+    }
+
     /// Prompts on the controlling terminal with echo off. Returns nil when there is no terminal.
     static func prompt(_ message: String, echo: Bool = false) -> String? {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY)

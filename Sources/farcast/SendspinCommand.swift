@@ -116,15 +116,25 @@ struct SendspinPlayerOptions: ParsableArguments {
             report = try await body(player, sink, logger, traceWriter, telemetry)
         } catch let failure as SendspinPlayer.PlayerFailure {
             if let statsJSON { try? writeStats(failure.report, to: statsJSON) }
+            // What was played before the failure is still worth a line (not in --json: one
+            // object on stdout, and a failure has only its line on stderr).
+            if !global.json && failure.report.chunksReceived > 0 { printSummary(failure.report, describe: describe) }
             throw CommandFailure(message: failure.description)
         }
         if let statsJSON { try writeStats(report, to: statsJSON) }
         if global.json {
             try printJSON(report)
         } else {
-            print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(report.chunksLate) late, \(report.chunksDropped) dropped) of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
-            if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+            printSummary(report, describe: describe)
         }
+    }
+
+    private func printSummary(_ report: SendspinPlayer.Report, describe: String) {
+        let buffered = max(0, report.chunksReceived - report.chunksPlayed - report.chunksLate - report.chunksDropped)
+        var notes = ["\(report.chunksLate) late", "\(report.chunksDropped) dropped"]
+        if buffered > 0 { notes.append("\(buffered) still buffered ahead when playback stopped") }
+        print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(notes.joined(separator: ", "))): \(String(format: "%.1f", report.secondsPlayed)) s of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
+        if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
     }
 }
 
@@ -333,7 +343,9 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
                     throw CommandFailure(message: failure.description)
                 }
             }
-            logger.notice("stopped (\(stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"))")
+            let how = stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"
+            logger.notice("stopped (\(how))")
+            if global.json { try printJSON(["stopped": how == "SIGTERM" ? "sigterm" : "sigint"]) }
         }
     }
 }
@@ -384,7 +396,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 let store = PlayerStore(directory: try StateDirectory.resolve())
                 if clear {
                     try store.setStaticPairingCode(nil)
-                    print("pairing by code is off")
+                    if global.json { try printJSON(["pairing_code": "cleared"]) } else { print("pairing by code is off") }
                     return
                 }
                 if isatty(STDIN_FILENO) != 0 { FileHandleOutput.stderr("pairing code (8 digits): ") }
@@ -392,7 +404,11 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 do { try store.setStaticPairingCode(line) } catch {
                     throw CommandFailure(message: "a pairing code is exactly 8 digits (spaces and hyphens are ignored)", exitCode: 2)
                 }
-                print("pairing code set; open the pairing window with `farcast sendspin listen --pairing-window` when the server asks for it")
+                if global.json {
+                    try printJSON(["pairing_code": "set"])
+                } else {
+                    print("pairing code set; open the pairing window with `farcast sendspin listen --pairing-window` when the server asks for it")
+                }
             }
         }
     }
@@ -426,7 +442,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 guard try PlayerStore(directory: try StateDirectory.resolve()).forget(serverID: serverID) else {
                     throw CommandFailure(message: "not paired with \(serverID) (see `farcast sendspin pair list`)")
                 }
-                print("forgot the pairing with \(serverID)")
+                if global.json { try printJSON(["forgotten": serverID]) } else { print("forgot the pairing with \(serverID)") }
             }
         }
     }
@@ -464,8 +480,9 @@ private func defaultPlayerName() -> String {
 func telemetryLine(_ t: SendspinPlayer.Telemetry) -> String {
     let s = t.statistics
     let error = t.filterErrorUs.map { "±\($0) µs" } ?? "unsynced"
-    return String(format: "%6.1fs  offset %+.1f µs %@  drift %+.2f ppm  buffer %5.0f ms  played %d  late %d  dropped %d",
-                  t.elapsedSeconds, t.offsetUs, error, t.driftPPM, t.bufferedMs, s.chunksPlayed, s.chunksLate, s.chunksDropped)
+    let group = t.groupName.map { "  group \($0)\(t.groupState.map { " (\($0))" } ?? "")" } ?? ""
+    return String(format: "%6.1fs  offset %+.1f µs %@  drift %+.2f ppm  buffer %5.0f ms  played %d  late %d  dropped %d%@",
+                  t.elapsedSeconds, t.offsetUs, error, t.driftPPM, t.bufferedMs, s.chunksPlayed, s.chunksLate, s.chunksDropped, group)
 }
 
 private func writeStats(_ report: SendspinPlayer.Report, to path: String) throws {

@@ -53,8 +53,7 @@ struct VNCRecordCommand: AsyncParsableCommand {
             let metadata = RFBCapture.Metadata(pixelFormat: configuration.pixelFormat,
                                                encodings: RFBConnection(configuration: options.configuration).encodingList(),
                                                server: endpoint.description)
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: options, logger: logger)
+            let client = try await connection.connect(endpoint, options: options, logger: logger)
             try await client.waitForFirstFrame()
             let deadline = ContinuousClock.now + .milliseconds(Int(duration * 1000))
             // Progress rewrites one line on a terminal; elsewhere (a log, a pipe) it is quiet.
@@ -243,8 +242,7 @@ struct VNCWatchCommand: AsyncParsableCommand {
             var configuration = RFBConnection.Configuration()
             encodingOptions.apply(to: &configuration)
             let cpuBefore = cpuSeconds()
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(configuration), logger: logger)
+            let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
             // Events until the server ends the session, or (--duration) the time is up; a server
             // that dies meanwhile ends the watch as a failure.
             let started = ContinuousClock.now

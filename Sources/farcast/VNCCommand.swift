@@ -3,13 +3,19 @@ import FarcastSupport
 import Foundation
 import Logging
 import RFB
+import Synchronization
 
 struct VNCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vnc",
         abstract: "Remote desktops over RFB/VNC.",
         discussion: """
-            Server addresses: vnc://[user@]host[:port] (TCP port, default 5900), host:N (display N, port 5900+N), host::port.
+            Server addresses:
+              myhost:1                   display 1, i.e. TCP port 5901 (displays < 100)
+              myhost::5901               TCP port 5901
+              vnc://[user@]myhost:5901   a URL: its port is a TCP port (default 5900)
+              vncs://myhost:5901         TLS from the first byte (x11vnc -sslonly)
+              [::1]:1, vnc://[::1]:5901  IPv6 addresses go in brackets
 
             Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. User names (Plain, X509Plain, RSA-AES servers that ask, Apple Remote Desktop, MS-Logon II) come from --username, the URL, FARCAST_VNC_USERNAME or a prompt. TLS certificates (VeNCrypt X509*) and RSA-AES server keys are pinned on first use in the state directory; a changed one is refused until you connect once with --trust.
             """,
@@ -63,8 +69,9 @@ struct VNCConnectionOptions: ParsableArguments {
         guard let security else { return SecurityMethod.defaultPreference }
         var list: [SecurityMethod] = []
         for name in security.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !name.isEmpty {
-            guard let method = SecurityMethod(rawValue: name) else {
-                throw ValidationError("unknown security method '\(name)'; choose from \(SecurityMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+            let known = SecurityMethod.allCases.filter { SecurityMethod.implemented.contains($0) }
+            guard let method = SecurityMethod(rawValue: name), SecurityMethod.implemented.contains(method) else {
+                throw ValidationError("unknown security method '\(name)'; choose from \(known.map(\.rawValue).joined(separator: ", "))")
             }
             list.append(method)
         }
@@ -97,8 +104,28 @@ struct VNCConnectionOptions: ParsableArguments {
         return options
     }
 
+    /// Connects with these options: credentials from the file, the environment or a prompt, and
+    /// a failed login that names where the password came from.
+    func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger) async throws -> VNCClient {
+        let source = PasswordSource()
+        do {
+            return try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
+                                               options: options, logger: logger)
+        } catch RFBError.authenticationFailed(let reason) {
+            let from = source.used.map { " (the password came from \($0))" } ?? ""
+            throw CommandFailure(message: RFBError.authenticationFailed(reason: reason).description + from)
+        }
+    }
+
+    /// Where the password a connection used came from, for a failed login's message.
+    final class PasswordSource: Sendable {
+        private let value = Mutex<String?>(nil)
+        var used: String? { value.withLock { $0 } }
+        func record(_ source: String) { value.withLock { $0 = source } }
+    }
+
     /// Supplies credentials from the file, the environment or a prompt.
-    func credentialProvider(endpoint: VNCEndpoint, logger: Logger) -> VNCCredentialProvider {
+    func credentialProvider(endpoint: VNCEndpoint, logger: Logger, source: PasswordSource = PasswordSource()) -> VNCCredentialProvider {
         let passwordFile = passwordFile
         let username = username ?? endpoint.username ?? ProcessInfo.processInfo.environment["FARCAST_VNC_USERNAME"]
         return { request in
@@ -110,12 +137,15 @@ struct VNCConnectionOptions: ParsableArguments {
             if let passwordFile {
                 let (password, warning) = try Secrets.readFirstLine(ofFile: passwordFile)
                 if let warning { logger.warning("\(warning)") }
+                source.record("the file \(passwordFile)")
                 return VNCCredentials(username: user, password: password)
             }
             if let password = ProcessInfo.processInfo.environment["FARCAST_VNC_PASSWORD"] {
+                source.record("FARCAST_VNC_PASSWORD")
                 return VNCCredentials(username: user, password: password)
             }
             if let password = Secrets.prompt("Password for \(endpoint) (\(request.method)): ") {
+                source.record("the prompt")
                 return VNCCredentials(username: user, password: password)
             }
             throw RFBError.credentialsRequired("a password (\(request.method))")
@@ -180,8 +210,7 @@ struct VNCInfoCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
+            let client = try await connection.connect(endpoint, options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
             let info = await client.serverInfo!
             // The monitor layout and the extensions arrive with the first update.
             let complete = (try? await client.waitForFirstFrame(timeout: .seconds(10))) != nil
@@ -217,7 +246,7 @@ struct VNCInfoReport: Encodable {
     var protocolVersion: String
     var banner: String
     var securityTypes: [String]
-    var veNCryptSubtypes: [String]
+    var vencryptSubtypes: [String]
     var security: String
     var name: String
     var width: Int
@@ -239,7 +268,7 @@ struct VNCInfoReport: Encodable {
         protocolVersion = info.protocolVersion
         banner = info.banner
         securityTypes = info.securityTypes.map(securityTypeName)
-        veNCryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
+        vencryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
         security = info.security
         name = info.name
         width = info.width
@@ -295,8 +324,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
             var configuration = RFBConnection.Configuration()
             encodingOptions.apply(to: &configuration)
             let started = ContinuousClock.now
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(configuration), logger: logger)
+            let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
             do {
                 try await client.waitForFirstFrame(timeout: .milliseconds(Int(timeout * 1000)))
             } catch {

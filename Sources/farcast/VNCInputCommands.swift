@@ -12,24 +12,46 @@ import Darwin
 #endif
 
 /// Connects, waits for the first frame (so the screen size, monitors and the server's
-/// extensions are known), runs `steps` and closes once the server has acted on them.
+/// extensions are known), runs `steps` and closes once the server has acted on them. A
+/// single-step command (`type`, `resize`…) reports a failure by its reason alone; a script by
+/// its line. With --json, one object on stdout says what was done (`report` adds to it).
 func runVNCSteps(_ steps: [(line: Int, step: VNCScript.Step)], connection: VNCConnectionOptions, global: GlobalOptions,
+                 script: Bool = false, timeout: Double = 30,
                  output: @escaping @Sendable (String) -> Void = { print($0) },
-                 afterwards: (VNCClient, Logger) async throws -> Void = { _, _ in }) async throws {
+                 afterwards: (VNCClient, Logger) async throws -> [String: JSONValue] = { _, _ in [:] }) async throws {
     let logger = global.makeLogger(label: "farcast.vnc")
     let endpoint = try connection.endpoint()
-    let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                             options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
+    let started = ContinuousClock.now
+    // With --json the steps' own lines (files written, clipboard text) go to stderr.
+    let toStderr: @Sendable (String) -> Void = { line in FileHandleOutput.stderr(line + "\n") }
+    let stepOutput = global.json ? toStderr : output
+    let client = try await connection.connect(endpoint, options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
+    var extra: [String: JSONValue] = [:]
     do {
-        try await client.waitForFirstFrame(timeout: .seconds(30))
-        let runner = VNCScriptRunner(client: client, output: output, trace: { logger.info("\($0)") })
-        try await runner.run(VNCScript(steps: steps))
-        try await afterwards(client, logger)
+        try await client.waitForFirstFrame(timeout: .milliseconds(Int(timeout * 1000)))
+        let runner = VNCScriptRunner(client: client, output: stepOutput, trace: { logger.info("\($0)") })
+        do {
+            try await runner.run(VNCScript(steps: steps))
+        } catch {
+            throw script ? CommandFailure(message: error.description) : CommandFailure(message: error.reason)
+        }
+        extra = try await afterwards(client, logger)
     } catch {
         await client.close()
         throw error
     }
     await client.close()
+    if global.json {
+        var report: [String: JSONValue] = ["server": .string(endpoint.description), "steps": .number(Double(steps.count)),
+                                           "seconds": .number(secondsSince(started))]
+        report.merge(extra) { _, new in new }
+        try printJSON(report)
+    }
+}
+
+func secondsSince(_ start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
 
 /// Reads a text argument, or standard input when it is "-" or absent.
@@ -197,7 +219,9 @@ struct VNCClipboardGetCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let text = Mutex<String?>(nil)
-            try await runVNCSteps([(1, .getClipboard(wait: wait))], connection: connection, global: global) { value in text.withLock { $0 = value } }
+            var quiet = global
+            quiet.json = false      // the text is the result: printed once, below
+            try await runVNCSteps([(1, .getClipboard(wait: wait))], connection: connection, global: quiet) { value in text.withLock { $0 = value } }
             let value = text.withLock { $0 } ?? ""
             if global.json {
                 try printJSON(["text": value])
@@ -242,19 +266,27 @@ struct VNCClipboardSetCommand: AsyncParsableCommand {
                 try await client.sync()
                 switch (delivery, hold) {
                 case (.offered, let seconds) where (seconds ?? 60) > 0:
+                    // TigerVNC and others fetch the text only when an application pastes: stay to
+                    // serve that paste, and say plainly if none comes.
                     let limit = seconds ?? 60
-                    logger.notice("the server fetches clipboard text when an application pastes; staying connected until then (at most \(Int(limit)) s)")
+                    if !global.quiet {
+                        FileHandleOutput.stderr("farcast: the server fetches clipboard text when an application pastes; waiting up to \(Int(limit)) s for a paste on the remote desktop (Ctrl-C to stop)\n")
+                    }
                     do {
                         _ = try await client.waitForEvent(timeout: .milliseconds(Int(limit * 1000)), "a paste on the remote desktop") { $0 == .clipboardFetched }
                         try await client.sync()
+                        return ["delivery": "fetched on paste", "pasted": true]
                     } catch RFBError.timedOut {
-                        logger.warning("nothing was pasted within \(Int(limit)) s; the text leaves the remote clipboard as farcast disconnects")
+                        throw CommandFailure(message: "nothing was pasted on the remote desktop within \(Int(limit)) s, and this server forgets the text when farcast leaves: paste while `clipboard set` waits (--hold S for longer), or set and paste in one `farcast vnc do` script")
                     }
+                case (.offered, _):
+                    return ["delivery": "offered", "pasted": false]
                 case (.delivered, let seconds?) where seconds > 0:
                     logger.notice("holding the connection for \(Int(seconds)) s")
                     try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                    return ["delivery": "delivered"]
                 default:
-                    break
+                    return ["delivery": "delivered"]
                 }
             })
         }
@@ -328,7 +360,8 @@ struct VNCDoCommand: AsyncParsableCommand {
         guard (script == nil) != inlineSteps.isEmpty else {
             throw ValidationError(script == nil ? "give a script file (or -) or steps with -e" : "give either a script file or -e steps, not both")
         }
-        if script == nil { _ = try parsed() }
+        // Standard input can be read only once: a script from it is checked when the command runs.
+        if script != "-" { try check(try parsed()) }
     }
 
     private func parsed() throws -> VNCScript {
@@ -338,28 +371,51 @@ struct VNCDoCommand: AsyncParsableCommand {
                 if script == "-" {
                     text = try textArgument("-")
                 } else {
-                    guard let data = FileManager.default.contents(atPath: script) else {
-                        throw CommandFailure(message: "cannot read the script \(script)", exitCode: 2)
-                    }
-                    guard let string = String(data: data, encoding: .utf8) else {
-                        throw CommandFailure(message: "\(script) is not UTF-8 text", exitCode: 2)
-                    }
-                    text = string
+                    let (contents, _) = try Secrets.readWhole(ofFile: script, what: "script")
+                    text = contents
                 }
                 return try VNCScript.parse(text)
             }
             return try VNCScript.parse(inlineSteps.joined(separator: "\n"))
-        } catch let error as VNCScript.ParseError {
-            throw ValidationError(script.map { "\($0): \(error)" } ?? "-e step \(error.line): \(error.message)")
+        } catch let errors as VNCScript.ParseErrors {
+            let listed = errors.errors.map { script == nil ? "-e step \($0.line): \($0.message)" : "line \($0.line): \($0.message)" }
+            throw ValidationError((script.map { "\($0): " } ?? "") + listed.joined(separator: "; "))
+        } catch let failure as CommandFailure {
+            throw ValidationError(failure.message)
         }
+    }
+
+    /// Every file the script reads must exist and every file it writes must be writable, before
+    /// anything is sent to the server.
+    private func check(_ script: VNCScript) throws {
+        guard !script.steps.isEmpty else { throw ValidationError("the script has no steps") }
+        var problems: [String] = []
+        for (line, path) in script.files.read {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                problems.append("line \(line): cannot read \(path): \(String(cString: strerror(errno)).lowercased())")
+                continue
+            }
+            do { _ = try PNGDecoder.decode(Array(data)) } catch {
+                problems.append("line \(line): \(path) is not a PNG farcast can compare with (\(error))")
+            }
+        }
+        for (line, path) in script.files.written {
+            do {
+                try OutputPath.check(path, what: "screenshot")
+                let lower = path.lowercased()
+                guard lower.hasSuffix(".png") || lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") else {
+                    throw CommandFailure(message: "name the screenshot \(path) .png or .jpg", exitCode: 2)
+                }
+            } catch let failure as CommandFailure { problems.append("line \(line): \(failure.message)") }
+        }
+        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
     }
 
     func run() async throws {
         try await reportingFailures {
-            let parsed: VNCScript
-            do { parsed = try self.parsed() } catch let error as ValidationError { throw CommandFailure(message: error.message, exitCode: 2) }
-            guard !parsed.steps.isEmpty else { throw CommandFailure(message: "the script has no steps", exitCode: 2) }
-            try await runVNCSteps(parsed.steps, connection: connection, global: global)
+            let parsed = try self.parsed()
+            if script == "-" { try check(parsed) }
+            try await runVNCSteps(parsed.steps, connection: connection, global: global, script: true)
         }
     }
 }

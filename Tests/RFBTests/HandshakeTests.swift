@@ -165,7 +165,7 @@ import Testing
         }
         #expect(offered == ["VncAuth(2)", "RA2(5)"])
         #expect(accepted == ["None"])
-        #expect(hint == "add vncauth to --security")
+        #expect(hint == "--security vncauth,ra2 would work")
     }
 
     @Test func veNCryptX509VncStartsTLSThenAuthenticatesInside() {

@@ -400,6 +400,7 @@ public actor VNCClient {
         for s in screens where s.width < 1 || s.height < 1 || s.x < 0 || s.y < 0 || s.x + s.width > width || s.y + s.height > height {
             throw RFBError.unsupported("screen \(s.width)x\(s.height)+\(s.x)+\(s.y) does not lie inside \(width)x\(height)")
         }
+        let started = ContinuousClock.now
         let outcome = try await send(.setDesktopSize(width: width, height: height, screens: screens),
                                      thenWaitFor: "the server to answer the resize", timeout: timeout) { event in
             switch event {
@@ -408,11 +409,23 @@ public actor VNCClient {
             default: return false
             }
         }
-        if case .resizeRefused(let status) = outcome {
-            let meaning = [1: "resizing is administratively prohibited", 2: "the server is out of resources", 3: "the screen layout is invalid",
-                           4: "the request was forwarded and may complete later"][status] ?? "status \(status)"
-            throw RFBError.unsupported("the server refused \(width)×\(height) with \(screens.count) screen(s): \(meaning)")
+        guard case .resizeRefused(let status) = outcome else { return }
+        if status == 4 {
+            // "Forwarded": the server passed the request on (to a window manager, a host) and the
+            // change may still come. Wait out the rest of the time for it.
+            let remaining = timeout - (ContinuousClock.now - started)
+            if core.framebuffer.width == width && core.framebuffer.height == height { return }
+            do {
+                _ = try await waitForEvent(timeout: max(remaining, .milliseconds(1)), "the forwarded resize") { event in
+                    if case .resized(let w, let h, _) = event { w == width && h == height } else { false }
+                }
+                return
+            } catch RFBError.timedOut {
+                throw RFBError.unsupported("the server forwarded the request for \(width)×\(height) (status 4: it may complete later), but the desktop was still \(core.framebuffer.width)×\(core.framebuffer.height) after \(timeout.components.seconds) s")
+            }
         }
+        let meaning = [1: "resizing is administratively prohibited", 2: "the server is out of resources", 3: "the screen layout is invalid"][status] ?? "status \(status)"
+        throw RFBError.unsupported("the server refused \(width)×\(height) with \(screens.count) screen(s): \(meaning)")
     }
 
     // MARK: - Input

@@ -628,10 +628,20 @@ public struct RFBConnection: Sendable {
         }
     }
 
-    private func hintFor(_ types: [UInt8]) -> String? {
-        if types.contains(2) && !configuration.securityPreference.contains(.vncAuth) { return "add vncauth to --security" }
-        if types.contains(1) && !configuration.securityPreference.contains(.none) { return "add none to --security" }
-        return nil
+    /// The `--security` values that would work against what the server offers, for the "no
+    /// common security type" message.
+    private func hintFor(_ types: [UInt8], subtypes: [UInt32] = []) -> String? {
+        let usable = SecurityMethod.allCases.filter { method in
+            guard SecurityMethod.implemented.contains(method), !configuration.securityPreference.contains(method) else { return false }
+            if let type = method.topLevelType, types.contains(type) { return true }
+            if let sub = method.veNCryptSubtype, subtypes.contains(sub) { return true }
+            return false
+        }
+        guard !usable.isEmpty else { return nil }
+        var hint = "--security \(usable.map(\.rawValue).joined(separator: ",")) would work"
+        if usable.contains(.plain) { hint += " (Plain sends the password unencrypted)" }
+        if usable.contains(.msLogonII) { hint += " (MS-Logon II is weak)" }
+        return hint
     }
 
     private mutating func readSecurityType33(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
@@ -740,8 +750,8 @@ public struct RFBConnection: Sendable {
             throw RFBError.veNCryptUnusable(subtypes: names, fallback: fallback.map(\.description))
         }
         let anonymous = subtypes.compactMap { sub in SecurityMethod.allCases.first { $0.veNCryptSubtype == sub && $0.x509Alternative != nil } }
-        var hint: String?
-        if let anon = anonymous.first, let alternative = anon.x509Alternative, !SecurityMethod.implemented.contains(anon) {
+        var hint = hintFor(offeredSecurityTypes, subtypes: subtypes)
+        if hint == nil, let anon = anonymous.first, let alternative = anon.x509Alternative, !SecurityMethod.implemented.contains(anon) {
             hint = "\(anon) needs anonymous TLS cipher suites, which the TLS library here (BoringSSL) does not have; configure the server with a certificate for \(alternative) (TigerVNC: -SecurityTypes \(alternative) -X509Cert … -X509Key …) or allow VncAuth"
         }
         throw RFBError.noCommonSecurityType(offered: names, accepted: configuration.securityPreference.map(\.description), hint: hint)

@@ -65,6 +65,9 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedVersion(let version):
             return "the server speaks RFB \(version), older than 3.3, which Farcast does not support"
         case .serverRefused(let reason):
+            if reason.lowercased().contains("too many security failures") {
+                return "the server refused the connection: \(reason) — TigerVNC refuses an address for a while after repeated failed logins (its BlacklistTimeout, 10 s at first and doubling); wait, then connect with the right password"
+            }
             return "the server refused the connection: \(reason)"
         case .noCommonSecurityType(let offered, let accepted, let hint):
             var text = "no common security type: the server offers \(offered.joined(separator: ", ")); this client accepts \(accepted.joined(separator: ", "))"
@@ -73,9 +76,15 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
         case .veNCryptUnusable(let subtypes, let fallback):
             return "VeNCrypt offered only \(subtypes.joined(separator: ", ")), none of which this client can complete; connect again choosing \(fallback.joined(separator: " or "))"
         case .authenticationFailed(let reason):
+            if reason.lowercased().contains("too many security failures") {
+                return "authentication failed: \(reason) — TigerVNC refuses an address for a while after repeated failed logins (its BlacklistTimeout, 10 s at first and doubling); wait, then connect with the right password"
+            }
             return "authentication failed: \(reason)"
         case .credentialsRequired(let what):
-            return "the server requires \(what); give it with --password-file, FARCAST_VNC_PASSWORD or the prompt"
+            if what.hasPrefix("a user name") {
+                return "the server requires \(what); give it with --username, in the address (vnc://USER@HOST) or FARCAST_VNC_USERNAME"
+            }
+            return "the server requires \(what); give it with --password-file, FARCAST_VNC_PASSWORD or the prompt on a terminal"
         case .certificateChanged(let host, let pinned, let presented):
             return "the TLS certificate of \(host) changed: pinned SHA-256 \(pinned), presented \(presented); if you trust the new certificate, connect once with --trust"
         case .serverKeyChanged(let host, let pinned, let presented):

@@ -74,6 +74,9 @@ public final class SendspinPlayer: Sendable {
         public var bufferedMs: Double
         public var statistics: PlaybackStatistics
         public var synchronized: Bool
+        /// The group the server has this player in, and its playback state.
+        public var groupName: String? = nil
+        public var groupState: String? = nil
     }
 
     /// The summary at exit (`--stats-json`).
@@ -101,7 +104,12 @@ public final class SendspinPlayer: Sendable {
         public var timeExchanges: Int
         public var serverName: String?
         public var endReason: String?
+        /// Seconds of audio played (not counting silence before or between streams).
         public var secondsPlayed: Double
+        /// Seconds from start to stop.
+        public var secondsConnected: Double
+        /// Times the player told the server it was no longer available after it had been.
+        public var availabilityWithdrawals: Int
         /// What the sound device granted, for a device output.
         public var outputDevice: String? = nil
         /// Underruns the sound device reported (and the player recovered from).
@@ -314,7 +322,7 @@ public final class SendspinPlayer: Sendable {
                         let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
                                               logger: logger, store: store, observer: observer, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
-                        logger.info("a server connected from \(peer)")
+                        logger.notice("a server connected from \(peer)")
                         // Provisional until the first server/activate: dropped without one in time.
                         let timeout = self.options.provisionalTimeout
                         let provisional = Task {
@@ -369,7 +377,8 @@ public final class SendspinPlayer: Sendable {
             if now >= nextTick {
                 nextTick += 1_000_000
                 if now - started >= 10_000_000 { core.sampleOffset(at: now) }
-                if let telemetry {
+                // Telemetry while a server holds the player; an idle listener stays quiet.
+                if let telemetry, let holder = arbiter.holder, !holder.isFinished {
                     let filter = core.filter
                     telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
                                         driftPPM: filter.drift * 1e6, bufferedMs: core.bufferedMilliseconds,
@@ -487,9 +496,11 @@ public final class SendspinPlayer: Sendable {
                 if now - started >= 10_000_000 { runtime.core.sampleOffset(at: now) }
                 if let telemetry {
                     let filter = runtime.core.filter
+                    let group = runtime.group
                     telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
                                         driftPPM: filter.drift * 1e6, bufferedMs: runtime.core.bufferedMilliseconds,
-                                        statistics: runtime.core.statistics, synchronized: filter.isSynchronized))
+                                        statistics: runtime.core.statistics, synchronized: filter.isSynchronized,
+                                        groupName: group.name, groupState: group.state))
                 }
             }
             try? await Task.sleep(for: .milliseconds(50))
@@ -514,7 +525,8 @@ public final class SendspinPlayer: Sendable {
                       maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
                       framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime?.exchanges ?? 0,
                       serverName: runtime?.serverName, endReason: runtime?.endReason.map { "\($0)" },
-                      secondsPlayed: Double(nowUs() - started) / 1e6,
+                      secondsPlayed: stats.secondsPlayed, secondsConnected: Double(nowUs() - started) / 1e6,
+                      availabilityWithdrawals: runtime?.availabilityWithdrawals ?? 0,
                       outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0)
     }
 }
@@ -533,7 +545,9 @@ final class Runtime: Sendable {
         var endReason: SendspinError?
         var endedCleanly = false
         var exchanges = 0
-        var available = false
+        var availability = Availability()
+        var groupName: String?
+        var groupState: String?
         var serverName: String?
         var volume = 100
         var muted = false
@@ -661,7 +675,7 @@ final class Runtime: Sendable {
             let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs, requiredLeadTimeMs: 250,
                                            minBufferMs: 250, supportedCommands: ["volume", "mute", "set_output_delay"],
                                            format: s.session.configuration.formats.first)
-            return s.session.sendState(available: s.available, player: player)
+            return s.session.sendState(available: s.availability.available, player: player)
         }
         perform(actions, now: 0)
     }
@@ -669,17 +683,22 @@ final class Runtime: Sendable {
     /// After each filter update: report availability once the clock has converged.
     func filterUpdated(now: Int64) {
         let filter = core.filter
-        let converged = filter.isSynchronized && (filter.error ?? .max) <= 5000
-        let changed = state.withLock { s -> Bool in
-            guard converged != s.available, s.session.isActive else { return false }
-            s.available = converged
-            return true
+        let (changed, available) = state.withLock { s -> (Bool, Bool) in
+            guard s.session.isActive else { return (false, s.availability.available) }
+            return (s.availability.update(synchronized: filter.isSynchronized, errorUs: filter.error), s.availability.available)
         }
         if changed {
-            logger.debug("clock synchronised", metadata: ["offset_us": "\(filter.offset)", "error_us": "\(filter.error ?? -1)"])
+            if available {
+                logger.debug("clock synchronised", metadata: ["offset_us": "\(filter.offset)", "error_us": "\(filter.error ?? -1)"])
+            } else {
+                logger.notice("the clock filter lost synchronisation: telling the server this player is unavailable until it converges again")
+            }
             reportState()
         }
     }
+
+    var availabilityWithdrawals: Int { state.withLock { $0.availability.withdrawals } }
+    var group: (name: String?, state: String?) { state.withLock { ($0.groupName, $0.groupState) } }
 
     private func handle(_ event: SendspinEvent, now: Int64) {
         switch event {
@@ -690,7 +709,7 @@ final class Runtime: Sendable {
         case .hello(let hello):
             state.withLock { $0.serverName = hello.name }
             observer?.hello?(hello, withSessionValue { $0.serverID })
-            logger.info("connected to \(hello.name)")
+            logger.notice("connected to \(hello.name)")
         case .activated(let activities, let roles):
             logger.debug("activated", metadata: ["activities": "\(activities)", "roles": "\(roles)"])
             if let admission, !admission(self, activities) {
@@ -719,7 +738,7 @@ final class Runtime: Sendable {
             }
             switch outcome {
             case .success(let isNewStream):
-                logger.info("stream: \(format.codec) \(format.sampleRate) Hz \(format.bitDepth.map { "\($0)-bit " } ?? "")\(format.channels) ch")
+                logger.notice("stream: \(format.codec) \(format.sampleRate) Hz \(format.bitDepth.map { "\($0)-bit " } ?? "")\(format.channels) ch")
                 // A new stream from empty snaps; a format change mid-stream keeps the queue.
                 if isNewStream { core.withEngine { $0.clear() } }
             case .failure(let error):
@@ -764,11 +783,21 @@ final class Runtime: Sendable {
             core.withEngine { $0.recordUndecodable() }
             logger.warning("\(detail)")
         case .groupUpdate(let update):
+            let previous = state.withLock { s -> (String?, String?) in
+                defer {
+                    s.groupName = update.groupName ?? s.groupName
+                    s.groupState = update.playbackState ?? s.groupState
+                }
+                return (s.groupName, s.groupState)
+            }
+            if previous.0 != nil || previous.1 != nil, previous.0 != (update.groupName ?? previous.0) || previous.1 != (update.playbackState ?? previous.1) {
+                logger.notice("group: \(update.groupName ?? previous.0 ?? "?") (\(update.playbackState ?? previous.1 ?? "?"))")
+            }
             logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
         case .metadata(let metadata):
             observer?.metadata?(metadata)
             let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }
-            if !title.isEmpty { logger.info("now playing: \(title.joined(separator: " – "))") }
+            if !title.isEmpty { logger.notice("now playing: \(title.joined(separator: " – "))") }
         case .controller(let controller):
             if let command = observer?.controller?(controller) {
                 perform(withSession { $0.sendCommand(command) }, now: now)
