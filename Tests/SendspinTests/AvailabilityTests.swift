@@ -6,11 +6,12 @@ import Testing
 struct AvailabilityTests {
     @Test func notAvailableBeforeTheFilterConverges() {
         var a = Availability()
-        #expect(!a.update(synchronized: false, errorUs: nil))
-        #expect(!a.update(synchronized: true, errorUs: 12_000))
-        #expect(!a.available)
-        #expect(a.update(synchronized: true, errorUs: 4_000))
-        #expect(a.available)
+        var changed = a.update(synchronized: false, errorUs: nil)
+        #expect(!changed)
+        changed = a.update(synchronized: true, errorUs: 12_000)
+        #expect(!changed && !a.available)
+        changed = a.update(synchronized: true, errorUs: 4_000)
+        #expect(changed && a.available)
     }
 
     @Test func aTransientErrorAfterConvergenceKeepsThePlayerAvailable() {
@@ -18,8 +19,8 @@ struct AvailabilityTests {
         _ = a.update(synchronized: true, errorUs: 800)
         // 20 ± 10 ms of jitter: the error swings far past the threshold and back.
         for error in [6_000, 14_000, 9_000, 3_000, 22_000, 1_000] as [Int64] {
-            #expect(!a.update(synchronized: true, errorUs: error))
-            #expect(a.available)
+            let changed = a.update(synchronized: true, errorUs: error)
+            #expect(!changed && a.available)
         }
         #expect(a.withdrawals == 0)
     }
@@ -27,11 +28,12 @@ struct AvailabilityTests {
     @Test func aFilterThatLosesSynchronisationWithdrawsAndCountsIt() {
         var a = Availability()
         _ = a.update(synchronized: true, errorUs: 800)
-        #expect(a.update(synchronized: false, errorUs: nil))
-        #expect(!a.available && a.withdrawals == 1)
+        var changed = a.update(synchronized: false, errorUs: nil)
+        #expect(changed && !a.available && a.withdrawals == 1)
         // It comes back only once converged again.
-        #expect(!a.update(synchronized: true, errorUs: 7_000))
-        #expect(a.update(synchronized: true, errorUs: 2_000))
-        #expect(a.available)
+        changed = a.update(synchronized: true, errorUs: 7_000)
+        #expect(!changed)
+        changed = a.update(synchronized: true, errorUs: 2_000)
+        #expect(changed && a.available)
     }
 }
