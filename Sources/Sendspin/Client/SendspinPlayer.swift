@@ -110,6 +110,8 @@ public final class SendspinPlayer: Sendable {
         public var secondsConnected: Double
         /// Times the player told the server it was no longer available after it had been.
         public var availabilityWithdrawals: Int
+        /// The largest clock-filter error (µs) while available (jitter makes it swing).
+        public var filterErrorPeakWhileAvailableUs: Int64
         /// What the sound device granted, for a device output.
         public var outputDevice: String? = nil
         /// Underruns the sound device reported (and the player recovered from).
@@ -527,6 +529,7 @@ public final class SendspinPlayer: Sendable {
                       serverName: runtime?.serverName, endReason: runtime?.endReason.map { "\($0)" },
                       secondsPlayed: stats.secondsPlayed, secondsConnected: Double(nowUs() - started) / 1e6,
                       availabilityWithdrawals: runtime?.availabilityWithdrawals ?? 0,
+                      filterErrorPeakWhileAvailableUs: runtime?.peakErrorWhileAvailableUs ?? 0,
                       outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0)
     }
 }
@@ -698,6 +701,7 @@ final class Runtime: Sendable {
     }
 
     var availabilityWithdrawals: Int { state.withLock { $0.availability.withdrawals } }
+    var peakErrorWhileAvailableUs: Int64 { state.withLock { $0.availability.peakErrorWhileAvailableUs } }
     var group: (name: String?, state: String?) { state.withLock { ($0.groupName, $0.groupState) } }
 
     private func handle(_ event: SendspinEvent, now: Int64) {

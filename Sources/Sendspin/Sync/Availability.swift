@@ -12,6 +12,9 @@ public struct Availability: Sendable, Equatable {
     public private(set) var available = false
     /// How often availability was withdrawn after having been given.
     public private(set) var withdrawals = 0
+    /// The largest filter error (µs) seen while available: past `convergedErrorUs` it is the
+    /// transient a stricter rule would have withdrawn for.
+    public private(set) var peakErrorWhileAvailableUs: Int64 = 0
 
     public init() {}
 
@@ -19,6 +22,7 @@ public struct Availability: Sendable, Equatable {
     public mutating func update(synchronized: Bool, errorUs: Int64?) -> Bool {
         let now: Bool
         if available {
+            if let errorUs { peakErrorWhileAvailableUs = max(peakErrorWhileAvailableUs, errorUs) }
             now = synchronized
         } else {
             now = synchronized && (errorUs ?? .max) <= Self.convergedErrorUs
