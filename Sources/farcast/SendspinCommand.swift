@@ -146,6 +146,9 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             Prints a telemetry line on stderr once a second: filter offset and error, drift, buffered audio, chunks played/late/dropped. Ctrl-C says goodbye to the server and stops.
 
             Outputs: alsa:DEVICE (an ALSA playback device such as alsa:default or alsa:hw:0,0 — `aplay -L` lists them; its own delay reports are followed so each sample leaves the device at its stamped time), null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
+
+            Examples: farcast sendspin play ws://192.168.1.10:8927/sendspin --output alsa:default
+                      farcast sendspin play --discover --server Kitchen --duration 60 --stats-json stats.json
             """
     )
 
@@ -229,6 +232,8 @@ struct SendspinListenCommand: AsyncParsableCommand {
         abstract: "Wait for Sendspin servers to connect (the protocol's recommended mode) and play what they stream.",
         discussion: """
             Servers dial ws://HOST:PORT/PATH (Music Assistant finds players through mDNS; `sendspin serve --client ws://HOST:8928/sendspin` dials one directly). One server plays at a time: a server that wants to play takes over from an idle one or from another player, an idle newcomer is turned away unless it was the last to play here, and a connection that does not activate within 30 s is dropped. Telemetry, outputs and --stats-json are as for `play`. Ctrl-C or SIGTERM says goodbye to every connected server.
+
+            Example: farcast sendspin listen --name "Living room" --output alsa:default
             """
     )
 
@@ -270,7 +275,7 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
         commandName: "daemon",
         abstract: "Run as a long-lived speaker configured by a file (for systemd).",
         discussion: """
-            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, and server. Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
+            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, server, and pairing_window (yes: open the pairing window for 5 minutes at start, for pairing by code). Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
             """
     )
 
@@ -361,7 +366,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
     )
 
     struct Token: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print this player's pairing token (SP:0…) and client_id.")
+        static let configuration = CommandConfiguration(abstract: "Print this player's pairing token (SP:0…) and client_id.",
+                                                        discussion: "Example: farcast sendspin pair token --new")
         @Flag(help: "Draw a new pairing PSK first, so that tokens given out before stop working.")
         var new = false
         @OptionGroup var global: GlobalOptions
@@ -385,7 +391,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
     struct Code: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set this player's static 8-digit pairing code (read from standard input), or clear it.",
-            discussion: "With a code set the player also offers pairing by code: the operator types the same 8 digits at the server while the player's pairing window is open (`listen --pairing-window`, or `pairing_window = yes` for the daemon). The code is read from standard input, never from the command line, and kept in the state directory with mode 0600."
+            discussion: "With a code set the player also offers pairing by code: the operator types the same 8 digits at the server while the player's pairing window is open (`listen --pairing-window`, or `pairing_window = yes` for the daemon). The code is read from standard input, never from the command line, and kept in the state directory with mode 0600.\n\nExample: echo 12345678 | farcast sendspin pair code"
         )
         @Flag(help: "Remove the code: pairing by code is no longer offered.")
         var clear = false
@@ -414,7 +420,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the servers this player is paired with.")
+        static let configuration = CommandConfiguration(abstract: "List the servers this player is paired with.",
+                                                        discussion: "Example: farcast sendspin pair list --json")
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
@@ -432,7 +439,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
     }
 
     struct Forget: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget the pairing with a server (it must pair again to be trusted).")
+        static let configuration = CommandConfiguration(abstract: "Forget the pairing with a server (it must pair again to be trusted).",
+                                                        discussion: "Example: farcast sendspin pair forget YykbUdO5hV9odfc-owihNyE01A-tdLLl1QnNElI0r3M")
         @Argument(help: "The server_id, as `pair list` shows it.")
         var serverID: String
         @OptionGroup var global: GlobalOptions

@@ -13,7 +13,11 @@ struct VNCRecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Record what a server sends for a while, for replaying without a network.",
-        discussion: "The capture holds every byte the server sent (after TLS decryption) and the pixel format and encodings this client asked for. Replay it with 'farcast vnc replay'. Captures of busy desktops grow by tens of MB per minute."
+        discussion: """
+            The capture holds every byte the server sent (after TLS decryption) and the pixel format and encodings this client asked for. Replay it with 'farcast vnc replay'. Captures of busy desktops grow by tens of MB per minute.
+
+            Example: farcast vnc record myhost:1 --duration 15 --encoding zrle -o session.rfb
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -98,7 +102,11 @@ struct VNCReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Decode a capture with no network and report what it held.",
-        discussion: "Prints updates, rectangles and pixels decoded, CPU seconds, and the SHA-256 of the final framebuffer's RGB bytes (rows top to bottom, R, G, B per pixel), so decodes can be compared across clients. With --runs N the capture is decoded once to warm up and then N times from memory, and the median is reported (the method of TigerVNC's decperf)."
+        discussion: """
+            Prints updates, rectangles and pixels decoded, CPU seconds, and the SHA-256 of the final framebuffer's RGB bytes (rows top to bottom, R, G, B per pixel), so decodes can be compared across clients. With --runs N the capture is decoded once to warm up and then N times from memory, and the median is reported (the method of TigerVNC's decperf).
+
+            Example: farcast vnc replay session.rfb --runs 9 --json
+            """
     )
 
     @Argument(help: "A capture written by 'farcast vnc record'.")
@@ -213,7 +221,12 @@ struct VNCWatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Connect and keep taking updates, then report what was decoded.",
-        discussion: "With --until-eof it runs until the server closes the connection — so a recorded stream served by any replay server can be checked — and reports updates, rectangles and pixels decoded, CPU seconds, and with --hash the SHA-256 of the final framebuffer's RGB bytes (the same figure 'farcast vnc replay' prints)."
+        discussion: """
+            With --until-eof it runs until the server closes the connection — so a recorded stream served by any replay server can be checked — and reports updates, rectangles and pixels decoded, CPU seconds, and with --hash the SHA-256 of the final framebuffer's RGB bytes (the same figure 'farcast vnc replay' prints).
+
+            Examples: farcast vnc watch myhost:1 --duration 60 --encoding tight --quality 6
+                      farcast vnc watch 127.0.0.1::5999 --until-eof --hash
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions

@@ -200,7 +200,10 @@ struct VNCEncodingOptions: ParsableArguments {
 struct VNCInfoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Connect, authenticate and describe the server: name, size, pixel format, version, security types."
+        abstract: "Connect, authenticate and describe the server: name, size, pixel format, version, security types.",
+        discussion: """
+            Example: farcast vnc info vnc://myhost:5901 --password-file ~/.vnc/pw.txt --json
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions

@@ -128,7 +128,12 @@ struct VNCClickCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "click",
         abstract: "Move the pointer to X Y and click.",
-        discussion: "Buttons: 1 left, 2 middle, 3 right; 4/5 wheel up/down, 6/7 wheel left/right. Coordinates are framebuffer pixels from the top-left corner."
+        discussion: """
+            Buttons: 1 left, 2 middle, 3 right; 4/5 wheel up/down, 6/7 wheel left/right. Coordinates are framebuffer pixels from the top-left corner.
+
+            Examples: farcast vnc click myhost:1 400 300
+                      farcast vnc click myhost:1 400 300 --button 3 --count 2
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -163,7 +168,10 @@ struct VNCClickCommand: AsyncParsableCommand {
 struct VNCMoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "move",
-        abstract: "Move the pointer to X Y (no button pressed)."
+        abstract: "Move the pointer to X Y (no button pressed).",
+        discussion: """
+            Example: farcast vnc move myhost:1 640 400
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -202,7 +210,11 @@ struct VNCClipboardGetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Print the remote clipboard's text.",
-        discussion: "Servers announce their clipboard when it changes, and most (TigerVNC, x11vnc) only to clients connected at the time: with --wait, copy something on the remote desktop while farcast waits."
+        discussion: """
+            Servers announce their clipboard when it changes, and most (TigerVNC, x11vnc) only to clients connected at the time: with --wait, copy something on the remote desktop while farcast waits.
+
+            Example: farcast vnc clipboard get myhost:1 --wait 20 > copied.txt
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -241,6 +253,9 @@ struct VNCClipboardSetCommand: AsyncParsableCommand {
         abstract: "Put text on the remote clipboard.",
         discussion: """
             Servers differ in who keeps the text. Some fetch it from the client only when an application pastes (TigerVNC with the Extended Clipboard): farcast then stays connected until the text has been pasted once, at most --hold seconds (default 60). Others take the text at once; farcast leaves at once unless --hold is given — but TigerVNC forgets a client's clipboard when the client leaves, so with it pass --hold, or set and paste in one `farcast vnc do` script.
+
+            Examples: farcast vnc clipboard set myhost:1 'text to paste'
+                      date | farcast vnc clipboard set myhost:1 --hold 120
             """
     )
 
@@ -297,7 +312,12 @@ struct VNCResizeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resize",
         abstract: "Ask the server to change the desktop size (servers with ExtendedDesktopSize, such as Xvnc).",
-        discussion: "Without --monitors the layout becomes one screen of the new size. Fails with the server's reason when it refuses."
+        discussion: """
+            Without --monitors the layout becomes one screen of the new size. Fails with the server's reason when it refuses.
+
+            Examples: farcast vnc resize myhost:1 1920x1080
+                      farcast vnc resize myhost:1 2560x1024 --monitors 1280x1024+0+0,1280x1024+1280+0
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
