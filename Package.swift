@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RFB", targets: ["RFB"]),
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -75,6 +76,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // punktfunk/1 game streaming: DataPlane/ (sealed datagrams, FEC, reassembly, input and feedback
+        // planes: pure), Media/ (access units, audio), Session/ (QUIC, control, pairing).
+        .target(
+            name: "Punktfunk",
+            dependencies: [
+                "FarcastSupport", "COpus",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "farcast",
             dependencies: [
@@ -95,6 +105,11 @@ let package = Package(
         .testTarget(
             name: "SendspinTests",
             dependencies: ["Sendspin", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PunktfunkTests",
+            dependencies: ["Punktfunk", "FarcastSupport", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
