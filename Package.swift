@@ -78,10 +78,13 @@ let package = Package(
         ),
         // punktfunk/1 game streaming: DataPlane/ (sealed datagrams, FEC, reassembly, input and feedback
         // planes: pure), Media/ (access units, audio), Session/ (QUIC, control, pairing).
+        // The data plane's SIMD inner loops (GF(2^16) region multiply for the FEC): C, because
+        // Swift has no portable byte shuffle. Not a system-library shim; no dependencies.
+        .target(name: "PunktfunkKernels"),
         .target(
             name: "Punktfunk",
             dependencies: [
-                "FarcastSupport", "COpus",
+                "FarcastSupport", "COpus", "PunktfunkKernels",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -109,7 +112,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PunktfunkTests",
-            dependencies: ["Punktfunk", "FarcastSupport", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Punktfunk", "PunktfunkKernels", "FarcastSupport", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
