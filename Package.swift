@@ -91,6 +91,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // scripts/bench punktfunk-dataplane's driver (not a user command).
+        .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         .executableTarget(
             name: "farcast",
             dependencies: [
