@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
         .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
+        .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -32,6 +33,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
@@ -86,6 +89,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // punktfunk/1 game streaming: DataPlane/ (sealed datagrams, FEC, reassembly, input and feedback
+        // planes: pure), Media/ (access units, audio), Session/ (QUIC, control, pairing).
+        // The data plane's SIMD inner loops (GF(2^16) region multiply for the FEC): C, because
+        // Swift has no portable byte shuffle. Not a system-library shim; no dependencies.
+        .target(name: "PunktfunkKernels"),
+        .target(
+            name: "Punktfunk",
+            dependencies: [
+                "FarcastSupport", "COpus", "PunktfunkKernels",
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // scripts/bench punktfunk-dataplane's driver (not a user command).
+        .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         .executableTarget(
             name: "farcast",
             dependencies: [
@@ -106,6 +124,11 @@ let package = Package(
         .testTarget(
             name: "SendspinTests",
             dependencies: ["Sendspin", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PunktfunkTests",
+            dependencies: ["Punktfunk", "PunktfunkKernels", "FarcastSupport", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
