@@ -496,7 +496,8 @@ public final class SendspinPlayer: Sendable {
             if now >= nextTick {
                 nextTick += 1_000_000
                 if now - started >= 10_000_000 { runtime.core.sampleOffset(at: now) }
-                if let telemetry {
+                // Telemetry once the session is open; before that there is nothing to report.
+                if let telemetry, runtime.withSessionValue({ $0.openingStep == nil }) {
                     let filter = runtime.core.filter
                     let group = runtime.group
                     telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
