@@ -1,0 +1,227 @@
+import Foundation
+import FarcastSupport
+import Punktfunk
+import Synchronization
+import Testing
+
+/// punktfunk/1 sessions against the stand-in host (scripts/punktfunk-host): no real punktfunk host
+/// can be built here (its Rust dependency graph needs crates.io), so the peer is our clean-room
+/// Python host on aioquic with the bit-true oracles; `PunktfunkRemoteHostTests` runs the same
+/// checks against a real host when one is reachable.
+@Suite(.serialized)
+struct PunktfunkSessionTests {
+    /// A UDP port free right now on 127.0.0.1 (for a host that must come back on the same port).
+    static func freeUDPPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    static func farcast(_ args: [String], state: String, stdin: String? = nil, timeout: TimeInterval = 60) throws -> ProcessResult {
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = state
+        return try run(try farcastBinary(), ["punktfunk"] + args, environment: env, stdin: stdin.map { Data($0.utf8) }, timeout: timeout)
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test func trustOnFirstUseThenPinnedThenAChangedHostKeyIsRefused() throws {
+        let folder = try TemporaryFolder()
+        let port = Self.freeUDPPort()
+        let client = folder.path + "/client"
+        var host: PunktfunkStandInHost? = try PunktfunkStandInHost(stateDir: folder.path + "/host-a", arguments: ["--port", "\(port)", "--mode", "1280x720x60"], folder: folder)
+        let target = "127.0.0.1:\(port)"
+
+        // An unknown, hand-typed host is not trusted without being asked to.
+        let refused = try Self.farcast(["probe", target, "--json"], state: client)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("farcast: host 127.0.0.1:\(port) is not trusted"))
+        #expect(refused.stdout.isEmpty)
+
+        // 1: trust on first use.
+        let first = try Self.farcast(["probe", target, "--tofu", "--json", "--mode", "1280x720x60"], state: client)
+        #expect(first.status == 0, "\(first.stderr)")
+        let report = try Self.json(first.stdout)
+        #expect(report["trust"] as? String == "pinned_on_first_use")
+        #expect(report["fingerprint"] as? String == host?.fingerprint)
+        let welcome = try #require(report["welcome"] as? [String: Any])
+        #expect(welcome["width"] as? Int == 1280 && welcome["fec_scheme"] as? Int == 1 && welcome["shard_payload"] as? Int == 1408)
+        #expect(report["clock_samples"] as? Int == 8)
+        // Loopback, one machine: the clock offset is tiny.
+        #expect(abs(report["clock_offset_us"] as? Double ?? 1e9) < 2000)
+        // The host saw our certificate, a Hello, a Start, 8 clock probes and the PFpunch1 datagrams.
+        let connected = try #require(host?.events("connected").first)
+        #expect(connected["alpn"] as? String == "pkf1")
+        let identity = try ClientIdentity.loadOrCreate(in: StateDirectory(path: client + "/farcast"))
+        #expect(connected["client_fp"] as? String == identity.fingerprintHex)
+        #expect(try StateDirectory(path: client + "/farcast").permissions(of: ClientIdentity.keyFile) == 0o600)
+        #expect(host?.control("clock_probe").count == 8)
+        #expect(host?.events("start").count == 1)
+
+        // 2: pinned reconnect, no flag needed.
+        let second = try Self.farcast(["probe", target, "--json"], state: client)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try Self.json(second.stdout)["trust"] as? String == "pinned")
+
+        // 3: same address, new host key: refused inside the TLS handshake, with a way out.
+        host?.stop()
+        host = nil
+        host = try PunktfunkStandInHost(stateDir: folder.path + "/host-b", arguments: ["--port", "\(port)", "--mode", "1280x720x60"], folder: folder)
+        let changed = try Self.farcast(["probe", target, "--json"], state: client)
+        #expect(changed.status == 1)
+        #expect(changed.stderr.contains("presented certificate \(host?.fingerprint ?? "?")"), "\(changed.stderr)")
+        #expect(changed.stderr.contains("--trust"))
+        #expect(changed.stderr.split(separator: "\n").count == 1)
+        // --tofu does not override a pin.
+        #expect(try Self.farcast(["probe", target, "--tofu"], state: client).status == 1)
+        #expect(host?.events("hello").isEmpty == true)
+        // The user re-trusts it.
+        let retrust = try Self.farcast(["probe", target, "--trust", "--json"], state: client)
+        #expect(retrust.status == 0, "\(retrust.stderr)")
+        #expect(try Self.json(retrust.stdout)["trust"] as? String == "replaced_pin")
+    }
+
+    @Test func pairingWithTheRightPINOpensTheRequirePairingGate() throws {
+        let folder = try TemporaryFolder()
+        let client = folder.path + "/client"
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--require-pairing", "--mode", "1280x720x60"],
+                                            pin: "4321", folder: folder)
+        // Before pairing: the gate refuses the Hello.
+        let gated = try Self.farcast(["probe", host.address, "--tofu"], state: client)
+        #expect(gated.status == 1)
+        #expect(gated.stderr.contains("requires pairing"), "\(gated.stderr)")
+        // A wrong-length PIN never reaches the host.
+        let short = try Self.farcast(["pair", host.address], state: client, stdin: "432\n")
+        #expect(short.status == 2)
+        #expect(short.stderr == "farcast: a punktfunk PIN is exactly 4 digits\n")
+        #expect(host.control("pair_request").isEmpty)
+        // The right PIN pairs, and the host's certificate is pinned.
+        let paired = try Self.farcast(["pair", host.address, "--json", "--name", "test-device"], state: client, stdin: "4321\n")
+        #expect(paired.status == 0, "\(paired.stderr)")
+        let report = try Self.json(paired.stdout)
+        #expect(report["paired"] as? Bool == true)
+        #expect(report["fingerprint"] as? String == host.fingerprint)
+        #expect(host.events("pair").first?["result"] as? String == "paired")
+        #expect(host.control("pair_request").first?["name"] as? String == "test-device")
+        // After pairing: the same gate lets the Hello through, with no trust flag.
+        let after = try Self.farcast(["probe", host.address, "--json"], state: client)
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(try Self.json(after.stdout)["trust"] as? String == "pinned")
+    }
+
+    @Test func aWrongPINIsOneFailedAttempt() throws {
+        let folder = try TemporaryFolder()
+        let client = folder.path + "/client"
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--require-pairing", "--mode", "1280x720x60"],
+                                            pin: "4321", folder: folder)
+        let wrong = try Self.farcast(["pair", host.address], state: client, stdin: "1234\n")
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.hasPrefix("farcast: wrong PIN"), "\(wrong.stderr)")
+        #expect(host.control("pair_request").count == 1)
+        #expect(host.events("pair").contains { $0["result"] as? String == "paired" } == false)
+        // The PIN was single-use: even the right one is refused until the host arms a new one.
+        let again = try Self.farcast(["pair", host.address], state: client, stdin: "4321\n")
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("no PIN is armed"), "\(again.stderr)")
+        // And nothing was pinned: the gate still holds.
+        let gated = try Self.farcast(["probe", host.address, "--tofu"], state: client)
+        #expect(gated.stderr.contains("requires pairing"), "\(gated.stderr)")
+    }
+
+    @Test func speedTestGoodputIsWithinTenPercentOfThePolicedRate() throws {
+        let folder = try TemporaryFolder()
+        let client = folder.path + "/client"
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--rate-mbps", "80", "--mode", "1280x720x60"], folder: folder)
+        let result = try Self.farcast(["speedtest", host.address, "--tofu", "--target-mbps", "160", "--duration-ms", "2000", "--json"],
+                                      state: client, timeout: 90)
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try Self.json(result.stdout)
+        let goodput = try #require(report["goodput_kbps"] as? Double)
+        #expect(abs(goodput - 80_000) <= 8_000, "goodput \(goodput) kbit/s against an 80 Mbit/s policer")
+        #expect(report["recommended_kbps"] as? Int == Int(goodput * 0.7))
+        #expect((report["host_send_dropped"] as? Int ?? 0) > 0)
+        #expect((report["link_loss"] as? Double ?? 1) < 0.02)
+        #expect(host.control("probe_request").first?["target_kbps"] as? Int == 160_000)
+        #expect(host.events("hello").first?["video_caps"] as? Int == 0x10)
+    }
+
+    @Test func inputDatagramsArriveExactlyAsSentAndFeedbackPlanesArrive() async throws {
+        let folder = try TemporaryFolder()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--feedback-at", "0.5"], folder: folder)
+        var options = PunktfunkClient.Options(host: "127.0.0.1", port: UInt16(host.port), stateDirectory: StateDirectory(path: folder.path + "/client"),
+                                              trust: .trustOnFirstUse)
+        options.idleTimeout = 8
+        let client = try await PunktfunkClient.connect(options)
+        let received = Mutex<[[UInt8]]>([])
+        client.onDatagram { d in received.withLock { $0.append(d) } }
+        let welcome = try await client.handshake(Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60)))
+        let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
+        socket.start { _, _ in }
+        client.start(dataPort: socket.localPort)
+        _ = try await client.measureClock()
+        // Keyboard, mouse, gamepad state and a rich-input motion sample, byte for byte.
+        var sent: [[UInt8]] = []
+        for i in 0..<40 {
+            var d: [UInt8] = [0xC8, UInt8(i % 16)]
+            for v in [UInt32(0x41 + i), UInt32(bitPattern: Int32(-i)), UInt32(i * 7), UInt32(i)] {
+                d += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
+            }
+            sent.append(d)
+        }
+        sent.append([0xCC, 2, 0, 10, 0, 246, 255, 0, 0, 16, 39, 0, 0, 0, 0])
+        for d in sent {
+            client.send(datagram: d)
+            try await Task.sleep(nanoseconds: 2_000_000)
+        }
+        try host.waitFor("all input datagrams") { e in e.filter { ["input", "rich_input"].contains($0["event"] as? String ?? "") }.count >= sent.count }
+        let logged = host.events().filter { ["input", "rich_input"].contains($0["event"] as? String ?? "") }.compactMap { $0["hex"] as? String }
+        #expect(logged == sent.map { $0.map { String(format: "%02x", $0) }.joined() })
+
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        let datagrams = received.withLock { $0 }
+        let audio = datagrams.filter { $0.first == 0xC9 }
+        #expect(audio.count > 150, "about 200 Opus frames a second")
+        let rumble = datagrams.filter { $0.first == 0xCA }
+        #expect(rumble.count == 5 && rumble.allSatisfy { $0.count == 10 })
+        let hid = datagrams.filter { $0.first == 0xCD }
+        #expect(hid.count == 2)
+        socket.stop()
+        client.close()
+        #expect(socket.punchesSent >= 5)
+        #expect((host.events("punch").last?["count"] as? Int ?? 0) >= 5)
+    }
+
+    @Test func aHostKilledMidStreamEndsTheSessionWithinTheIdleTimeout() async throws {
+        let folder = try TemporaryFolder()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60"], folder: folder)
+        let options = PunktfunkClient.Options(host: "127.0.0.1", port: UInt16(host.port), stateDirectory: StateDirectory(path: folder.path + "/client"),
+                                              trust: .trustOnFirstUse)
+        let client = try await PunktfunkClient.connect(options)
+        let welcome = try await client.handshake(Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60)))
+        let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
+        let datagrams = Mutex(0)
+        socket.start { _, _ in datagrams.withLock { $0 += 1 } }
+        client.start(dataPort: socket.localPort)
+        _ = try await client.measureClock()
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        #expect(datagrams.withLock { $0 } > 0, "video was flowing")
+        host.kill()
+        let killed = Date()
+        // Wait for anything; the connection must end with a reason well before this 30 s bound.
+        await #expect(throws: PunktfunkSessionError.idleTimeout(seconds: 8)) {
+            _ = try await client.next(type: 0xFF, timeout: 30, waitingFor: "anything")
+        }
+        let elapsed = Date().timeIntervalSince(killed)
+        #expect(elapsed < 8 + 1.5, "ended after \(elapsed) s")
+        #expect(PunktfunkSessionError.idleTimeout(seconds: 8).description == "the host stopped answering (nothing received for 8 s)")
+        socket.stop()
+    }
+}
