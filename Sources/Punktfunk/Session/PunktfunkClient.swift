@@ -87,7 +87,9 @@ public final class PunktfunkClient: Sendable {
             configuration.pinnedFingerprint = hexBytes(pin)
         }
         let inbox = ControlInbox()
-        let box = Mutex<PunktfunkClient?>(nil)
+        // Weak: the QUIC thread's handler must not keep the client alive, so a dropped client
+        // closes its connection (QUICConnection's deinit) instead of leaking a running thread.
+        let box = Mutex(WeakClient())
         let early = Mutex<[[UInt8]]>([])
         let quic = try await QUICConnection.connect(configuration) { event in
             switch event {
@@ -96,14 +98,14 @@ public final class PunktfunkClient: Sendable {
             case .streamFinished:
                 inbox.fail(.closedByHost(code: 0, reason: "the host ended the control stream"))
             case .datagram(let bytes):
-                if let client = box.withLock({ $0 }) {
+                if let client = box.withLock({ $0.client }) {
                     client.datagramHandler.withLock { $0 }?(bytes)
                 } else {
                     early.withLock { if $0.count < 64 { $0.append(bytes) } }
                 }
             case .closed(let error):
                 let reason = error.map(PunktfunkClient.refine) ?? .closed
-                box.withLock { $0 }?.closeReason.withLock { $0 = .some(error.map(PunktfunkClient.refine)) }
+                box.withLock { $0.client }?.closeReason.withLock { $0 = .some(error.map(PunktfunkClient.refine)) }
                 inbox.fail(reason)
             }
         }
@@ -135,8 +137,13 @@ public final class PunktfunkClient: Sendable {
             }
         }
         let client = PunktfunkClient(options: options, quic: quic, identity: identity, trust: outcome, inbox: inbox)
-        box.withLock { $0 = client }
+        box.withLock { $0.client = client }
+        for datagram in early.withLock({ $0 }) { client.datagramHandler.withLock { $0 }?(datagram) }
         return client
+    }
+
+    struct WeakClient {
+        weak var client: PunktfunkClient?
     }
 
     /// Typed rejections the host closes with: its reason text names them.

@@ -250,7 +250,8 @@ final class QUICEngine: @unchecked Sendable {
     private var handshakeDone = false
     private(set) var presentedFingerprint: [UInt8]?
     private var pinMismatch = false
-    private var closeError: PunktfunkSessionError??
+    private var closedByPeer = false
+    private var lastLibraryError: Int32 = 0
 
     /// Stream bytes handed to ngtcp2, kept until acknowledged (ngtcp2 does not copy them).
     private var sendChunks: [(offset: UInt64, data: UnsafeMutableRawBufferPointer)] = []
@@ -489,6 +490,11 @@ final class QUICEngine: @unchecked Sendable {
 
     func run() {
         let error = loop()
+        if let error, !closedByPeer {
+            // Tell the host why we are going (a TLS failure, our pin refusing it), so it does not
+            // wait out its idle timeout.
+            sendTransportClose(error)
+        }
         if let waiter = handshakeWaiter {
             handshakeWaiter = nil
             waiter(.failure(error ?? .closed))
@@ -681,8 +687,29 @@ final class QUICEngine: @unchecked Sendable {
         }
     }
 
+    private func sendTransportClose(_ error: PunktfunkSessionError) {
+        guard let conn, lastLibraryError != 0, ngtcp2_conn_is_in_closing_period(conn) == 0,
+              ngtcp2_conn_is_in_draining_period(conn) == 0 else { return }
+        var ccerr = ngtcp2_connection_close_error()
+        if lastLibraryError == NGTCP2_ERR_CRYPTO {
+            ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr, ngtcp2_conn_get_tls_alert(conn), nil, 0)
+        } else {
+            ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, lastLibraryError, nil, 0)
+        }
+        let n = makePath { path in
+            outgoing.withUnsafeMutableBytes { out in
+                cngtcp2_conn_write_connection_close(conn, UnsafeMutablePointer(mutating: path),
+                                                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count, &ccerr, Self.now())
+            }
+        }
+        if n > 0 { _ = outgoing.withUnsafeBytes { send(fd, $0.baseAddress, Int(n), 0) } }
+    }
+
     /// Turns an ngtcp2 result into the reason a person reads.
     private func mapError(_ rc: Int32) -> PunktfunkSessionError {
+        lastLibraryError = rc
+        if rc == NGTCP2_ERR_DRAINING || rc == NGTCP2_ERR_CLOSING { closedByPeer = true }
+        if rc == NGTCP2_ERR_IDLE_CLOSE || rc == NGTCP2_ERR_HANDSHAKE_TIMEOUT { closedByPeer = true }
         if pinMismatch, let presented = presentedFingerprint, let pinned = configuration.pinnedFingerprint {
             return .fingerprintChanged(host: configuration.host, pinned: hexString(pinned), presented: hexString(presented))
         }

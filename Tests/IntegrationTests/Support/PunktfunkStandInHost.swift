@@ -26,7 +26,7 @@ final class PunktfunkStandInHost: @unchecked Sendable {
         var args = ["--port", "0", "--state-dir", stateDir, "--log", eventLog] + arguments
         if let pin {
             let pinFile = folder.path + "/pin-\(UUID().uuidString.prefix(6))"
-            FileManager.default.createFile(atPath: pinFile, contents: Data(pin.utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: pinFile, contents: Data(pin.utf8), attributes: [.posixPermissions: 0o600])
             args += ["--pin-file", pinFile]
         }
         process = try BackgroundProcess(packageRoot.appendingPathComponent("scripts/punktfunk-host/run").path, args,

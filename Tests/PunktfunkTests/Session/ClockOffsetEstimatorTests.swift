@@ -18,14 +18,14 @@ struct ClockOffsetEstimatorTests {
         var e = ClockOffsetEstimator()
         let batch = [ClockSample(offsetNs: 900, rttNs: 5000), ClockSample(offsetNs: 100, rttNs: 800),
                      ClockSample(offsetNs: 300, rttNs: 1200), ClockSample(offsetNs: 7, rttNs: -5)]
-        #expect(e.apply(batch: batch))
+        do { let accepted = e.apply(batch: batch); #expect(accepted) }
         #expect(e.offsetNs == 100)
         #expect(e.rttNs == 800)
     }
 
     @Test func noAnswerMeansASharedClock() {
         var e = ClockOffsetEstimator()
-        #expect(!e.apply(batch: []))
+        do { let accepted = e.apply(batch: []); #expect(!accepted) }
         #expect(e.offsetNs == 0)
     }
 
@@ -33,17 +33,17 @@ struct ClockOffsetEstimatorTests {
         var e = ClockOffsetEstimator()
         e.apply(batch: [ClockSample(offsetNs: 10, rttNs: 4_000_000)])
         // Limit = max(2 ms, 1.5 × 4 ms) = 6 ms.
-        #expect(e.apply(batch: [ClockSample(offsetNs: 20, rttNs: 6_000_000)]))
+        do { let accepted = e.apply(batch: [ClockSample(offsetNs: 20, rttNs: 6_000_000)]); #expect(accepted) }
         #expect(e.offsetNs == 20)
-        #expect(!e.apply(batch: [ClockSample(offsetNs: 30, rttNs: 9_000_000)]))
-        #expect(!e.apply(batch: [ClockSample(offsetNs: 31, rttNs: 7_000_000)]))
+        do { let accepted = e.apply(batch: [ClockSample(offsetNs: 30, rttNs: 9_000_000)]); #expect(!accepted) }
+        do { let accepted = e.apply(batch: [ClockSample(offsetNs: 31, rttNs: 7_000_000)]); #expect(!accepted) }
         #expect(e.offsetNs == 20)
-        #expect(e.apply(batch: [ClockSample(offsetNs: 32, rttNs: 8_000_000)]))
+        do { let accepted = e.apply(batch: [ClockSample(offsetNs: 32, rttNs: 8_000_000)]); #expect(accepted) }
         #expect(e.offsetNs == 31)  // the best of the three rejected batches
         // The 2 ms floor: a 0.1 ms session still accepts a 1.9 ms batch.
         var fast = ClockOffsetEstimator()
         fast.apply(batch: [ClockSample(offsetNs: 1, rttNs: 100_000)])
-        #expect(fast.apply(batch: [ClockSample(offsetNs: 2, rttNs: 1_900_000)]))
+        do { let accepted = fast.apply(batch: [ClockSample(offsetNs: 2, rttNs: 1_900_000)]); #expect(accepted) }
     }
 
     @Test func latencyAddsTheOffset() {

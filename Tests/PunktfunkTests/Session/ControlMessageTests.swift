@@ -50,6 +50,8 @@ struct ControlMessageTests {
 
     @Test func truncatedKnownTypesAreTypedErrors() {
         for message in Self.all where message.encoded().count > 5 {
+            // The 29-byte ProbeResult cut short is still a whole 21-byte one plus a partial tail.
+            if case .probeResult(let p) = message, p.wirePacketsSent != nil { continue }
             let bytes = message.encoded()
             #expect(throws: PunktfunkSessionError.self) { try ControlMessage.decode(Array(bytes.dropLast())) }
         }

@@ -55,9 +55,9 @@ struct PunktfunkHostRecordTests {
     }
 
     @Test func addressRankingOrder() {
-        // Longest prefix with a local address first.
+        // Longest prefix with a local address first (172.16/12 shares one leading bit with 192.168/16).
         #expect(PunktfunkHostRecord.rank(["10.0.0.9", "192.168.1.30", "172.16.0.2"], localAddresses: ["192.168.1.4"],
-                                         declared: nil, defaultRouteSource: nil) == ["192.168.1.30", "10.0.0.9", "172.16.0.2"])
+                                         declared: nil, defaultRouteSource: nil) == ["192.168.1.30", "172.16.0.2", "10.0.0.9"])
         // Tie on local prefix: the declared address.
         #expect(PunktfunkHostRecord.rank(["10.0.0.9", "10.0.0.7"], localAddresses: ["172.20.0.1"], declared: "10.0.0.9",
                                          defaultRouteSource: nil) == ["10.0.0.9", "10.0.0.7"])
@@ -67,5 +67,28 @@ struct PunktfunkHostRecordTests {
         #expect(PunktfunkHostRecord.rank(["10.0.0.9", "10.0.0.3", "fe80::1"], localAddresses: [], declared: nil,
                                          defaultRouteSource: nil) == ["10.0.0.3", "10.0.0.9", "fe80::1"])
         #expect(IPv4Address("1.2.3") == nil && IPv4Address("1.2.3.256") == nil && IPv4Address("01.2.3.4") != nil)
+    }
+}
+
+struct LatencyPercentilesTests {
+    @Test func nearestRankPercentilesAndSkewIsDropped() {
+        var l = LatencyPercentiles()
+        #expect(l.percentile(50) == nil)
+        for v in 1...100 { l.record(Int64(v) * 1000) }
+        l.record(-5)
+        l.record(11_000_000_000)
+        #expect(l.percentile(50) == 50_000)
+        #expect(l.percentile(95) == 95_000)
+        #expect(l.percentile(99) == 99_000)
+        #expect(l.percentile(100) == 100_000)
+        #expect(l.count == 100 && l.skewed == 2)
+    }
+
+    @Test func memoryStaysBoundedAndPercentilesRepresentative() {
+        var l = LatencyPercentiles(capacity: 1000)
+        for v in 0..<100_000 { l.record(Int64(v % 1000)) }
+        #expect(l.count == 100_000)
+        let p50 = l.percentile(50) ?? -1
+        #expect(abs(p50 - 500) <= 10)
     }
 }
