@@ -119,7 +119,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "CZlib", "COpus", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],

@@ -1,3 +1,4 @@
+import COpus
 import Foundation
 import FarcastSupport
 import Punktfunk
@@ -199,6 +200,50 @@ struct PunktfunkSessionTests {
         #expect((host.events("punch").last?["count"] as? Int ?? 0) >= 5)
     }
 
+    @Test func audioDatagramsDecodeWithoutGaps() async throws {
+        let folder = try TemporaryFolder()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60"], folder: folder)
+        let options = PunktfunkClient.Options(host: "127.0.0.1", port: UInt16(host.port), stateDirectory: StateDirectory(path: folder.path + "/client"),
+                                              trust: .trustOnFirstUse)
+        let client = try await PunktfunkClient.connect(options)
+        let audio = Mutex<[[UInt8]]>([])
+        client.onDatagram { d in if d.first == 0xC9 { audio.withLock { $0.append(d) } } }
+        let welcome = try await client.handshake(Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60)))
+        #expect(welcome.audioChannels == 2)
+        let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
+        socket.start { _, _ in }
+        client.start(dataPort: socket.localPort)
+        _ = try await client.measureClock()
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        socket.stop()
+        client.close()
+        let frames = audio.withLock { $0 }
+        #expect(frames.count > 400, "\(frames.count) frames in 3 s")
+        // Every frame: seq u32 LE ‖ pts u64 LE ‖ one 5 ms Opus frame; sequence numbers without a gap.
+        var error: Int32 = 0
+        let decoder = try #require(opus_decoder_create(48000, 2, &error))
+        defer { opus_decoder_destroy(decoder) }
+        var pcm = [Int16](repeating: 0, count: 5760 * 2)
+        var sequence: [UInt32] = []
+        var peak: Int16 = 0
+        var lastPTS: UInt64 = 0
+        for f in frames {
+            #expect(f.count > 13)
+            let seq = UInt32(f[1]) | UInt32(f[2]) << 8 | UInt32(f[3]) << 16 | UInt32(f[4]) << 24
+            let pts = (0..<8).reduce(UInt64(0)) { $0 | UInt64(f[5 + $1]) << (8 * UInt64($1)) }
+            #expect(pts > lastPTS)
+            lastPTS = pts
+            sequence.append(seq)
+            let samples = f[13...].withContiguousStorageIfAvailable { opus in
+                opus_decode(decoder, opus.baseAddress, Int32(opus.count), &pcm, 5760, 0)
+            } ?? Array(f[13...]).withUnsafeBufferPointer { opus_decode(decoder, $0.baseAddress, Int32($0.count), &pcm, 5760, 0) }
+            #expect(samples == 240, "a 5 ms frame at 48 kHz")
+            peak = max(peak, pcm.prefix(480).map { $0 == Int16.min ? Int16.max : abs($0) }.max() ?? 0)
+        }
+        #expect(sequence == Array(sequence[0]..<(sequence[0] + UInt32(sequence.count))), "a gap in the audio sequence")
+        #expect(peak > 4000, "the host's tone decoded (peak \(peak))")
+    }
+
     @Test func aHostKilledMidStreamEndsTheSessionWithinTheIdleTimeout() async throws {
         let folder = try TemporaryFolder()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60"], folder: folder)
@@ -223,5 +268,32 @@ struct PunktfunkSessionTests {
         #expect(elapsed < 8 + 1.5, "ended after \(elapsed) s")
         #expect(PunktfunkSessionError.idleTimeout(seconds: 8).description == "the host stopped answering (nothing received for 8 s)")
         socket.stop()
+    }
+}
+
+/// `farcast punktfunk discover` against the stand-in host's mDNS announcement (python-zeroconf,
+/// as a real host announces with mdns-sd), through the shared Discovery seam and a private
+/// avahi-daemon on the namespace's loopback (`AvahiResponder`).
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct PunktfunkDiscoveryTests {
+    @Test func discoverListsTheHostWithItsTXT() throws {
+        let responder = try AvahiResponder()
+        defer { responder.stop() }
+        let folder = try TemporaryFolder()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--advertise", "farcast-pf-host"],
+                                            folder: folder)
+        var entry: [String: Any]?
+        for _ in 0..<3 where entry == nil {
+            let result = try PunktfunkSessionTests.farcast(["discover", "--seconds", "3", "--json"], state: folder.path + "/client")
+            #expect(result.status == 0, "\(result.stderr)")
+            let list = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+            entry = list.first { $0["name"] as? String == "farcast-pf-host" }
+        }
+        let found = try #require(entry, "not discovered:\n\(host.process.log)\n\(responder.logs)")
+        #expect(found["port"] as? Int == host.port)
+        #expect(found["addresses"] as? [String] == ["127.0.0.1"])
+        #expect(found["proto"] as? String == "punktfunk/1")
+        #expect(found["fingerprint"] as? String == host.fingerprint)
+        #expect(found["pairing"] as? String == "optional")
     }
 }

@@ -597,6 +597,21 @@ class VideoSession:
             pass
 
 
+async def advertise(args, port, fp):
+    """The TXT keys of the notes' §11, on the address we bind."""
+    from zeroconf import ServiceInfo
+    from zeroconf.asyncio import AsyncZeroconf
+    txt = {"proto": "punktfunk/1", "id": "standin-" + fp[:4].hex(), "fp": fp.hex(),
+           "pair": "required" if args.require_pairing else "optional", "mgmt": "0", "os": "linux/standin",
+           "addr": args.bind}
+    info = ServiceInfo("_punktfunk._udp.local.", "%s._punktfunk._udp.local." % args.advertise,
+                       addresses=[socket.inet_aton(args.bind)], port=port, properties=txt,
+                       server="punktfunk-standin.local.")
+    zc = AsyncZeroconf(interfaces=[args.bind])
+    await zc.async_register_service(info)
+    return zc
+
+
 async def main():
     p = argparse.ArgumentParser(description="stand-in punktfunk/1 host (not the real host)")
     p.add_argument("--port", type=int, default=9777)
@@ -618,6 +633,7 @@ async def main():
     p.add_argument("--prepare", action="append", default=[], help="also encode this mode before listening")
     p.add_argument("--log", help="JSON-lines event log")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--advertise", metavar="NAME", help="announce _punktfunk._udp over mDNS (python-zeroconf) as NAME")
     args = p.parse_args()
     try:
         w, h, hz = (int(x) for x in args.mode.lower().split("x"))
@@ -639,6 +655,9 @@ async def main():
     config.load_cert_chain(cert_path, key_path)
     server = await serve(args.bind, args.port, configuration=config, create_protocol=HostProtocol)
     port = server._transport.get_extra_info("sockname")[1]
+    zc = None
+    if args.advertise:
+        zc = await advertise(args, port, fp)
     print("fingerprint %s" % fp.hex(), flush=True)
     print("listening %s:%d" % (args.bind, port), flush=True)
     stop = asyncio.Event()
@@ -646,6 +665,8 @@ async def main():
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    if zc:
+        await zc.async_close()
     server.close()
 
 
