@@ -82,10 +82,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // punktfunk/1 game streaming: DataPlane/ (sealed datagrams, FEC, reassembly, input and feedback
+        // planes: pure), Media/ (access units, audio), Session/ (QUIC, control, pairing).
+        // The data plane's SIMD inner loops (GF(2^16) region multiply for the FEC): C, because
+        // Swift has no portable byte shuffle. Not a system-library shim; no dependencies.
+        .target(name: "PunktfunkKernels"),
         .target(
             name: "Punktfunk",
             dependencies: [
-                "FarcastSupport", "Discovery", "CNGTCP2", "CSodium",
+                "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -114,7 +119,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PunktfunkTests",
-            dependencies: ["Punktfunk", "FarcastSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Punktfunk", "PunktfunkKernels", "FarcastSupport", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
