@@ -76,6 +76,55 @@ struct PunktfunkHostOptions: ParsableArguments {
     }
 }
 
+/// SIGINT/SIGTERM for the punktfunk commands: closes the session (the host hears 0x51 "client
+/// quit") so every pending wait ends at once; before a session exists it exits right away.
+final class PunktfunkInterrupt: Sendable {
+    private let state = Mutex<(client: PunktfunkClient?, fired: Bool)>((nil, false))
+    init() {}
+
+    /// Watches SIGINT/SIGTERM until the returned watcher is cancelled.
+    func install() -> SignalWatcher {
+        SignalWatcher { [self] _ in self.fire() }
+    }
+
+    func attach(_ client: PunktfunkClient) {
+        let fired = state.withLock { s -> Bool in
+            s.client = client
+            return s.fired
+        }
+        if fired { client.close() }
+    }
+
+    var fired: Bool { state.withLock { $0.fired } }
+
+    private func fire() {
+        let client = state.withLock { s -> PunktfunkClient? in
+            s.fired = true
+            return s.client
+        }
+        if let client {
+            client.close()
+        } else {
+            FileHandleOutput.stderr("farcast: interrupted\n")
+            exit(1)
+        }
+    }
+}
+
+/// Runs a command body with SIGINT/SIGTERM closing the session; an interrupted run fails as
+/// "interrupted" instead of with whatever the closed session made the pending wait throw.
+func interruptible(_ body: (PunktfunkInterrupt) async throws -> Void) async throws {
+    let interrupt = PunktfunkInterrupt()
+    let watcher = interrupt.install()
+    defer { watcher.cancel() }
+    do {
+        try await body(interrupt)
+    } catch {
+        if interrupt.fired { throw CommandFailure(message: "interrupted") }
+        throw error
+    }
+}
+
 /// A Welcome as JSON.
 struct WelcomeSummary: Encodable {
     var wireVersion: UInt32
@@ -111,8 +160,10 @@ struct PunktfunkSessionStart {
     let clock: ClockOffsetEstimator
     let samples: [ClockSample]
 
-    static func open(_ options: PunktfunkClient.Options, hello: Hello, timeout: Double) async throws -> PunktfunkSessionStart {
+    static func open(_ options: PunktfunkClient.Options, hello: Hello, timeout: Double,
+                     interrupt: PunktfunkInterrupt) async throws -> PunktfunkSessionStart {
         let client = try await PunktfunkClient.connect(options)
+        interrupt.attach(client)
         do {
             let welcome = try await client.handshake(hello, timeout: timeout)
             let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
@@ -249,10 +300,11 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures { try await interruptible { interrupt in
             let options = try hostOptions.clientOptions()
-            let hello = Hello(mode: StreamMode(parsing: mode)!, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
-            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout)
+            guard let streamMode = StreamMode(parsing: mode) else { throw CommandFailure(message: "--mode is WIDTHxHEIGHTxHZ", exitCode: 2) }
+            let hello = Hello(mode: streamMode, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
+            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
             session.client.close()
             let report = Report(host: options.peerKey, fingerprint: session.client.hostFingerprintHex, trust: session.client.trustOutcome.rawValue,
                                 welcome: WelcomeSummary(session.welcome), clockOffsetUs: Double(session.clock.offsetNs) / 1000,
@@ -267,7 +319,7 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
                 print(String(format: "clock offset %.1f µs, rtt %@ (%d samples)", report.clockOffsetUs,
                              report.rttUs.map { String(format: "%.1f µs", $0) } ?? "unknown", report.clockSamples))
             }
-        }
+        } }
     }
 }
 
@@ -295,7 +347,7 @@ struct PunktfunkPairCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures { try await interruptible { interrupt in
             let options = try hostOptions.clientOptions(pairing: true)
             let pin: String
             if isatty(STDIN_FILENO) != 0 {
@@ -310,6 +362,7 @@ struct PunktfunkPairCommand: AsyncParsableCommand {
                 throw CommandFailure(message: "a punktfunk PIN is exactly 4 digits", exitCode: 2)
             }
             let client = try await PunktfunkClient.connect(options)
+            interrupt.attach(client)
             do {
                 try await client.pair(pin: pin.trimmingCharacters(in: .whitespaces), timeout: hostOptions.timeout)
             } catch {
@@ -320,7 +373,7 @@ struct PunktfunkPairCommand: AsyncParsableCommand {
             let report = Report(host: options.peerKey, fingerprint: client.hostFingerprintHex, paired: true,
                                 clientFingerprint: client.identity.fingerprintHex)
             if global.json { try printJSON(report) } else { print("paired with \(report.host); certificate \(report.fingerprint) pinned") }
-        }
+        } }
     }
 }
 
@@ -365,11 +418,11 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures { try await interruptible { interrupt in
             let options = try hostOptions.clientOptions()
             let hello = Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60), name: hostOptions.name,
                               videoCaps: [.probeSequence], codecs: [.hevc])
-            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout)
+            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
             let counts = Mutex<(UInt64, UInt64)>((0, 0))
             session.dataSocket.start { datagram, _ in
                 counts.withLock { $0.0 += 1; $0.1 += UInt64(datagram.count) }
@@ -395,6 +448,6 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
                 print(String(format: "goodput %.1f Mbit/s, link loss %.2f %%, host drop %.2f %%; recommended bitrate %.1f Mbit/s",
                              report.goodputKbps / 1000, report.linkLoss * 100, report.hostDrop * 100, Double(report.recommendedKbps) / 1000))
             }
-        }
+        } }
     }
 }

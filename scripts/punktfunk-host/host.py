@@ -482,7 +482,13 @@ class VideoSession:
     def video_loop(self):
         st = self.st
         seq_state = packetizer.StreamState()
-        stream = st.library.stream(*self.mode)
+        filler = None
+        if self.args.filler_mbps:
+            size = max(1, int(self.args.filler_mbps * 1e6 / 8 / self.mode[2]))
+            filler = bytes((i * 131) & 0xFF for i in range(size))
+            stream = media.Stream([filler])
+        else:
+            stream = st.library.stream(*self.mode)
         position = 0
         frame_index = 0
         frame_interval = 1.0 / self.mode[2]
@@ -491,7 +497,7 @@ class VideoSession:
             with self.lock:
                 reconfig, self.reconfig = self.reconfig, None
                 probe, self.probe_request = self.probe_request, None
-            if reconfig:
+            if reconfig and filler is None:
                 self.mode = reconfig
                 stream = st.library.stream(*self.mode)
                 position = 0
@@ -510,8 +516,9 @@ class VideoSession:
             position += 1
             pts = time.time_ns()
             is_idr = position == 1
-            st.log.write("au", frame_index=frame_index, sha256=hashlib.sha256(au).hexdigest(), bytes=len(au),
-                         idr=is_idr, pts_ns=pts, width=self.mode[0], height=self.mode[1])
+            if filler is None:
+                st.log.write("au", frame_index=frame_index, sha256=hashlib.sha256(au).hexdigest(), bytes=len(au),
+                             idr=is_idr, pts_ns=pts, width=self.mode[0], height=self.mode[1])
             for datagram in packetizer.packetize(au, frame_index, pts, WELCOME_SHARD, MAX_DATA_PER_BLOCK,
                                                  self.fec_percent, 0, 0, seq_state, self.sealer):
                 self.send_datagram(datagram)
@@ -626,6 +633,8 @@ async def main():
     p.add_argument("--rate-mbps", type=float, default=0.0, help="police sent video datagrams to this rate")
     p.add_argument("--mode", default="1920x1080x60")
     p.add_argument("--bitrate-kbps", type=int, default=20000)
+    p.add_argument("--filler-mbps", type=float, default=0.0,
+                   help="benchmarks: send filler access units at this rate instead of HEVC (no AU log)")
     p.add_argument("--frames", type=int, default=0, help="stop video after this many AUs (0 = unbounded)")
     p.add_argument("--feedback-at", type=float, help="send a rumble + HID burst this many seconds into the stream")
     p.add_argument("--state-dir", required=True, help="certificate and paired clients live here")
@@ -646,7 +655,8 @@ async def main():
 
     cert_path, key_path, fp = load_or_create_certificate(args.state_dir)
     st = HostState(args, fp)
-    st.library.stream(*args.mode)
+    if not args.filler_mbps:
+        st.library.stream(*args.mode)
     for m in args.prepare:
         st.library.stream(*(int(x) for x in m.lower().split("x")))
     HostProtocol.state = st
@@ -671,5 +681,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     asyncio.run(main())

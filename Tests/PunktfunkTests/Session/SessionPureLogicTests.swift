@@ -92,3 +92,34 @@ struct LatencyPercentilesTests {
         #expect(abs(p50 - 500) <= 10)
     }
 }
+
+struct StreamingPolicyTests {
+    @Test func oneKeyframeRequestUntilTheIDROrTheRetryInterval() {
+        var p = StreamingPolicy()
+        do { let r = p.frameLost(now: 0); #expect(r == .requestKeyframe) }
+        do { let r = p.frameLost(now: 100_000_000); #expect(r == nil) }
+        #expect(p.awaitingKeyframe(now: 100_000_000))
+        do { let r = p.frameLost(now: 600_000_000); #expect(r == .requestKeyframe) }
+        p.keyframeReceived()
+        #expect(!p.awaitingKeyframe(now: 610_000_000))
+        do { let r = p.frameLost(now: 620_000_000); #expect(r == .requestKeyframe) }
+        #expect(p.keyframeRequests == 3)
+    }
+
+    @Test func lossReportsCoverEachInterval() {
+        var p = StreamingPolicy()
+        do { let r = p.lossReport(now: 0, totalLost: 0, totalExpected: 0); #expect(r == nil) }
+        do { let r = p.lossReport(now: 500_000_000, totalLost: 5, totalExpected: 100); #expect(r == nil) }
+        do { let r = p.lossReport(now: 1_000_000_000, totalLost: 50, totalExpected: 1000); #expect(r == .lossReport(lossPPM: 50_000)) }
+        do { let r = p.lossReport(now: 2_000_000_000, totalLost: 50, totalExpected: 2000); #expect(r == .lossReport(lossPPM: 0)) }
+        do { let r = p.lossReport(now: 3_000_000_000, totalLost: 50, totalExpected: 2000); #expect(r == .lossReport(lossPPM: 0)) }
+    }
+
+    @Test func clockResyncEveryTenSeconds() {
+        var p = StreamingPolicy()
+        do { let r = p.clockResyncDue(now: 0); #expect(!r) }
+        do { let r = p.clockResyncDue(now: 9_000_000_000); #expect(!r) }
+        do { let r = p.clockResyncDue(now: 10_000_000_000); #expect(r) }
+        do { let r = p.clockResyncDue(now: 11_000_000_000); #expect(!r) }
+    }
+}
