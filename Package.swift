@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
@@ -91,6 +93,7 @@ let package = Package(
             name: "Punktfunk",
             dependencies: [
                 "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
