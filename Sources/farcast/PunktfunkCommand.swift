@@ -423,16 +423,14 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
             let hello = Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60), name: hostOptions.name,
                               videoCaps: [.probeSequence], codecs: [.hevc])
             let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
-            let counts = Mutex<(UInt64, UInt64)>((0, 0))
-            session.dataSocket.start { datagram, _ in
-                counts.withLock { $0.0 += 1; $0.1 += UInt64(datagram.count) }
-            }
+            let counter = try ProbeCounter(welcome: session.welcome)
+            session.dataSocket.start { datagram, _ in counter.count(datagram) }
             defer {
                 session.dataSocket.stop()
                 session.client.close()
             }
             let result = try await session.client.speedTest(targetKbps: UInt32(targetMbps * 1000), durationMs: durationMs) {
-                counts.withLock { $0 }
+                counter.received
             }
             guard !result.isEmpty else {
                 throw CommandFailure(message: "the host answered the probe with an empty result (it runs speed tests only for clients that ask with PROBE_SEQ, or it is busy)")

@@ -9,10 +9,11 @@ import Glibc
 /// host's data port, with one thread that receives datagrams and sends the `PFpunch1` hole punch
 /// on its schedule.
 ///
-/// The handler runs on that thread with the datagram bytes (valid only during the call) and the
-/// CLOCK_REALTIME receive time in ns; it must not block.
+/// The handler runs on that thread with the datagram bytes (valid only during the call, and
+/// writable so the data plane can open them in place) and the CLOCK_REALTIME receive time in ns;
+/// it must not block. Every call comes from the same thread, in arrival order.
 public final class DataPlaneSocket: Sendable {
-    public typealias Handler = @Sendable (UnsafeRawBufferPointer, UInt64) -> Void
+    public typealias Handler = @Sendable (UnsafeMutableRawBufferPointer, UInt64) -> Void
 
     /// The local port to announce in Start.
     public let localPort: UInt16
@@ -89,7 +90,7 @@ public final class DataPlaneSocket: Sendable {
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if n <= 0 { break }
                 let received = Self.realtime()
-                buffer.withUnsafeBytes { handler(UnsafeRawBufferPointer(rebasing: $0[0..<n]), received) }
+                buffer.withUnsafeMutableBytes { handler(UnsafeMutableRawBufferPointer(rebasing: $0[0..<n]), received) }
             }
         }
     }
