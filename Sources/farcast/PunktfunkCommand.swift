@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import FarcastSupport
 import Foundation
 import Discovery
@@ -17,7 +18,7 @@ struct PunktfunkCommand: AsyncParsableCommand {
             The host's certificate is pinned by its SHA-256 fingerprint. An unknown host is trusted only after pairing (`pair`, with the PIN the host shows) or when you say so with --tofu; a host whose certificate changed is refused until you re-trust it with --trust.
             """,
         subcommands: [PunktfunkDiscoverCommand.self, PunktfunkProbeCommand.self, PunktfunkPairCommand.self,
-                      PunktfunkSpeedtestCommand.self]
+                      PunktfunkSpeedtestCommand.self, PunktfunkReceiveCommand.self]
     )
 }
 
@@ -160,13 +161,16 @@ struct PunktfunkSessionStart {
     let clock: ClockOffsetEstimator
     let samples: [ClockSample]
 
-    static func open(_ options: PunktfunkClient.Options, hello: Hello, timeout: Double,
-                     interrupt: PunktfunkInterrupt) async throws -> PunktfunkSessionStart {
+    /// `beforeStart` runs once the data socket exists and before Start, so a receiver can be
+    /// listening when the host's first datagram arrives.
+    static func open(_ options: PunktfunkClient.Options, hello: Hello, timeout: Double, interrupt: PunktfunkInterrupt,
+                     beforeStart: (PunktfunkClient, Welcome, DataPlaneSocket) throws -> Void = { _, _, _ in }) async throws -> PunktfunkSessionStart {
         let client = try await PunktfunkClient.connect(options)
         interrupt.attach(client)
         do {
             let welcome = try await client.handshake(hello, timeout: timeout)
             let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
+            try beforeStart(client, welcome, socket)
             client.start(dataPort: socket.localPort)
             // Clock sync runs right after Start, before any other control traffic.
             let samples = try await client.measureClock()
@@ -447,5 +451,156 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
                              report.goodputKbps / 1000, report.linkLoss * 100, report.hostDrop * 100, Double(report.recommendedKbps) / 1000))
             }
         } }
+    }
+}
+
+struct PunktfunkReceiveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receive",
+        abstract: "Stream video headless: reassemble and repair access units, measure latency, optionally save them.",
+        discussion: """
+            Connects, negotiates the mode, and receives for --seconds (or until Ctrl-C, which ends it cleanly with exit 0). Frames that cannot be repaired trigger a keyframe request; loss reports go to the host once a second; the clock is re-synced every 10 s. Statistics (access_units, fec_recovered_shards, unrecoverable_frames, keyframe_requests, latency_us p50/p95/p99 for capture→receipt, clock_offset_us, …) go to --stats-json and, with --json, to stdout.
+
+            Examples:
+              farcast punktfunk receive 192.168.1.20 --seconds 10 --save out.h265
+              farcast punktfunk receive gaming-pc --mode 2560x1440x120 --stats-json stats.json --json
+            """
+    )
+
+    @OptionGroup var hostOptions: PunktfunkHostOptions
+    @Option(help: ArgumentHelp("How long to receive (default: until interrupted).", valueName: "seconds"))
+    var seconds: Double?
+    @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
+    var mode: String = "1920x1080x60"
+    @Option(help: ArgumentHelp("Bitrate to ask for (0 = the host's default).", valueName: "kbps"))
+    var bitrateKbps: UInt32 = 0
+    @Option(help: ArgumentHelp("Write the access units (Annex-B HEVC) to this file.", valueName: "path"))
+    var save: String?
+    @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file.", valueName: "path"))
+    var statsJSON: String?
+    @Option(name: .customLong("au-log"), help: ArgumentHelp("Write one JSON line per access unit (frame index, bytes, SHA-256, latency).", valueName: "path"))
+    var auLog: String?
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
+        if let seconds { guard seconds > 0, seconds <= 86_400 else { throw ValidationError("--seconds must be within 0…86400") } }
+    }
+
+    struct Latency: Encodable { var p50: Double?; var p95: Double?; var p99: Double?; var samples: Int; var skewed: Int }
+    struct Dropped: Encodable { var late: UInt64; var duplicate: UInt64; var authenticationFailed: UInt64; var malformed: UInt64; var stale: UInt64; var overBudget: UInt64 }
+    struct Stats: Encodable {
+        var host: String
+        var fingerprint: String
+        var mode: String
+        var seconds: Double
+        var accessUnits: UInt64
+        var keyframes: UInt64
+        var fecRecoveredShards: UInt64
+        var unrecoverableFrames: UInt64
+        var keyframeRequests: Int
+        var lossReports: Int
+        var latencyUs: Latency
+        var clockOffsetUs: Double
+        var datagrams: UInt64
+        var bytes: UInt64
+        var goodputMbps: Double
+        var dropped: Dropped
+        var audioFrames: UInt64
+        var ended: String
+    }
+
+    func run() async throws {
+        try await reportingFailures { try await interruptible { interrupt in
+            let options = try hostOptions.clientOptions()
+            guard let streamMode = StreamMode(parsing: mode) else { throw CommandFailure(message: "--mode is WIDTHxHEIGHTxHZ", exitCode: 2) }
+            let saveHandle = try save.map { try Self.create($0) }
+            let auHandle = try auLog.map { try Self.create($0) }
+            let hello = Hello(mode: streamMode, bitrateKbps: bitrateKbps, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
+            let audioFrames = Mutex<UInt64>(0)
+            let streamBox = Mutex<VideoStreamSession?>(nil)
+            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
+                client.onDatagram { d in if d.first == 0xC9 { audioFrames.withLock { $0 += 1 } } }
+                let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator()) { frame, latency, keyframe in
+                    if let saveHandle { saveHandle.write(Data(frame.data)) }
+                    if let auHandle {
+                        let line = "{\"frame_index\":\(frame.frameIndex),\"bytes\":\(frame.data.count),\"sha256\":\"\(hexString(SHA256.hash(data: frame.data)))\",\"latency_us\":\(Double(latency) / 1000),\"keyframe\":\(keyframe),\"recovered_shards\":\(frame.recoveredShards)}\n"
+                        auHandle.write(Data(line.utf8))
+                    }
+                }
+                // Reconfigured and BitrateChanged may arrive at any time; note them, keep the rest queued.
+                client.inbox.observe { payload in
+                    guard ControlMessage.isControl(payload), let message = try? ControlMessage.decode(payload) else { return false }
+                    switch message {
+                    case .reconfigured(true, let m): stream.modeChanged(to: m); return true
+                    case .reconfigured, .bitrateChanged: return true
+                    default: return false
+                    }
+                }
+                streamBox.withLock { $0 = stream }
+                socket.start { datagram, received in stream.handle(datagram, receivedAt: received) }
+            }
+            let client = session.client
+            guard let stream = streamBox.withLock({ $0 }) else { throw CommandFailure(message: "internal: no video receiver") }
+            stream.applyClock(session.samples)
+            let started = DataPlaneSocket.monotonic()
+            var ended = "time"
+            var failure: (any Error)?
+            var policy = StreamingPolicy()
+            _ = policy.clockResyncDue(now: started)
+            while true {
+                let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
+                if let seconds, elapsed >= seconds { break }
+                if interrupt.fired { ended = "interrupted"; break }
+                if let error = client.inbox.failure {
+                    ended = "connection"
+                    failure = error
+                    break
+                }
+                if policy.clockResyncDue(now: DataPlaneSocket.monotonic()) {
+                    if let batch = try? await client.measureClock() { stream.applyClock(batch) }
+                }
+                try? await Task.sleep(nanoseconds: 50_000_000)
+            }
+            let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
+            session.dataSocket.stop()
+            client.close()
+            for _ in 0..<20 where !session.dataSocket.isStopped { try? await Task.sleep(nanoseconds: 10_000_000) }
+            try? saveHandle?.close()
+            try? auHandle?.close()
+            let s = stream.statistics
+            let r = s.receiver
+            func us(_ ns: Int64?) -> Double? { ns.map { Double($0) / 1000 } }
+            let stats = Stats(host: options.peerKey, fingerprint: client.hostFingerprintHex, mode: (s.lastMode ?? session.welcome.mode).description,
+                              seconds: elapsed, accessUnits: s.accessUnits, keyframes: s.keyframes, fecRecoveredShards: r.fecRecoveredShards,
+                              unrecoverableFrames: r.framesLost, keyframeRequests: s.keyframeRequests, lossReports: s.lossReports,
+                              latencyUs: Latency(p50: us(s.latency.percentile(50)), p95: us(s.latency.percentile(95)), p99: us(s.latency.percentile(99)),
+                                                 samples: s.latency.count, skewed: s.latency.skewed),
+                              clockOffsetUs: Double(s.clockOffsetNs) / 1000, datagrams: r.datagrams, bytes: r.bytes,
+                              goodputMbps: elapsed > 0 ? Double(r.bytes) * 8 / elapsed / 1e6 : 0,
+                              dropped: Dropped(late: r.late, duplicate: r.duplicate, authenticationFailed: r.authenticationFailed,
+                                               malformed: r.malformed, stale: r.staleShards, overBudget: r.overBudget),
+                              audioFrames: audioFrames.withLock { $0 }, ended: ended)
+            if let statsJSON {
+                do { try Data(jsonString(stats, pretty: true).utf8).write(to: URL(fileURLWithPath: statsJSON)) } catch {
+                    throw CommandFailure(message: "cannot write \(statsJSON): \(error.localizedDescription)")
+                }
+            }
+            if let failure { throw failure }
+            if global.json {
+                try printJSON(stats)
+            } else {
+                print(String(format: "%llu access units in %.1f s (%llu keyframes), %llu shards repaired, %llu frames lost, %d keyframe requests; latency p50 %@ p95 %@ µs",
+                             stats.accessUnits, elapsed, stats.keyframes, stats.fecRecoveredShards, stats.unrecoverableFrames, stats.keyframeRequests,
+                             stats.latencyUs.p50.map { String(format: "%.0f", $0) } ?? "-", stats.latencyUs.p95.map { String(format: "%.0f", $0) } ?? "-"))
+            }
+        } }
+    }
+
+    static func create(_ path: String) throws -> FileHandle {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw CommandFailure(message: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        return handle
     }
 }

@@ -353,6 +353,12 @@ class Impairment:
         self.delay = args.delay_ms / 1000.0
         self.rate = args.rate_mbps * 1e6 / 8 if args.rate_mbps else 0
         self.rng = random.Random(seed)
+        self.schedule = []
+        for item in filter(None, args.loss_schedule.split(",")):
+            at, pct = item.split(":")
+            self.schedule.append((float(at), float(pct) / 100.0))
+        self.schedule.sort()
+        self.started = None
         self.held = None
         self.tokens = 0.0
         self.last = time.monotonic()
@@ -456,6 +462,13 @@ class VideoSession:
         if not self.impair.admit(len(datagram)):
             return False
         imp = self.impair
+        if imp.schedule:
+            now = time.monotonic()
+            if imp.started is None:
+                imp.started = now
+            while imp.schedule and now - imp.started >= imp.schedule[0][0]:
+                imp.loss = imp.schedule.pop(0)[1]
+                self.st.log.write("loss_changed", percent=imp.loss * 100)
         if imp.loss and imp.rng.random() < imp.loss:
             return True  # lost on the "wire": counted as sent
         if imp.reorder and imp.held is None and imp.rng.random() < imp.reorder:
@@ -628,6 +641,8 @@ async def main():
     p.add_argument("--require-pairing", action="store_true")
     p.add_argument("--fec", type=int, default=20, help="FEC percent (m = ceil(k * pct / 100))")
     p.add_argument("--loss", type=float, default=0.0, help="percent of sent video datagrams dropped")
+    p.add_argument("--loss-schedule", default="",
+                   help="change --loss during the stream: SECONDS:PCT,... measured from the first video datagram")
     p.add_argument("--reorder", type=float, default=0.0, help="percent of video datagrams swapped with the next")
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--rate-mbps", type=float, default=0.0, help="police sent video datagrams to this rate")

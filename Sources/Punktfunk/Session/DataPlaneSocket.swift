@@ -95,7 +95,8 @@ public final class DataPlaneSocket: Sendable {
         }
     }
 
-    static func monotonic() -> Int64 {
+    /// CLOCK_MONOTONIC in ns.
+    public static func monotonic() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)

@@ -11,10 +11,9 @@ public struct StreamingPolicy: Sendable {
     public var clockResyncIntervalNs: Int64 = 10_000_000_000
 
     private var keyframeRequestedAt: Int64?
+    private var needsKeyframe = false
     private var lastLossReport: Int64?
     private var lastClockSync: Int64?
-    private var lostAtLastReport: UInt64 = 0
-    private var expectedAtLastReport: UInt64 = 0
     /// Keyframe requests sent so far.
     public private(set) var keyframeRequests = 0
 
@@ -22,39 +21,41 @@ public struct StreamingPolicy: Sendable {
 
     /// A frame could not be rebuilt: ask for a keyframe unless one is already on its way.
     public mutating func frameLost(now: Int64) -> ControlMessage? {
+        needsKeyframe = true
+        return requestIfDue(now: now)
+    }
+
+    /// A frame arrived. A keyframe ends the wait; any other frame while the picture is broken
+    /// (the requested keyframe was itself lost) asks again once the retry interval has passed.
+    public mutating func frameDelivered(now: Int64, isKeyframe: Bool) -> ControlMessage? {
+        if isKeyframe {
+            needsKeyframe = false
+            keyframeRequestedAt = nil
+            return nil
+        }
+        return needsKeyframe ? requestIfDue(now: now) : nil
+    }
+
+    private mutating func requestIfDue(now: Int64) -> ControlMessage? {
         if let at = keyframeRequestedAt, now - at < keyframeRetryNs { return nil }
         keyframeRequestedAt = now
         keyframeRequests += 1
         return .requestKeyframe
     }
 
-    /// An IDR (a keyframe with parameter sets) arrived: the stream has recovered.
-    public mutating func keyframeReceived() {
-        keyframeRequestedAt = nil
-    }
+    /// True from a lost frame until a keyframe arrives (frames in between are not decodable).
+    public var awaitingKeyframe: Bool { needsKeyframe }
 
-    /// True while a keyframe request is outstanding (frames until the IDR are not decodable).
-    public func awaitingKeyframe(now: Int64) -> Bool {
-        keyframeRequestedAt.map { now - $0 < keyframeRetryNs } ?? false
-    }
-
-    /// A LossReport when one is due: loss in parts per million over the interval, from the data
-    /// plane's running totals of packets lost and packets expected.
-    public mutating func lossReport(now: Int64, totalLost: UInt64, totalExpected: UInt64) -> ControlMessage? {
+    /// True when a LossReport is due (the first interval starts at the first call); the caller
+    /// sends the data plane's loss over the interval (`VideoReceiver.takeLossPartsPerMillion`).
+    public mutating func lossReportDue(now: Int64) -> Bool {
         guard let last = lastLossReport else {
             lastLossReport = now
-            lostAtLastReport = totalLost
-            expectedAtLastReport = totalExpected
-            return nil
+            return false
         }
-        guard now - last >= lossReportIntervalNs else { return nil }
-        let lost = totalLost &- lostAtLastReport
-        let expected = totalExpected &- expectedAtLastReport
+        guard now - last >= lossReportIntervalNs else { return false }
         lastLossReport = now
-        lostAtLastReport = totalLost
-        expectedAtLastReport = totalExpected
-        let ppm = expected > 0 ? min(1_000_000, lost * 1_000_000 / expected) : 0
-        return .lossReport(lossPPM: UInt32(ppm))
+        return true
     }
 
     /// True when a mid-stream clock batch is due (the first one ran at `start`).

@@ -96,23 +96,34 @@ struct LatencyPercentilesTests {
 struct StreamingPolicyTests {
     @Test func oneKeyframeRequestUntilTheIDROrTheRetryInterval() {
         var p = StreamingPolicy()
+        do { let r = p.frameDelivered(now: 0, isKeyframe: false); #expect(r == nil) }
         do { let r = p.frameLost(now: 0); #expect(r == .requestKeyframe) }
         do { let r = p.frameLost(now: 100_000_000); #expect(r == nil) }
-        #expect(p.awaitingKeyframe(now: 100_000_000))
+        #expect(p.awaitingKeyframe)
         do { let r = p.frameLost(now: 600_000_000); #expect(r == .requestKeyframe) }
-        p.keyframeReceived()
-        #expect(!p.awaitingKeyframe(now: 610_000_000))
-        do { let r = p.frameLost(now: 620_000_000); #expect(r == .requestKeyframe) }
+        do { let r = p.frameDelivered(now: 610_000_000, isKeyframe: true); #expect(r == nil) }
+        #expect(!p.awaitingKeyframe)
+        do { let r = p.frameDelivered(now: 2_000_000_000, isKeyframe: false); #expect(r == nil) }
+        do { let r = p.frameLost(now: 2_100_000_000); #expect(r == .requestKeyframe) }
         #expect(p.keyframeRequests == 3)
     }
 
-    @Test func lossReportsCoverEachInterval() {
+    @Test func aLostKeyframeIsAskedForAgainWhileFramesKeepComing() {
         var p = StreamingPolicy()
-        do { let r = p.lossReport(now: 0, totalLost: 0, totalExpected: 0); #expect(r == nil) }
-        do { let r = p.lossReport(now: 500_000_000, totalLost: 5, totalExpected: 100); #expect(r == nil) }
-        do { let r = p.lossReport(now: 1_000_000_000, totalLost: 50, totalExpected: 1000); #expect(r == .lossReport(lossPPM: 50_000)) }
-        do { let r = p.lossReport(now: 2_000_000_000, totalLost: 50, totalExpected: 2000); #expect(r == .lossReport(lossPPM: 0)) }
-        do { let r = p.lossReport(now: 3_000_000_000, totalLost: 50, totalExpected: 2000); #expect(r == .lossReport(lossPPM: 0)) }
+        _ = p.frameLost(now: 0)
+        // The loss stopped, but the keyframe was lost too: P frames arrive, the picture stays broken.
+        do { let r = p.frameDelivered(now: 200_000_000, isKeyframe: false); #expect(r == nil) }
+        do { let r = p.frameDelivered(now: 500_000_000, isKeyframe: false); #expect(r == .requestKeyframe) }
+        do { let r = p.frameDelivered(now: 600_000_000, isKeyframe: false); #expect(r == nil) }
+        do { let r = p.frameDelivered(now: 700_000_000, isKeyframe: true); #expect(r == nil) }
+        do { let r = p.frameDelivered(now: 5_000_000_000, isKeyframe: false); #expect(r == nil) }
+        #expect(p.keyframeRequests == 2)
+    }
+
+    @Test func lossReportsOncePerInterval() {
+        var p = StreamingPolicy()
+        let due = [0, 500_000_000, 1_000_000_000, 1_500_000_000, 2_100_000_000].map { p.lossReportDue(now: Int64($0)) }
+        #expect(due == [false, false, true, false, true])
     }
 
     @Test func clockResyncEveryTenSeconds() {
