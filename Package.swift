@@ -98,6 +98,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // scripts/bench punktfunk-dataplane's driver (not a user command).
+        .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         .executableTarget(
             name: "farcast",
             dependencies: [

@@ -87,4 +87,6 @@ public struct VideoReceiverCounters: Sendable, Equatable {
     public var probeFrames: UInt64 = 0
     /// Shards dropped because the frame buffers' memory budget was spent.
     public var overBudget: UInt64 = 0
+
+    public init() {}
 }
