@@ -168,12 +168,14 @@ struct PunktfunkSessionStart {
         let client = try await PunktfunkClient.connect(options)
         interrupt.attach(client)
         do {
-            let welcome = try await client.handshake(hello, timeout: timeout)
-            let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
-            try beforeStart(client, welcome, socket)
-            client.start(dataPort: socket.localPort)
-            // Clock sync runs right after Start, before any other control traffic.
-            let samples = try await client.measureClock()
+            var bound: DataPlaneSocket?
+            let (welcome, samples) = try await client.establish(hello, timeout: timeout) { welcome in
+                let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
+                try beforeStart(client, welcome, socket)
+                bound = socket
+                return socket.localPort
+            }
+            guard let socket = bound else { throw CommandFailure(message: "internal: the data socket was not bound") }
             var clock = ClockOffsetEstimator()
             clock.apply(batch: samples)
             return PunktfunkSessionStart(client: client, welcome: welcome, dataSocket: socket, clock: clock, samples: samples)

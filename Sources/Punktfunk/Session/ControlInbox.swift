@@ -9,6 +9,8 @@ import Synchronization
 /// growing memory.
 public final class ControlInbox: Sendable {
     public static let maximumQueued = 4096
+    /// Bytes of unclaimed payloads the inbox holds at most.
+    public static let maximumQueuedBytes = 4 << 20
 
     private struct Waiter {
         let id: UInt64
@@ -19,6 +21,7 @@ public final class ControlInbox: Sendable {
     private struct State {
         var decoder = ControlFrameDecoder()
         var queued: [[UInt8]] = []
+        var queuedBytes = 0
         var waiters: [Waiter] = []
         var failure: PunktfunkSessionError?
         var nextID: UInt64 = 0
@@ -52,20 +55,35 @@ public final class ControlInbox: Sendable {
                     observed.append((observer, payload))
                 } else {
                     s.queued.append(payload)
+                    s.queuedBytes += payload.count
                 }
             }
-            if s.queued.count > Self.maximumQueued {
-                s.failure = .malformed("more than \(Self.maximumQueued) unanswered control messages")
+            if s.queued.count > Self.maximumQueued || s.queuedBytes > Self.maximumQueuedBytes {
+                s.failure = .malformed("more than \(Self.maximumQueued) messages or \(Self.maximumQueuedBytes >> 20) MiB of unanswered control messages")
                 overflow = s.waiters.map(\.continuation)
                 s.waiters.removeAll()
                 s.queued.removeAll()
+                s.queuedBytes = 0
             }
         }
         for (continuation, payload) in ready { continuation.resume(returning: payload) }
         for (observer, payload) in observed where !observer(payload) {
-            state.withLock { $0.queued.append(payload) }
+            state.withLock { s in
+                guard s.queuedBytes + payload.count <= Self.maximumQueuedBytes else { return }
+                s.queued.append(payload)
+                s.queuedBytes += payload.count
+            }
         }
         for continuation in overflow { continuation.resume(throwing: PunktfunkSessionError.malformed("control flood")) }
+    }
+
+    /// Puts payloads someone took but does not own back at the front, in order.
+    public func requeue(_ payloads: [[UInt8]]) {
+        guard !payloads.isEmpty else { return }
+        state.withLock { s in
+            s.queued.insert(contentsOf: payloads, at: 0)
+            s.queuedBytes += payloads.reduce(0) { $0 + $1.count }
+        }
     }
 
     /// Ends every wait with an error (connection gone).
@@ -102,7 +120,9 @@ public final class ControlInbox: Sendable {
             return try await withCheckedThrowingContinuation { continuation in
                 let immediate: Result<[UInt8], PunktfunkSessionError>? = state.withLock { s in
                     if let index = s.queued.firstIndex(where: matches) {
-                        return .success(s.queued.remove(at: index))
+                        let payload = s.queued.remove(at: index)
+                        s.queuedBytes -= payload.count
+                        return .success(payload)
                     }
                     if let failure = s.failure { return .failure(failure) }
                     if s.expired.remove(id) != nil { return .failure(.timeout(waitingFor: what, seconds: timeout)) }

@@ -193,6 +193,39 @@ public final class PunktfunkClient: Sendable {
         return try Welcome.decode(payload)
     }
 
+    /// Runs the opening of the session through `SessionHandshake`: Hello, Welcome, the data socket
+    /// (`bindDataSocket` binds it and returns its port), Start and the clock batch. Payloads that
+    /// arrive meanwhile and belong to later are left in the inbox.
+    public func establish(_ hello: Hello, timeout: Double = 10,
+                          bindDataSocket: (Welcome) throws -> UInt16) async throws -> (welcome: Welcome, samples: [ClockSample]) {
+        var machine = SessionHandshake(hello: hello, welcomeTimeoutNs: Int64(timeout * 1e9))
+        var pending = machine.start(now: DataPlaneSocket.monotonic())
+        var held: [[UInt8]] = []
+        defer { inbox.requeue(held) }
+        while !pending.isEmpty {
+            switch pending.removeFirst() {
+            case .send(let payload):
+                sendPayload(payload)
+            case .bindDataSocket(let welcome):
+                let port = try bindDataSocket(welcome)
+                pending += machine.dataSocketBound(port: port, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+            case .unhandled(let payload):
+                held.append(payload)
+            case .established(let welcome, let samples):
+                return (welcome, samples)
+            case .wait(let deadline):
+                let remaining = max(0, Double(deadline - DataPlaneSocket.monotonic()) / 1e9)
+                do {
+                    let payload = try await inbox.next(timeout: remaining, waitingFor: "the handshake")
+                    pending += try machine.receive(payload, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                } catch .timeout {
+                    pending += try machine.timedOut(now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                }
+            }
+        }
+        throw PunktfunkSessionError.closed
+    }
+
     /// Sends Start for a bound data socket.
     public func start(dataPort: UInt16) {
         sendPayload(StartMessage(clientUDPPort: dataPort).encoded())
