@@ -29,6 +29,7 @@ Loss, reordering and delay on what it sends come from its own knobs (--loss, --r
 
 import argparse
 import asyncio
+import collections
 import hashlib
 import hmac
 import json
@@ -345,7 +346,10 @@ def parse_hello_tail(p):
 
 
 class Impairment:
-    """Loss, reordering, delay and a rate limit applied to every video datagram sent."""
+    """Loss, reordering and delay applied to every video datagram sent, and a rate limit that
+    behaves like a shaped link: datagrams queue (up to 50 ms of the rate) and leave at the rate;
+    what does not fit the queue is dropped on the "link" (counted as sent by the host, never
+    received)."""
 
     def __init__(self, args, seed):
         self.loss = args.loss / 100.0
@@ -353,29 +357,47 @@ class Impairment:
         self.delay = args.delay_ms / 1000.0
         self.rate = args.rate_mbps * 1e6 / 8 if args.rate_mbps else 0
         self.rng = random.Random(seed)
+        self.held = None
         self.schedule = []
         for item in filter(None, args.loss_schedule.split(",")):
             at, pct = item.split(":")
             self.schedule.append((float(at), float(pct) / 100.0))
         self.schedule.sort()
         self.started = None
-        self.held = None
-        self.tokens = 0.0
-        self.last = time.monotonic()
-        self.dropped_by_rate = 0
+        self.queue = collections.deque()
+        self.queued_bytes = 0
+        self.queue_limit = self.rate * 0.050 + 3000
+        self.cv = threading.Condition()
+        self.link_dropped = 0
 
-    def admit(self, size):
-        """Rate limit as a token bucket with a 5 ms burst: a policer, like a shaped link would drop."""
-        if not self.rate:
+    def enqueue(self, datagram):
+        """Rate-limited path: False when the link's queue is full (the datagram is lost on the link)."""
+        with self.cv:
+            if self.queued_bytes + len(datagram) > self.queue_limit:
+                self.link_dropped += 1
+                return False
+            self.queue.append(datagram)
+            self.queued_bytes += len(datagram)
+            self.cv.notify()
             return True
-        now = time.monotonic()
-        self.tokens = min(self.tokens + (now - self.last) * self.rate, self.rate * 0.005 + 1500)
-        self.last = now
-        if self.tokens >= size:
-            self.tokens -= size
-            return True
-        self.dropped_by_rate += 1
-        return False
+
+    def run_shaper(self, send, running):
+        next_free = time.monotonic()
+        while running():
+            with self.cv:
+                while not self.queue and running():
+                    self.cv.wait(0.1)
+                if not self.queue:
+                    continue
+                datagram = self.queue.popleft()
+                self.queued_bytes -= len(datagram)
+            now = time.monotonic()
+            # A descheduled shaper may catch up by at most 2 ms, as a link's serializer would not.
+            next_free = max(next_free, now - 0.002)
+            if next_free > now:
+                time.sleep(next_free - now)
+            send(datagram)
+            next_free += len(datagram) / self.rate
 
 
 class VideoSession:
@@ -418,7 +440,10 @@ class VideoSession:
     def start(self, client_port):
         self.client_addr = (self.args.bind, client_port)
         self.running = True
-        for target in (self.video_loop, self.audio_loop, self.punch_loop):
+        targets = [self.video_loop, self.audio_loop, self.punch_loop]
+        if self.impair.rate:
+            targets.append(lambda: self.impair.run_shaper(self._delayed_send, lambda: self.running))
+        for target in targets:
             t = threading.Thread(target=target, daemon=True)
             t.start()
             self.threads.append(t)
@@ -459,8 +484,6 @@ class VideoSession:
                 self.st.log.write("data_plane_garbage", length=len(data))
 
     def send_datagram(self, datagram):
-        if not self.impair.admit(len(datagram)):
-            return False
         imp = self.impair
         if imp.schedule:
             now = time.monotonic()
@@ -481,6 +504,14 @@ class VideoSession:
         return True
 
     def _wire(self, datagram):
+        if self.impair.rate:
+            self.impair.enqueue(datagram)
+        elif self.impair.delay:
+            threading.Timer(self.impair.delay, self._raw_send, (datagram,)).start()
+        else:
+            self._raw_send(datagram)
+
+    def _delayed_send(self, datagram):
         if self.impair.delay:
             threading.Timer(self.impair.delay, self._raw_send, (datagram,)).start()
         else:
@@ -557,23 +588,23 @@ class VideoSession:
         start = time.monotonic()
         sent_bytes = packets = wire = dropped = 0
         probe_index = 0
-        dropped_before = self.impair.dropped_by_rate
         while time.monotonic() - start < ms / 1000:
-            due = (time.monotonic() - start) * rate
-            if sent_bytes > due:
-                time.sleep(min(0.001, (sent_bytes - due) / rate))
-                continue
             filler = bytes(chunk)
             for datagram in packetizer.packetize(filler, probe_index, time.time_ns(), WELCOME_SHARD,
                                                  MAX_DATA_PER_BLOCK, 0, packetizer.USER_PROBE, packetizer.FLAG_PROBE,
                                                  seq_state, self.sealer):
+                # Paced per datagram (never more than 1 ms ahead of the target rate), as a host's
+                # send loop spreads a burst; an AU-sized burst would only measure the policer's depth.
+                ahead = sent_bytes / rate - (time.monotonic() - start)
+                if ahead > 0.001:
+                    time.sleep(ahead)
                 packets += 1
                 if self.send_datagram(datagram):
                     wire += 1
                 sent_bytes += len(datagram)
             probe_index += 1
         duration = int((time.monotonic() - start) * 1000)
-        dropped = self.impair.dropped_by_rate - dropped_before
+        dropped = 0  # this host's socket never refuses a datagram (a full link queue is link loss)
         st.log.write("probe_result", bytes_sent=sent_bytes, packets=packets, wire_packets=wire, dropped=dropped,
                      duration_ms=duration)
         reply(ctrl(0x21, struct.pack("<QIIII", sent_bytes, packets, duration, wire, dropped)))

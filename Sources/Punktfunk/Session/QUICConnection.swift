@@ -251,6 +251,10 @@ final class QUICEngine: @unchecked Sendable {
     private(set) var presentedFingerprint: [UInt8]?
     private var pinMismatch = false
     private var closedByPeer = false
+    /// When the last packet from the host was processed (monotonic ns). QUIC restarts its idle
+    /// timer when a keep-alive goes out, which can stretch a dead host's detection to idle + 4 s;
+    /// this bound holds the promise of the idle timeout itself: nothing heard for that long ends it.
+    private var lastPacketAt: UInt64 = 0
     private var lastLibraryError: Int32 = 0
 
     /// Stream bytes handed to ngtcp2, kept until acknowledged (ngtcp2 does not copy them).
@@ -509,10 +513,13 @@ final class QUICEngine: @unchecked Sendable {
     private func loop() -> PunktfunkSessionError? {
         if let error = writePackets() { return error }
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: mailbox.wakeRead, events: Int16(POLLIN), revents: 0)]
+        lastPacketAt = Self.now()
+        let idleNs = UInt64(configuration.idleTimeout * 1e9)
         while true {
             guard let conn else { return .closed }
-            let expiry = ngtcp2_conn_get_expiry(conn)
             let now = Self.now()
+            var expiry = ngtcp2_conn_get_expiry(conn)
+            if handshakeDone { expiry = min(expiry, lastPacketAt + idleNs) }
             var timeout: Int32 = -1
             if expiry != UInt64.max {
                 timeout = expiry <= now ? 0 : Int32(min((expiry - now + 999_999) / 1_000_000, 60_000))
@@ -553,6 +560,10 @@ final class QUICEngine: @unchecked Sendable {
                     }
                 }
             }
+            if handshakeDone, Self.now() >= lastPacketAt + idleNs {
+                closedByPeer = true
+                return .idleTimeout(seconds: configuration.idleTimeout)
+            }
             if Self.now() >= ngtcp2_conn_get_expiry(conn) {
                 let rc = ngtcp2_conn_handle_expiry(conn, Self.now())
                 if rc != 0 { return mapError(rc) }
@@ -578,6 +589,7 @@ final class QUICEngine: @unchecked Sendable {
                 }
             }
             if rc != 0 { return mapError(rc) }
+            lastPacketAt = Self.now()
         }
     }
 
