@@ -144,7 +144,7 @@ struct PunktfunkSessionTests {
         // The host's shaped "link" carries 30 Mbit/s; the probe asks for three times that, which the
         // Python host reaches even on a busy machine, so the link is what limits the goodput.
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--rate-mbps", "30", "--mode", "1280x720x60"], folder: folder)
-        let result = try Self.farcast(["speedtest", host.address, "--tofu", "--target-mbps", "90", "--duration-ms", "2000", "--json"],
+        let result = try Self.farcast(["speedtest", host.address, "--tofu", "--target-mbps", "90", "--duration-ms", "3000", "--json"],
                                       state: client, timeout: 90)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try Self.json(result.stdout)
