@@ -80,7 +80,7 @@ load = os.getloadavg()
 if AS_JSON:
     print(json.dumps({"runs": rows, "loadavg": [round(x, 2) for x in load]}, sort_keys=True))
 else:
-    print("punktfunk receive, stand-in host on loopback, 1920x1080x60 filler, 20 % FEC, %g s per rate (load %.2f)" % (SECONDS, load[0]))
+    print("punktfunk receive, stand-in host on loopback, 1920x1080x60 filler, 20 %% FEC, %g s per rate (load %.2f)" % (SECONDS, load[0]))
     print("%8s %9s %6s %6s %9s %9s %9s %12s %8s %12s %8s" % ("target", "received", "AUs", "lost", "p50 µs", "p95 µs", "p99 µs",
                                                         "CPU s/Gbit", "cores", "host s/Gbit", "host"))
     for r in rows:
