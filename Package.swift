@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RFB", targets: ["RFB"]),
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
         .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
@@ -20,7 +21,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        // Minor-pinned: WebSocketListener and WebSocketDialer use WSCore's @_spi(WSInternal)
+        // entry point, which may change in any minor release.
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", .upToNextMinor(from: "1.6.2")),
         .package(url: "https://github.com/attaswift/BigInt.git", from: "6.0.1"),
     ],
     targets: [
@@ -50,6 +53,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What the SwiftNIO-based modules share (network errors in words).
+        .target(
+            name: "FarcastNIO",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // One DNS-SD seam for every protocol (advertise, browse, resolve).
         .target(
             name: "Discovery",
@@ -58,7 +70,7 @@ let package = Package(
         .target(
             name: "RFB",
             dependencies: [
-                "FarcastSupport", "CZlib",
+                "FarcastSupport", "FarcastNIO", "CZlib",
                 .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -72,10 +84,9 @@ let package = Package(
         .target(
             name: "Sendspin",
             dependencies: [
-                "FarcastSupport", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
+                "FarcastSupport", "FarcastNIO", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
-                .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -103,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Discovery",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

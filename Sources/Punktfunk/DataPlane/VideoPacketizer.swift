@@ -37,7 +37,7 @@ public final class VideoPacketizer {
     private var recovery: [UInt8] = []
 
     public init(
-        key: DatagramKey?, shardBytes: Int = 1408, maxDataShardsPerBlock: Int = 4096, fecPercent: Int = 20,
+        key: DatagramKey?, shardBytes: Int = 1408, maxDataShardsPerBlock: Int = 200, fecPercent: Int = 20,
         minimumRecoveryShards: Int = 0, order: ShardOrder = .dataFirst
     ) throws(DataPlaneError) {
         guard shardBytes >= 2, shardBytes % 2 == 0, shardBytes <= Int(UInt16.max) - 1 else {

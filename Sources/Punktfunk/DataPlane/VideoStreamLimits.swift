@@ -4,7 +4,8 @@
 public struct VideoStreamLimits: Sendable, Equatable {
     /// The session's shard payload (Welcome `shard_payload`); every shard must be exactly this long.
     public var shardBytes: Int
-    /// K, the session's data shards per FEC block (Welcome `max_data_per_block`).
+    /// K, the session's data shards per FEC block (Welcome `max_data_per_block`; 200 by default,
+    /// the host's production setting). Must be the host's: it fixes where each shard lands.
     public var maxDataShardsPerBlock: Int
     /// The most recovery shards a block may carry.
     public var maxRecoveryShardsPerBlock: Int
@@ -20,7 +21,7 @@ public struct VideoStreamLimits: Sendable, Equatable {
     public var memoryBudgetBytes: Int
 
     public init(
-        shardBytes: Int = 1408, maxDataShardsPerBlock: Int = 4096, maxRecoveryShardsPerBlock: Int? = nil,
+        shardBytes: Int = 1408, maxDataShardsPerBlock: Int = 200, maxRecoveryShardsPerBlock: Int? = nil,
         maxFrameBytes: Int = 8 << 20, framesInFlight: Int = 16, lossWindowNanoseconds: UInt64 = 120_000_000,
         frameIndexWindow: UInt32 = 64, memoryBudgetBytes: Int? = nil
     ) {

@@ -96,44 +96,111 @@ struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// A long-running peer (a server) started for one test and stopped when the value goes away.
+///
+/// Spawned with posix_spawn and a clean signal state: Foundation's Process hands its children the
+/// signal mask of whatever thread launched them, and test threads block SIGTERM and SIGINT, so a
+/// peer (or a shell script's trap) started that way never saw `terminate()`. Here every child
+/// starts with no signal blocked and the usual signals at their default actions.
 final class BackgroundProcess: @unchecked Sendable {
-    // @unchecked: `process` is only touched from init/stop/deinit, which never overlap.
-    let process: Process
+    // @unchecked: `pid`, `logPath` and `name` are immutable; the exit status is behind a Mutex.
+    let pid: pid_t
     let logPath: String
     let name: String
+    private let exit = Mutex<Int32?>(nil)
 
     init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, logName: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
         name = logName
         logPath = NSTemporaryDirectory() + "farcast-\(logName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: logPath)!
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        pid = try spawn(executable, arguments, environment: environment, stdin: "/dev/null", output: logPath)
     }
 
-    var isRunning: Bool { process.isRunning }
+    /// True until the process has exited (it is reaped here the moment it has).
+    var isRunning: Bool { reap(blocking: false) == nil }
+
+    /// The exit code, or the number of the signal that ended it; waits for the exit.
+    var terminationStatus: Int32 { reap(blocking: true) ?? -1 }
+
+    /// Sends a signal (SIGINT for Ctrl-C, SIGTERM as systemd would).
+    func signal(_ number: Int32) { if isRunning { kill(pid, number) } }
+
+    /// Asks the process to end (SIGTERM) without waiting.
+    func terminate() { signal(SIGTERM) }
+
+    /// Waits up to `timeout` for the process to exit by itself; true if it did.
+    func waitForExit(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() >= deadline { return false }
+            usleep(10_000)
+        }
+        return true
+    }
 
     /// The peer's output so far, for failure messages.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// SIGTERM, up to 2 s to exit, then SIGKILL.
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        for _ in 0..<100 where process.isRunning { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        if !waitForExit(timeout: 2) {
+            kill(pid, SIGKILL)
+            _ = reap(blocking: true)
+        }
+    }
+
+    private func reap(blocking: Bool) -> Int32? {
+        exit.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            let result = waitpid(pid, &raw, blocking ? 0 : WNOHANG)
+            guard result == pid else { return result < 0 ? -1 : nil }
+            // WIFEXITED: the low 7 bits are 0, and the exit code is in bits 8–15.
+            status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : raw & 0x7F
+            return status
+        }
     }
 
     deinit {
         stop()
         try? FileManager.default.removeItem(atPath: logPath)
     }
+}
+
+/// Starts `executable` with stdin and stdout/stderr redirected, no signal blocked and SIGINT,
+/// SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT at their default actions.
+func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?, stdin: String, output: String) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_APPEND | O_CREAT, 0o600)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = env.map { strdup($0) } + [nil]
+    defer {
+        for pointer in argv { free(pointer) }
+        for pointer in envp { free(pointer) }
+    }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else {
+        throw PeerFailed(name: executable, log: "posix_spawn failed: \(String(cString: strerror(result)))")
+    }
+    return pid
 }
 
 /// Waits until something accepts TCP connections on 127.0.0.1:port.
