@@ -105,22 +105,9 @@ public final class VideoStreamSession: @unchecked Sendable {
     /// A copy of the figures so far.
     public var statistics: Statistics { stats.withLock { $0 } }
 
-    /// True when an HEVC access unit holds an IRAP picture (NAL types 16–21: BLA, IDR, CRA) or
-    /// starts with a VPS: a point a decoder can start from.
+    /// True when an HEVC access unit is a point a decoder can start from (IDR/BLA/CRA), by the
+    /// media layer's Annex-B parse.
     public static func isHEVCKeyframe(_ au: [UInt8]) -> Bool {
-        var i = 0
-        var nals = 0
-        while i + 3 < au.count, nals < 16 {
-            if au[i] == 0, au[i + 1] == 0, au[i + 2] == 1 {
-                let type = (au[i + 3] >> 1) & 0x3F
-                if (16...21).contains(type) || type == 32 { return true }
-                if type < 32 { return false }  // a non-IRAP slice came first
-                nals += 1
-                i += 3
-            } else {
-                i += 1
-            }
-        }
-        return false
+        (try? AccessUnit(au, codec: .hevc))?.isRandomAccessPoint ?? false
     }
 }

@@ -80,7 +80,7 @@ final class PunktfunkStandInHost: @unchecked Sendable {
 
     /// SIGKILL: the host vanishes without closing anything (the "host killed mid-stream" case).
     func kill() {
-        Foundation.kill(process.process.processIdentifier, SIGKILL)
-        process.process.waitUntilExit()
+        process.signal(SIGKILL)
+        _ = process.waitForExit(timeout: 10)
     }
 }
