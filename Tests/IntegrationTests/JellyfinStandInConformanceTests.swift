@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// The stand-in is ours, so it is checked from two sides that are not: schemathesis runs the
+/// filtered 10.11 spec (enums intact) against it and validates every answer against the spec's
+/// schemas, and jellyfin-apiclient-python (written against real servers, and browsing through
+/// the legacy routes real servers still answer) signs in, browses and searches it. Both are
+/// pinned in .venv-jellyfin by scripts/setup. No real Jellyfin server can run on these machines.
+@Suite(.serialized, .timeLimit(.minutes(8)))
+struct JellyfinStandInConformanceTests {
+    static var venv: String { ProcessInfo.processInfo.environment["FARCAST_JELLYFIN_VENV"] ?? packageRoot.appendingPathComponent(".venv-jellyfin").path }
+
+    static func tool(_ name: String) throws -> String {
+        let path = venv + "/bin/" + name
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw MissingPeer(what: "\(name) in \(venv) (schemathesis==4.32.5, jellyfin-apiclient-python==1.20.2)")
+        }
+        return path
+    }
+
+    func token(_ server: JellyfinStandInServer) throws -> String {
+        let result = try run(try requireExecutable("curl", package: "curl"), [
+            "-sS", "-X", "POST", "http://127.0.0.1:\(server.port)/Users/AuthenticateByName",
+            "-H", "Content-Type: application/json",
+            "-H", #"Authorization: MediaBrowser Client="schemathesis", Device="conformance", DeviceId="schemathesis-1", Version="4.32.5""#,
+            "--data-binary", #"{"Username":"demo","Pw":"\#(try server.password)"}"#,
+        ])
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        guard let token = object?["AccessToken"] as? String else { throw PeerFailed(name: "sign-in for schemathesis", log: result.stdout + result.stderr) }
+        return token
+    }
+
+    @Test func schemathesisFindsTheStandInTrueToTheSpec() throws {
+        let server = try JellyfinStandInServer()
+        let token = try token(server)
+        let spec = packageRoot.appendingPathComponent("scripts/gen/jellyfin/jellyfin-openapi.filtered.json").path
+        let report = try TemporaryFolder()
+        // Positive examples only (what a client sends), every answer checked against the spec.
+        // ReportSessionEnded would revoke the token under test; the header carries it.
+        let result = try run(try Self.tool("schemathesis"), [
+            "run", spec, "--url", "http://127.0.0.1:\(server.port)",
+            "--header", #"Authorization: MediaBrowser Client="schemathesis", Device="conformance", DeviceId="schemathesis-1", Version="4.32.5", Token="\#(token)""#,
+            "--mode", "positive", "--max-examples", "25", "--seed", "7", "--workers", "1",
+            "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+            "--exclude-operation-id", "ReportSessionEnded",
+            "--request-timeout", "20", "--no-shrink", "--suppress-health-check", "all",
+            "--report", "junit", "--report-dir", report.path,
+        ], environment: ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"]) { $1 }, timeout: 400)
+        #expect(result.status == 0, "schemathesis:\n\(result.stdout.suffix(6000))\n\(result.stderr.suffix(2000))")
+        // It really exercised the operations (not a run that tested nothing).
+        #expect(result.stdout.contains("GET /Items"), "\(result.stdout.suffix(3000))")
+        let summary = result.stdout.split(separator: "\n").filter { $0.contains("passed") || $0.contains("operations") }
+        #expect(!summary.isEmpty, "\(result.stdout.suffix(3000))")
+    }
+
+    @Test func jellyfinApiclientPythonSignsInBrowsesAndSearches() throws {
+        let server = try JellyfinStandInServer()
+        let script = packageRoot.appendingPathComponent("scripts/lib/jellyfin_apiclient_check.py").path
+        let result = try run(try Self.tool("python"), [script, "check", server.url, "demo", try server.password], timeout: 120)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let seen = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(seen?["user"] as? String == "demo")
+        #expect(seen?["views"] as? [String] == ["Movies", "Shows", "Music"])
+        let children = seen?["children"] as? [String: [String]]
+        #expect(children?["Movies"] == ["Colour Bars", "Mandelbrot Zoom", "Test Pattern"])
+        #expect(children?["Shows"] == ["Signal Tests"])
+        #expect(children?["Music"] == ["Test Tones"])
+        #expect(seen?["search_signal_series"] as? [String] == ["Signal Tests"])
+        #expect(seen?["movies"] as? [String] == ["Colour Bars", "Mandelbrot Zoom", "Test Pattern"])
+        let detail = seen?["detail"] as? [String: Any]
+        #expect(detail?["name"] as? String == "Colour Bars")
+        #expect(detail?["streams"] as? [String] == ["Video", "Audio"])
+        #expect((detail?["date_created"] as? String)?.range(of: #"\.\d{7}Z$"#, options: .regularExpression) != nil)
+    }
+}
