@@ -983,14 +983,15 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
             var options = LiveSessionCore.Options()
             options.subscribeToSessions = !noSessions
             let stream = session.liveEvents(options: options)
-            let collected = Mutex<[EventRow]>([])
+            let collected = Locked<[EventRow]>([])
             let json = global.json
             let (stop, stopSink) = AsyncStream.makeStream(of: Void.self)
             let watcher = SignalWatcher { _ in stopSink.yield() }
             defer { watcher.cancel() }
             let limit = count
             let showKeepAlives = keepAlives
-            let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
+            // Each task answers with the failure to report, if any (a description: errors are not Sendable).
+            let failure: String? = await withTaskGroup(of: String?.self) { group in
                 group.addTask {
                     var delivered = 0
                     do {
@@ -1005,7 +1006,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
                         }
                         return nil
                     } catch {
-                        return error
+                        return oneLine(error)
                     }
                 }
                 group.addTask {
@@ -1023,8 +1024,8 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
                 stopSink.finish()
                 return first
             }
-            if json { try printJSON(collected.withLock { $0 }) }
-            if let failure { throw failure }
+            if json { try printJSON(collected.value) }
+            if let failure { throw CommandFailure(message: failure) }
         }
     }
 

@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 import Jellyfin
 import Synchronization
@@ -16,18 +17,29 @@ struct JellyfinSessionTests {
 
     /// Collects events in the background until `condition` holds or the timeout passes.
     final class EventLog: Sendable {
-        let events = Mutex<[LiveEvent]>([])
-        let ended = Mutex<(done: Bool, error: (any Error)?)>((false, nil))
+        let events: Locked<[LiveEvent]>
+        let ended: Locked<Ended>
         let task: Task<Void, Never>
 
+        struct Ended: Sendable {
+            var done = false
+            /// The stream's error, as the library's type when it is one.
+            var error: JellyfinError?
+            var otherError: String?
+        }
+
         init(_ stream: AsyncThrowingStream<LiveEvent, any Error>) {
-            let events = events, ended = ended
+            let events = Locked<[LiveEvent]>([]), ended = Locked<Ended>(Ended())
+            self.events = events
+            self.ended = ended
             task = Task {
                 do {
                     for try await event in stream { events.withLock { $0.append(event) } }
-                    ended.withLock { $0 = (true, nil) }
+                    ended.withLock { $0 = Ended(done: true) }
+                } catch let error as JellyfinError {
+                    ended.withLock { $0 = Ended(done: true, error: error) }
                 } catch {
-                    ended.withLock { $0 = (true, error) }
+                    ended.withLock { $0 = Ended(done: true, otherError: "\(error)") }
                 }
             }
         }
@@ -91,12 +103,12 @@ struct JellyfinSessionTests {
         try server.hook("/StandIn/Revoke?user=demo")
         let deadline = Date().addingTimeInterval(20)
         while !log.ended.withLock({ $0.done }) && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        let error = log.ended.withLock { $0.error }
-        guard case .signedOutByServer = error as? JellyfinError else {
-            Issue.record("expected signedOutByServer, got \(String(describing: error))")
+        let ended = log.ended.value
+        guard case .signedOutByServer = ended.error else {
+            Issue.record("expected signedOutByServer, got \(String(describing: ended.error)) \(ended.otherError ?? "")")
             return
         }
-        #expect((error as? JellyfinError)?.description.contains("signed out by the server") == true)
+        #expect(ended.error?.description.contains("signed out by the server") == true)
         await #expect(throws: JellyfinError.signedOutByServer(url: server.url)) { _ = try await session.views() }
     }
 

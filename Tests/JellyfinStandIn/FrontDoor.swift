@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -40,7 +41,7 @@ enum FrontDoor {
     }
 
     static func respond(to request: Request, context: BasicRequestContext, inner: RouterResponder<BasicRequestContext>, basePath: String,
-                        started: Date, startingSeconds: Double, faults: Mutex<[String: String]>, cache: ListingCache,
+                        started: Date, startingSeconds: Double, faults: Locked<[String: String]>, cache: ListingCache,
                         api: StandInAPI, state: StandInState) async throws -> Response {
         let full = request.head.path ?? "/"
         let pathOnly = String(full.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/")

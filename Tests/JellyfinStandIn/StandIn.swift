@@ -8,7 +8,7 @@ import Logging
 import NIOCore
 import OpenAPIHummingbird
 import OpenAPIRuntime
-import Synchronization
+import FarcastSupport
 
 /// `jellyfin-standin`: a Jellyfin server stand-in for tests, the demo and the benchmark (no
 /// Jellyfin server can run on these machines). Generated server stubs for the operations the
@@ -72,11 +72,11 @@ struct StandIn: AsyncParsableCommand {
         let state = try StandInState(dataDirectory: data)
         let library = Library(catalog: catalog, mediaDirectory: data + "/media", serverId: state.serverId, syntheticMovies: items)
         let hub = SocketHub()
-        let boundPort = Mutex(port)
+        let boundPort = Locked(port)
         let host = host, basePath = basePath
         let api = StandInAPI(library: library, state: state, hub: hub, serverName: name,
-                             publicURL: { "http://\(host):\(boundPort.withLock { $0 })\(basePath)" }, generation: Mutex(0))
-        let faults = Mutex<[String: String]>([:])
+                             publicURL: { "http://\(host):\(boundPort.withLock { $0 })\(basePath)" }, generation: Locked(0))
+        let faults = Locked<[String: String]>([:])
         let started = Date()
 
         let router = Router()

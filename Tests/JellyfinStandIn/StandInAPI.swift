@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Jellyfin
 import OpenAPIRuntime
-import Synchronization
+import FarcastSupport
 
 /// The generated server protocol implemented over the in-memory library, with the real
 /// server's rules where a client can tell: which calls need a token, what a missing item or a
@@ -15,7 +15,9 @@ struct StandInAPI: APIProtocol {
     let serverName: String
     let publicURL: @Sendable () -> String
     /// Bumped on every change a listing could show, so cached listings are never stale.
-    let generation: Mutex<Int>
+    let generation: Locked<Int>
+
+    static let notFound = Components.Schemas.ProblemDetails(status: 404, title: "Not Found")
 
     private var caller: Caller? { Caller.current }
     private var userId: String { caller?.token?.userId ?? "" }
@@ -112,7 +114,7 @@ struct StandInAPI: APIProtocol {
     }
 
     func getQuickConnectState(_ input: Operations.GetQuickConnectState.Input) async throws -> Operations.GetQuickConnectState.Output {
-        guard let request = state.quickConnect(secret: input.query.secret) else { return .notFound(.init()) }
+        guard let request = state.quickConnect(secret: input.query.secret) else { return .notFound(.init(body: .json(Self.notFound))) }
         return .ok(.init(body: .json(result(request))))
     }
 
@@ -290,14 +292,14 @@ struct StandInAPI: APIProtocol {
     }
 
     func getSeasons(_ input: Operations.GetSeasons.Input) async throws -> Operations.GetSeasons.Output {
-        guard let series = library.item(input.path.seriesId), series.kind == "Series" else { return .notFound(.init()) }
+        guard let series = library.item(input.path.seriesId), series.kind == "Series" else { return .notFound(.init(body: .json(Self.notFound))) }
         let seasons = library.childItems(of: series.id).sorted { ($0.indexNumber ?? 0) < ($1.indexNumber ?? 0) }
         let items = seasons.map { dto($0, fields: input.query.fields) }
         return .ok(.init(body: .json(.init(items: items, startIndex: 0, totalRecordCount: Int32(items.count)))))
     }
 
     func getEpisodes(_ input: Operations.GetEpisodes.Input) async throws -> Operations.GetEpisodes.Output {
-        guard let series = library.item(input.path.seriesId), series.kind == "Series" else { return .notFound(.init()) }
+        guard let series = library.item(input.path.seriesId), series.kind == "Series" else { return .notFound(.init(body: .json(Self.notFound))) }
         var episodes = library.descendants(of: series.id).filter { $0.kind == "Episode" }
         if let seasonId = input.query.seasonId { episodes = episodes.filter { $0.seasonId == seasonId.replacingOccurrences(of: "-", with: "").lowercased() } }
         if let season = input.query.season { episodes = episodes.filter { $0.parentIndexNumber == Int(season) } }
@@ -403,12 +405,12 @@ struct StandInAPI: APIProtocol {
 
     func markPlayedItem(_ input: Operations.MarkPlayedItem.Input) async throws -> Operations.MarkPlayedItem.Output {
         let when = input.query.datePlayed ?? Date()
-        guard let dto = mark(input.path.itemId, { $0.played = true; $0.playCount += 1; $0.positionTicks = 0; $0.lastPlayed = when }) else { return .notFound(.init()) }
+        guard let dto = mark(input.path.itemId, { $0.played = true; $0.playCount += 1; $0.positionTicks = 0; $0.lastPlayed = when }) else { return .notFound(.init(body: .json(Self.notFound))) }
         return .ok(.init(body: .json(dto)))
     }
 
     func markUnplayedItem(_ input: Operations.MarkUnplayedItem.Input) async throws -> Operations.MarkUnplayedItem.Output {
-        guard let dto = mark(input.path.itemId, { $0.played = false; $0.positionTicks = 0 }) else { return .notFound(.init()) }
+        guard let dto = mark(input.path.itemId, { $0.played = false; $0.positionTicks = 0 }) else { return .notFound(.init(body: .json(Self.notFound))) }
         return .ok(.init(body: .json(dto)))
     }
 
@@ -436,7 +438,7 @@ struct StandInAPI: APIProtocol {
     func getItemImage(_ input: Operations.GetItemImage.Input) async throws -> Operations.GetItemImage.Output {
         guard let item = library.item(input.path.itemId), input.path.imageType.value1 == "Primary", let tag = item.posterTag, let path = item.posterPath,
               input.query.tag == nil || input.query.tag == tag, let bytes = FileManager.default.contents(atPath: path) else {
-            return .notFound(.init(body: .json(.init(status: 404, title: "Not Found"))))
+            return .notFound(.init(body: .json(Self.notFound)))
         }
         return .ok(.init(body: .image_Ast_(HTTPBody(Array(bytes)))))
     }

@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 import Hummingbird
 import NIOCore
@@ -8,7 +9,7 @@ import Synchronization
 /// switch malformed answers on and off for a path.
 enum TestHooks {
     static func register(on router: Router<BasicRequestContext>, api: StandInAPI, state: StandInState, hub: SocketHub,
-                         faults: Mutex<[String: String]>) {
+                         faults: Locked<[String: String]>) {
         func user(_ request: Request) -> StandInState.User? {
             let name = request.uri.queryParameters["user"].map(String.init) ?? "demo"
             return state.users.first { $0.name.caseInsensitiveCompare(name) == .orderedSame || $0.id == name }

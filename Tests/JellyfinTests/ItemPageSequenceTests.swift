@@ -1,3 +1,4 @@
+import FarcastSupport
 import Synchronization
 import Testing
 @testable import Jellyfin
@@ -67,7 +68,7 @@ struct ItemPageSequenceTests {
 
     @Test func aShortPageEndsTheListingEvenWithoutATotal() async throws {
         // A server that never reports a total (EnableTotalRecordCount ignored) still ends.
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let pages = ItemPageSequence(query: { var q = ItemQuery(); q.pageSize = 10; return q }()) { _, start, count, _ in
             calls.withLock { $0 += 1 }
             let n = start >= 20 ? 3 : count

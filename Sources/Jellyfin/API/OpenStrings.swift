@@ -11,11 +11,6 @@ extension OpenString {
     public init(stringLiteral value: String) { self.init(rawValue: value) }
     public var description: String { rawValue }
     public var isKnown: Bool { Self.known.contains(self) }
-    public init(from decoder: any Decoder) throws { self.init(rawValue: try decoder.singleValueContainer().decode(String.self)) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
     /// The known value whose name matches `text` ignoring case, `-`, `_` and spaces, else nil.
     public static func matching(_ text: String) -> Self? {
         let wanted = text.lowercased().filter { $0 != "-" && $0 != "_" && $0 != " " }

@@ -40,10 +40,8 @@ extension JellyfinError {
                 return .unreachable(url: url, reason: "connection timed out")
             case .remoteConnectionClosed:
                 return .unreachable(url: url, reason: "the server closed the connection")
-            case .tooManyRedirects, .redirectCycleDetected, .redirectLimitReached:
+            case .redirectCycleDetected, .redirectLimitReached:
                 return .unreachable(url: url, reason: "too many redirects")
-            case .responseBodyTooBig:
-                return .responseTooLarge(operation: operation, limit: 0)
             default:
                 return .unreachable(url: url, reason: oneLine("\(error)"))
             }

@@ -19,12 +19,23 @@ public struct JellyfinTransport: Sendable {
     /// The largest response body accepted (a hostile server's endless array is refused here).
     public var maxResponseBytes: Int
 
+    /// Replaces the network for the generated operations (tests feed canned answers here).
+    let injected: (any ClientTransport)?
+
     public init(timeout: Duration = .seconds(30), maxResponseBytes: Int = 64 << 20) {
         self.timeout = timeout
         self.maxResponseBytes = maxResponseBytes
+        injected = nil
+    }
+
+    package init(clientTransport: any ClientTransport, timeout: Duration = .seconds(30), maxResponseBytes: Int = 64 << 20) {
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+        injected = clientTransport
     }
 
     var clientTransport: any ClientTransport {
+        if let injected { return injected }
         #if canImport(AsyncHTTPClient)
         AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .nanoseconds(timeout.nanoseconds)))
         #else

@@ -1,5 +1,6 @@
 import FarcastSupport
 import Foundation
+import HTTPTypes
 import Logging
 import NIOCore
 import Synchronization
@@ -38,7 +39,7 @@ struct LiveSocketRunner: Sendable {
     static let maxMessageBytes = 4 << 20
 
     func run() async throws {
-        let core = Mutex(LiveSessionCore(options: options))
+        let core = Locked(LiveSessionCore(options: options))
         let clock = SystemClock()
         guard let url = session.authenticatedURL(path: "/socket", query: [("deviceId", session.server.identity.deviceId)], webSocket: true) else {
             throw JellyfinError.invalidAddress(session.server.address.description, reason: "cannot build the WebSocket URL")
@@ -87,7 +88,7 @@ struct LiveSocketRunner: Sendable {
         var description: String { "the server stopped answering keep-alives" }
     }
 
-    private func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, core: Mutex<LiveSessionCore>,
+    private func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, core: Locked<LiveSessionCore>,
                                clock: SystemClock) async throws {
         let (outgoing, sink) = AsyncStream.makeStream(of: String.self)
         @Sendable func perform(_ actions: [LiveSessionCore.Action]) throws {
