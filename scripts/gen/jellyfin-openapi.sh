@@ -35,6 +35,25 @@ trap 'rm -rf "$WORK"' EXIT
 "$GENERATOR" generate --config "$GEN_DIR/server-config.yaml" --output-directory "$WORK/server" \
   "$GEN_DIR/jellyfin-openapi.generator.json"
 
+# Tidy the output so it builds without warnings: the generator writes empty namespaces (headers,
+# parameters, request bodies, responses: the spec defines none) and imports Foundation's URL,
+# Data and Date into every file whether it uses them or not, and OpenAPIRuntime at package level
+# where Types.swift needs it only internally.
+rm -f "$WORK"/client/Types+Components+{Headers,Parameters,RequestBodies,Responses}.swift
+python3 - "$WORK"/client/*.swift "$WORK"/server/*.swift <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    text = open(path).read()
+    for name in ("URL", "Data", "Date"):
+        line = f"package import struct Foundation.{name}\n"
+        rest = text.replace(line, "")
+        if line in text and not re.search(rf"\bFoundation\.{name}\b", rest):
+            text = rest
+    # Types.swift uses the runtime only inside function bodies.
+    if path.endswith("/client/Types.swift"):
+        text = text.replace("@_spi(Generated) package import OpenAPIRuntime", "@_spi(Generated) internal import OpenAPIRuntime")
+    open(path, "w").write(text)
+PY
 rm -rf Sources/Jellyfin/Generated Tests/JellyfinStandIn/Generated
 mkdir -p Sources/Jellyfin/Generated Tests/JellyfinStandIn/Generated
 cp "$WORK"/client/*.swift Sources/Jellyfin/Generated/

@@ -1,4 +1,4 @@
-import Foundation
+internal import Foundation
 
 // From the generated layer's types to the readable ones. The generated types stay `package`:
 // an app sees only what is converted here.

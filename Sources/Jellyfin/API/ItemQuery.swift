@@ -70,9 +70,9 @@ public struct ItemPageSequence: AsyncSequence, Sendable {
         }
 
         private func count(from start: Int, deliveredBefore: Int) -> Int {
-            var count = max(1, sequence.query.pageSize)
-            if let limit = sequence.query.limit { count = min(count, limit - deliveredBefore) }
-            if let total { count = min(count, total - start) }
+            var count = Swift.max(1, sequence.query.pageSize)
+            if let limit = sequence.query.limit { count = Swift.min(count, limit - deliveredBefore) }
+            if let total { count = Swift.min(count, total - start) }
             return count
         }
 

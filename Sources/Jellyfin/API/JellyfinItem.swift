@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An item as an app shows it: the fields of the server's `BaseItemDto` that browsing needs,
 /// with ticks kept as ticks (1 tick = 100 ns) and server enums as open strings.

@@ -1,5 +1,5 @@
-import Foundation
-import OpenAPIRuntime
+internal import Foundation
+internal import OpenAPIRuntime
 
 /// One Jellyfin server as seen before signing in: its normalised address and this program's
 /// identity. Probing follows redirects and returns the server at its final address; signing in
@@ -92,7 +92,7 @@ public struct JellyfinServer: Sendable {
         let operation = "list users"
         let output = try await perform(operation) { try await client(token: nil).getPublicUsers() }
         switch output {
-        case .ok(let ok): return try perform(operation) { try ok.body.json }.map(UserSummary.init)
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }.map(UserSummary.init)
         case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
         case .undocumented(let status, _): throw unexpected(operation, status: status)
         }
@@ -102,10 +102,10 @@ public struct JellyfinServer: Sendable {
     public func signIn(userName: String, password: String) async throws(JellyfinError) -> JellyfinSession {
         let operation = "sign in"
         let output = try await perform(operation) {
-            try await client(token: nil).authenticateUserByName(body: .json(.init(pw: password, username: userName)))
+            try await client(token: nil).authenticateUserByName(body: .json(.init(value1: .init(pw: password, username: userName))))
         }
         switch output {
-        case .ok(let ok): return try session(from: try perform(operation) { try ok.body.json }, operation: operation)
+        case .ok(let ok): return try session(from: try await perform(operation) { try ok.body.json }, operation: operation)
         case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
         case .undocumented(let status, _):
             if status == 401 || status == 400 { throw .wrongCredentials(user: userName) }
@@ -131,7 +131,7 @@ public struct JellyfinServer: Sendable {
         let operation = "check Quick Connect"
         let output = try await perform(operation) { try await client(token: nil).getQuickConnectEnabled() }
         switch output {
-        case .ok(let ok): return try perform(operation) { try ok.body.json }
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }
         case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
         case .undocumented(let status, _): throw unexpected(operation, status: status)
         }
@@ -143,7 +143,7 @@ public struct JellyfinServer: Sendable {
         let output = try await perform(operation) { try await client(token: nil).initiateQuickConnect() }
         switch output {
         case .ok(let ok):
-            let result = try perform(operation) { try ok.body.json }
+            let result = try await perform(operation) { try ok.body.json }
             guard let code = result.code, let secret = result.secret else {
                 throw .malformedResponse(operation: operation, reason: "no code or secret")
             }
@@ -160,9 +160,8 @@ public struct JellyfinServer: Sendable {
         let operation = "check the Quick Connect request"
         let output = try await perform(operation) { try await client(token: nil).getQuickConnectState(query: .init(secret: request.secret)) }
         switch output {
-        case .ok(let ok): return try perform(operation) { try ok.body.json }.authenticated ?? false
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }.authenticated ?? false
         case .notFound: throw .quickConnectExpired(code: request.code)
-        case .unauthorized: throw .quickConnectDisabled(url: address.description)
         case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
         case .undocumented(let status, _): throw unexpected(operation, status: status)
         }
@@ -172,10 +171,10 @@ public struct JellyfinServer: Sendable {
     public func completeQuickConnect(_ request: QuickConnectRequest) async throws(JellyfinError) -> JellyfinSession {
         let operation = "sign in with Quick Connect"
         let output = try await perform(operation) {
-            try await client(token: nil).authenticateWithQuickConnect(body: .json(.init(secret: request.secret)))
+            try await client(token: nil).authenticateWithQuickConnect(body: .json(.init(value1: .init(secret: request.secret))))
         }
         switch output {
-        case .ok(let ok): return try session(from: try perform(operation) { try ok.body.json }, operation: operation)
+        case .ok(let ok): return try session(from: try await perform(operation) { try ok.body.json }, operation: operation)
         case .badRequest: throw .quickConnectExpired(code: request.code)
         case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
         case .undocumented(let status, _):

@@ -1,5 +1,5 @@
-import Foundation
-import OpenAPIRuntime
+public import Foundation
+internal import OpenAPIRuntime
 
 /// A signed-in user on one server: browsing, search, user data, images, the live session.
 ///
@@ -289,7 +289,7 @@ public final class JellyfinSession: Sendable {
         capabilities.supportedCommands = supportedCommands
         capabilities.supportsMediaControl = supportsMediaControl
         capabilities.supportsPersistentIdentifier = true
-        let output = try await perform(operation) { try await client.postFullCapabilities(body: .json(capabilities)) }
+        let output = try await perform(operation) { try await client.postFullCapabilities(body: .json(.init(value1: capabilities))) }
         switch output {
         case .noContent: return
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A Jellyfin server's base URL, normalised from what a person types.
 ///

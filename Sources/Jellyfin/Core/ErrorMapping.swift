@@ -1,5 +1,5 @@
-import Foundation
-import OpenAPIRuntime
+internal import Foundation
+internal import OpenAPIRuntime
 
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient

@@ -1,5 +1,5 @@
-import Foundation
-import OpenAPIRuntime
+public import Foundation
+public import OpenAPIRuntime
 
 /// Reads every date form Jellyfin servers send and writes the one they write.
 ///

@@ -1,6 +1,6 @@
-import Foundation
+internal import Foundation
 import HTTPTypes
-import OpenAPIRuntime
+package import OpenAPIRuntime
 
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
@@ -37,9 +37,9 @@ public struct JellyfinTransport: Sendable {
     var clientTransport: any ClientTransport {
         if let injected { return injected }
         #if canImport(AsyncHTTPClient)
-        AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .nanoseconds(timeout.nanoseconds)))
+        return AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .nanoseconds(timeout.nanoseconds)))
         #else
-        URLSessionTransport()
+        return URLSessionTransport()
         #endif
     }
 

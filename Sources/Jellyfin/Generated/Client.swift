@@ -10,11 +10,9 @@ package import struct Foundation.URL
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-package import struct Foundation.Data
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-package import struct Foundation.Date
 import HTTPTypes
 package struct Client: APIProtocol {
     /// The underlying HTTP client.

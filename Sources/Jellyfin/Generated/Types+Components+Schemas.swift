@@ -6,11 +6,9 @@
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-package import struct Foundation.URL
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-package import struct Foundation.Data
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
@@ -9068,7 +9066,6 @@ extension Components {
             /// Gets or sets the operating system.
             ///
             /// - Remark: Generated from `#/components/schemas/PublicSystemInfo/OperatingSystem`.
-            @available(*, deprecated)
             package var operatingSystem: Swift.String?
             /// Gets or sets the product name. This is the AssemblyProduct name.
             ///
@@ -9413,7 +9410,6 @@ extension Components {
             /// Gets or sets the item id.
             ///
             /// - Remark: Generated from `#/components/schemas/SearchHint/ItemId`.
-            @available(*, deprecated)
             package var itemId: Swift.String?
             /// Gets or sets the matched term.
             ///
@@ -11404,7 +11400,6 @@ extension Components {
             /// Gets or sets a value indicating whether this instance has configured easy password.
             ///
             /// - Remark: Generated from `#/components/schemas/UserDto/HasConfiguredEasyPassword`.
-            @available(*, deprecated)
             package var hasConfiguredEasyPassword: Swift.Bool?
             /// Gets or sets a value indicating whether this instance has configured password.
             ///

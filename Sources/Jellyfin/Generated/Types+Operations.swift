@@ -6,11 +6,9 @@
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-package import struct Foundation.URL
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-package import struct Foundation.Data
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
@@ -4323,7 +4321,6 @@ package enum Operations {
                 /// Whether to disable sending the first episode in a series as next up.
                 ///
                 /// - Remark: Generated from `#/paths/Shows/NextUp/GET/query/disableFirstEpisode`.
-                @available(*, deprecated)
                 package var disableFirstEpisode: Swift.Bool?
                 /// Whether to include resumable episodes in next up results.
                 ///

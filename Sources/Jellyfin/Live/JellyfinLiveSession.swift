@@ -1,5 +1,5 @@
 import FarcastSupport
-import Foundation
+internal import Foundation
 import HTTPTypes
 import Logging
 import NIOCore

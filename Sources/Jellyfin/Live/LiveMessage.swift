@@ -1,4 +1,4 @@
-import Foundation
+internal import Foundation
 
 /// One message from the server's `/socket`, decoded into what a client acts on.
 ///

@@ -1,5 +1,5 @@
 import FarcastSupport
-import Foundation
+internal import Foundation
 
 /// Where remembered servers, users and their access tokens live. The file store below keeps
 /// them in the state directory (0600); an Apple app supplies the Keychain store instead.

@@ -1,5 +1,5 @@
 #if canImport(Security)
-import Foundation
+internal import Foundation
 import Security
 
 /// The credential store in the Keychain (Apple platforms): the same JSON as the file store, as

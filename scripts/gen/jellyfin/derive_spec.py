@@ -15,7 +15,8 @@ Cleaning (see ../shared/protocols/jellyfin.md §3):
   - Only the operations in OPERATIONS are kept, and only the component schemas they reach.
   - Only `application/json` is kept where an operation lists JSON media types: the server
     answers PascalCase to it, and the camelCase profile must never be asked for.
-  - Generator copy only: string enums lose their value lists (the component schemas and the
+  - Generator copy only: `deprecated` flags are dropped (the generated code would warn on its
+    own uses of deprecated fields), and string enums lose their value lists (the component schemas and the
     inline copies Jellyfin puts beside `allOf: [$ref]`), so a value a newer server adds decodes
     instead of failing a whole page. The Swift layer above maps the strings to enums with an
     `unknown` case.
@@ -138,6 +139,22 @@ def open_enums(node):
     return count
 
 
+def drop_deprecations(node):
+    """Drops `deprecated: true` (generator copy only): the generated code would otherwise warn
+    on every use of a deprecated field, its own uses included. Returns how many."""
+    count = 0
+    if isinstance(node, dict):
+        if node.get("deprecated") is True:
+            del node["deprecated"]
+            count += 1
+        for value in node.values():
+            count += drop_deprecations(value)
+    elif isinstance(node, list):
+        for value in node:
+            count += drop_deprecations(value)
+    return count
+
+
 def write(path, document):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1, sort_keys=True, ensure_ascii=False)
@@ -155,9 +172,11 @@ def main():
     write(f"{out_dir}/jellyfin-openapi.filtered.json", subset)
     tolerant = copy.deepcopy(subset)
     opened = open_enums(tolerant)
+    undeprecated = drop_deprecations(tolerant)
     write(f"{out_dir}/jellyfin-openapi.generator.json", tolerant)
     print(f"derive_spec.py: removed {removed} allowEmptyValue flags; kept {len(OPERATIONS)} operations, "
-          f"{len(subset['components']['schemas'])} schemas; opened {opened} enums", file=sys.stderr)
+          f"{len(subset['components']['schemas'])} schemas; opened {opened} enums; dropped {undeprecated} deprecation flags",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":
