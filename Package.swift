@@ -121,7 +121,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Tests/JellyfinStandIn"
+            path: "Tests/JellyfinStandIn",
+            // The generated server stubs import at package level; every other import is internal.
+            swiftSettings: [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         .executableTarget(
             name: "farcast",

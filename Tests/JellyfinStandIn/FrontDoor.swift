@@ -138,7 +138,7 @@ struct CollectingWriter: ResponseBodyWriter {
 
     mutating func write(_ buffer: ByteBuffer) async throws {
         var buffer = buffer
-        box.buffer.withLock { $0.writeBuffer(&buffer) }
+        _ = box.buffer.withLock { $0.writeBuffer(&buffer) }
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}

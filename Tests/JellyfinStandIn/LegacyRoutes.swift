@@ -15,23 +15,29 @@ enum LegacyRoutes {
             var container = encoder.singleValueContainer()
             try container.encode(JellyfinDateTranscoder.format(date))
         }
-        @Sendable func json(_ value: some Encodable) throws -> Response {
+        @Sendable func json(_ value: Components.Schemas.BaseItemDtoQueryResult) throws -> Response {
+            try jsonData(try encoder.encode(value))
+        }
+        @Sendable func json(_ value: Components.Schemas.BaseItemDto) throws -> Response {
+            try jsonData(try encoder.encode(value))
+        }
+        @Sendable func jsonData(_ data: Data) throws -> Response {
             var headers = HTTPFields()
             headers[.contentType] = "application/json; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
         }
         @Sendable func authorised(_ request: Request, _ body: @Sendable () async throws -> Response) async throws -> Response {
             let caller = StandInAuthMiddleware.caller(headers: request.headers, path: request.head.path ?? "", state: state)
             guard caller.token != nil else { return Response(status: .unauthorized) }
             return try await Caller.$current.withValue(caller) { try await body() }
         }
-        func query(_ request: Request) -> [String: String] {
+        @Sendable func query(_ request: Request) -> [String: String] {
             var result: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { result[String(key).lowercased()] = String(value) }
             return result
         }
-        func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
-        func bool(_ text: String?) -> Bool? { text.map { $0.lowercased() == "true" } }
+        @Sendable func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        @Sendable func bool(_ text: String?) -> Bool? { text.map { $0.lowercased() == "true" } }
 
         let prefix = basePath
         router.get("\(prefix)/Users/:userId/Views") { request, _ in

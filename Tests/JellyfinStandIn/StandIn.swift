@@ -104,8 +104,7 @@ struct StandIn: AsyncParsableCommand {
             onServerRunning: { channel in
                 let actual = channel.localAddress?.port ?? 0
                 boundPort.withLock { $0 = actual }
-                print("jellyfin-standin listening on http://\(host):\(actual)\(basePath) (data \(data))")
-                fflush(stdout)
+                FileHandle.standardOutput.write(Data("jellyfin-standin listening on http://\(host):\(actual)\(basePath) (data \(data))\n".utf8))
             },
             logger: logger
         )

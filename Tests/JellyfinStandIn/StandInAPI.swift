@@ -88,7 +88,7 @@ struct StandInAPI: APIProtocol {
 
     func authenticateUserByName(_ input: Operations.AuthenticateUserByName.Input) async throws -> Operations.AuthenticateUserByName.Output {
         guard case .json(let body) = input.body, let caller, !caller.deviceId.isEmpty,
-              let user = state.authenticate(name: body.username ?? "", password: body.pw ?? "") else {
+              let user = state.authenticate(name: body.value1.username ?? "", password: body.value1.pw ?? "") else {
             return .undocumented(statusCode: 401, .init())
         }
         return .ok(.init(body: .json(authenticationResult(user: user, token: state.issueToken(userId: user.id, caller: caller)))))
@@ -119,7 +119,7 @@ struct StandInAPI: APIProtocol {
     }
 
     func authenticateWithQuickConnect(_ input: Operations.AuthenticateWithQuickConnect.Input) async throws -> Operations.AuthenticateWithQuickConnect.Output {
-        guard case .json(let body) = input.body, let request = state.consumeQuickConnect(secret: body.secret),
+        guard case .json(let body) = input.body, let request = state.consumeQuickConnect(secret: body.value1.secret),
               let userId = request.userId, let user = state.user(id: userId) else {
             return .badRequest(.init())
         }
@@ -129,7 +129,7 @@ struct StandInAPI: APIProtocol {
 
     func authorizeQuickConnect(_ input: Operations.AuthorizeQuickConnect.Input) async throws -> Operations.AuthorizeQuickConnect.Output {
         let approver = input.query.userId ?? userId
-        guard approver == userId || state.user(id: userId)?.isAdministrator == true else { return .forbidden(.init()) }
+        guard approver == userId || state.user(id: userId)?.isAdministrator == true else { return .forbidden(.init(body: .json(.init(status: 403, title: "Forbidden")))) }
         return .ok(.init(body: .json(state.approveQuickConnect(code: input.query.code, userId: approver))))
     }
 

@@ -10,7 +10,7 @@ import Synchronization
 enum TestHooks {
     static func register(on router: Router<BasicRequestContext>, api: StandInAPI, state: StandInState, hub: SocketHub,
                          faults: Locked<[String: String]>) {
-        func user(_ request: Request) -> StandInState.User? {
+        @Sendable func user(_ request: Request) -> StandInState.User? {
             let name = request.uri.queryParameters["user"].map(String.init) ?? "demo"
             return state.users.first { $0.name.caseInsensitiveCompare(name) == .orderedSame || $0.id == name }
         }

@@ -49,8 +49,8 @@ for path in sys.argv[1:]:
         rest = text.replace(line, "")
         if line in text and not re.search(rf"\bFoundation\.{name}\b", rest):
             text = rest
-    # Types.swift uses the runtime only inside function bodies.
-    if path.endswith("/client/Types.swift"):
+    # Types.swift uses the runtime only inside function bodies; Types+Components.swift not at all.
+    if path.endswith("/client/Types.swift") or path.endswith("/client/Types+Components.swift"):
         text = text.replace("@_spi(Generated) package import OpenAPIRuntime", "@_spi(Generated) internal import OpenAPIRuntime")
     open(path, "w").write(text)
 PY
