@@ -1081,6 +1081,6 @@ private func describe(_ message: LiveMessage) -> String? {
 private func printEvent(_ row: JellyfinEventsCommand.EventRow) {
     var line = "\(row.time.prefix(19).replacingOccurrences(of: "T", with: " "))  \(row.messageType ?? row.event)"
     if let detail = row.detail, !detail.isEmpty { line += "  \(detail)" }
-    print(line)
-    fflush(stdout)
+    // Unbuffered: a person (or a pipe) watching the stream sees each message as it arrives.
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

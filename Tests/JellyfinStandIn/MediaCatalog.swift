@@ -62,10 +62,10 @@ struct MediaCatalog: Codable {
             return (file, BlurHash.encode(rgb: Array(raw), width: 20, height: 30), 200, 300)
         }
         func video(_ file: String, source: String, tone: Int, seconds: Int) throws {
-            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "\(source)=size=320x240:rate=25:duration=\(seconds)",
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "\(source)=size=320x240:rate=25",
                                   "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=48000:duration=\(seconds)",
                                   "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k",
-                                  "-shortest", mediaDir + "/" + file])
+                                  "-t", "\(seconds)", mediaDir + "/" + file])
         }
         func audio(_ file: String, tone: Int, seconds: Int) throws {
             try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=44100:duration=\(seconds)",
