@@ -156,7 +156,9 @@ func printTable(_ header: [String], _ rows: [[String]], maxWidth: Int = 48) {
     for row in all { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
     for row in all {
         let line = row.enumerated().map { i, cell in i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
-        print(line.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        var text = line.joined(separator: "  ")
+        while text.hasSuffix(" ") { text.removeLast() }
+        print(text)
     }
 }
 

@@ -20,6 +20,9 @@ struct StandInAPI: APIProtocol {
     static let notFound = Components.Schemas.ProblemDetails(status: 404, title: "Not Found")
 
     private var caller: Caller? { Caller.current }
+
+    /// A paging number from the query, never negative (clients and fuzzers send anything).
+    private func count(_ value: Int32?, default fallback: Int) -> Int { max(0, value.map(Int.init) ?? fallback) }
     private var userId: String { caller?.token?.userId ?? "" }
 
     private func fieldSet(_ fields: [String]?) -> Set<String> { Set(fields ?? []) }
@@ -304,8 +307,8 @@ struct StandInAPI: APIProtocol {
         if let seasonId = input.query.seasonId { episodes = episodes.filter { $0.seasonId == seasonId.replacingOccurrences(of: "-", with: "").lowercased() } }
         if let season = input.query.season { episodes = episodes.filter { $0.parentIndexNumber == Int(season) } }
         episodes.sort { ($0.parentIndexNumber ?? 0, $0.indexNumber ?? 0) < ($1.parentIndexNumber ?? 0, $1.indexNumber ?? 0) }
-        let start = min(Int(input.query.startIndex ?? 0), episodes.count)
-        let end = input.query.limit.map { min(episodes.count, start + Int($0)) } ?? episodes.count
+        let start = min(count(input.query.startIndex, default: 0), episodes.count)
+        let end = input.query.limit.map { min(episodes.count, start + max(0, Int($0))) } ?? episodes.count
         let items = episodes[start..<end].map { dto($0, fields: input.query.fields) }
         return .ok(.init(body: .json(.init(items: items, startIndex: Int32(start), totalRecordCount: Int32(episodes.count)))))
     }
@@ -314,7 +317,7 @@ struct StandInAPI: APIProtocol {
         let data = state.allItemData(userId: userId)
         let resumable = library.items.filter { ($0.entry?.path != nil) && (data[$0.id]?.positionTicks ?? 0) > 0 && !(data[$0.id]?.played ?? false) }
             .sorted { (data[$0.id]?.lastPlayed ?? .distantPast) > (data[$1.id]?.lastPlayed ?? .distantPast) }
-        let limited = resumable.prefix(Int(input.query.limit ?? 100))
+        let limited = resumable.prefix(count(input.query.limit, default: 100))
         return .ok(.init(body: .json(.init(items: limited.map { dto($0, fields: input.query.fields) }, startIndex: 0,
                                            totalRecordCount: Int32(resumable.count)))))
     }
@@ -331,7 +334,7 @@ struct StandInAPI: APIProtocol {
             guard let lastPlayed = episodes.lastIndex(where: { data[$0.id]?.played == true }) else { continue }
             if let next = episodes[(lastPlayed + 1)...].first(where: { data[$0.id]?.played != true }) { result.append(next) }
         }
-        let limited = result.prefix(Int(input.query.limit ?? 100))
+        let limited = result.prefix(count(input.query.limit, default: 100))
         return .ok(.init(body: .json(.init(items: limited.map { dto($0, fields: input.query.fields) }, startIndex: 0,
                                            totalRecordCount: Int32(result.count)))))
     }
@@ -342,7 +345,7 @@ struct StandInAPI: APIProtocol {
         items = items.filter { ["Movie", "Episode", "Audio", "MusicAlbum", "Series"].contains($0.kind) }
         if let types = input.query.includeItemTypes, !types.isEmpty { items = items.filter { types.contains($0.kind) } }
         items.sort { $0.dateCreated > $1.dateCreated }
-        return .ok(.init(body: .json(items.prefix(Int(input.query.limit ?? 20)).map { dto($0, fields: input.query.fields) })))
+        return .ok(.init(body: .json(items.prefix(count(input.query.limit, default: 20)).map { dto($0, fields: input.query.fields) })))
     }
 
     func getSearchHints(_ input: Operations.GetSearchHints.Input) async throws -> Operations.GetSearchHints.Output {
@@ -351,8 +354,8 @@ struct StandInAPI: APIProtocol {
         if let types = input.query.includeItemTypes, !types.isEmpty { matches = matches.filter { types.contains($0.kind) } }
         // Names that start with the term first, then alphabetical, as the server ranks them.
         matches.sort { ($0.sortName.hasPrefix(term.lowercased()) ? 0 : 1, $0.sortName) < ($1.sortName.hasPrefix(term.lowercased()) ? 0 : 1, $1.sortName) }
-        let start = min(Int(input.query.startIndex ?? 0), matches.count)
-        let end = min(matches.count, start + Int(input.query.limit ?? 100))
+        let start = min(count(input.query.startIndex, default: 0), matches.count)
+        let end = min(matches.count, start + count(input.query.limit, default: 100))
         let hints = matches[start..<end].map { item -> Components.Schemas.SearchHint in
             var hint = Components.Schemas.SearchHint()
             hint.itemId = item.id

@@ -26,7 +26,7 @@ struct GeneratedLayerTests {
             requests.withLock { $0.append(request) }
             var response = HTTPResponse(status: .init(code: status))
             response.headerFields[.contentType] = contentType
-            return (response, HTTPBody(body))
+            return (response, HTTPBody(self.body))
         }
     }
 
@@ -98,7 +98,7 @@ struct GeneratedLayerTests {
             do {
                 _ = try await session(CannedTransport(json: body)).views()
                 Issue.record("\(what): expected an error")
-            } catch {
+            } catch let error as JellyfinError {
                 guard case .malformedResponse(let operation, let reason) = error else { Issue.record("\(what): \(error)"); continue }
                 #expect(operation == "list libraries", "\(what)")
                 #expect(!reason.contains("DecodingError"), "\(what): \(reason)")
@@ -143,8 +143,8 @@ struct GeneratedLayerTests {
             }
             do {
                 _ = try await session(CannedTransport(json: String(decoding: bytes, as: UTF8.self))).views()
-            } catch {
-                // Typed by construction (throws(JellyfinError)); reaching here without a trap is the point.
+            } catch let error as JellyfinError {
+                // Reaching here without a trap is the point; the error reads as a sentence.
                 #expect(!error.description.isEmpty)
             }
         }

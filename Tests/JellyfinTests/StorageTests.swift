@@ -35,10 +35,12 @@ struct StorageTests {
         var servers = RememberedServers()
         servers.remember(server: .init(id: "s1", name: "Home", url: "u"), user: RememberedUser(id: "u1", name: "a", token: "t"))
         servers.remember(server: .init(id: "s2", name: "Cabin", url: "v"), user: RememberedUser(id: "u2", name: "b", token: "t"))
-        #expect(servers.forget(serverId: "s2", userId: "u2"))
+        let forgotten = servers.forget(serverId: "s2", userId: "u2")
+        #expect(forgotten)
         #expect(servers.servers.map(\.id) == ["s1"])
         #expect(servers.current == "s1")
-        #expect(!servers.forget(serverId: "s2", userId: "u2"))
+        let again = servers.forget(serverId: "s2", userId: "u2")
+        #expect(!again)
     }
 
     @Test func aDamagedFileIsAnErrorThatNamesIt() throws {
