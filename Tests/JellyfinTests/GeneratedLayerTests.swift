@@ -15,6 +15,7 @@ struct GeneratedLayerTests {
         let body: [UInt8]
         let contentType: String
         let requests = Mutex<[HTTPRequest]>([])
+        let baseURLs = Mutex<[URL]>([])
 
         init(status: Int = 200, json: String, contentType: String = "application/json; charset=utf-8") {
             self.status = status
@@ -24,6 +25,7 @@ struct GeneratedLayerTests {
 
         func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws -> (HTTPResponse, HTTPBody?) {
             requests.withLock { $0.append(request) }
+            baseURLs.withLock { $0.append(baseURL) }
             var response = HTTPResponse(status: .init(code: status))
             response.headerFields[.contentType] = contentType
             return (response, HTTPBody(self.body))
@@ -76,7 +78,8 @@ struct GeneratedLayerTests {
         #expect(request.headerFields[.authorization] == #"MediaBrowser Client="Farcast", Device="Test%20Box", DeviceId="d1", Version="0.1.0", Token="tok""#)
         #expect(request.headerFields[.accept]?.contains("application/json") == true)
         #expect(request.headerFields[.accept]?.contains("CamelCase") == false)
-        #expect(request.path?.hasPrefix("/jf/UserViews?") == true)
+        #expect(transport.baseURLs.withLock { $0.first?.absoluteString } == "http://jellyfin.test:8096/jf")
+        #expect(request.path?.hasPrefix("/UserViews?") == true)
         #expect(request.path?.contains("userId=u1") == true)
     }
 

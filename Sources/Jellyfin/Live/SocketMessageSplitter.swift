@@ -22,7 +22,10 @@ public enum SocketMessageSplitter {
     public static func split(_ b: UnsafeBufferPointer<UInt8>) -> Result {
         var objects: [[UInt8]] = []
         var start = -1
-        var depth = 0
+        // The open brackets, innermost last (bounded by maxDepth), so `{ … ]` is caught.
+        var open: [UInt8] = []
+        open.reserveCapacity(maxDepth)
+        var depth: Int { open.count }
         var inString = false
         var escaped = false
         for i in 0..<b.count {
@@ -40,11 +43,12 @@ public enum SocketMessageSplitter {
                     guard c == UInt8(ascii: "{") else { return Result(objects: objects, problem: .malformed("a message that is not a JSON object")) }
                     start = i
                 }
-                depth += 1
+                open.append(c)
                 guard depth <= maxDepth else { return Result(objects: objects, problem: .malformed("objects nested deeper than \(maxDepth) levels")) }
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                guard depth > 0 else { return Result(objects: objects, problem: .malformed("an unbalanced '\(Character(Unicode.Scalar(c)))'")) }
-                depth -= 1
+                guard let opener = open.popLast(), (opener == UInt8(ascii: "{")) == (c == UInt8(ascii: "}")) else {
+                    return Result(objects: objects, problem: .malformed("an unbalanced '\(Character(Unicode.Scalar(c)))'"))
+                }
                 if depth == 0 { objects.append(Array(b[start...i])) }
             case 0x20, 0x0A, 0x0D, 0x09:
                 break
