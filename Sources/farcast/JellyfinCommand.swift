@@ -319,7 +319,7 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
             let transport = JellyfinTransport(timeout: JellyfinCLI.duration(timeout))
             let probed = try await JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport).probe()
             let server = probed.server
-            if !global.json { FileHandleOutput.stderr("\(probed.info.name) (Jellyfin \(probed.info.version)) at \(server.address)\n") }
+            if global.verbose > 0 { FileHandleOutput.stderr("\(probed.info.name) (Jellyfin \(probed.info.version)) at \(server.address)\n") }
 
             let session: JellyfinSession
             if quickConnect {

@@ -222,10 +222,13 @@ struct JellyfinCLITests {
         let refused = try user.farcast(["login", server.url, "--user", "demo", "--password-file", wrong])
         #expect(refused.status == 1)
         #expect(refused.stderr == "farcast: the server rejected the user name or password for 'demo'\n")
-        // Usage errors exit 2 before any network activity.
+        // Usage errors fail before any network activity: a bad address exits 2; a bad flag value
+        // exits with ArgumentParser's usage code (64), as every farcast command's validation does.
         #expect(try user.farcast(["login", "ftp://host"]).status == 2)
-        #expect(try user.farcast(["ls", "--type", "spaceship"]).status == 2)
-        #expect(try user.farcast(["mark", "x", "loved"]).status == 2)
+        let badType = try user.farcast(["ls", "--type", "spaceship"])
+        #expect(badType.status == 64 && badType.stderr.contains("not an item type"))
+        let badState = try user.farcast(["mark", "x", "loved"])
+        #expect(badState.status == 64 && badState.stderr.contains("STATE must be"))
         // Nothing listens here: a one-line failure with the OS reason.
         let port = SendspinServer.reservePort()
         let unreachable = try user.farcast(["login", "http://127.0.0.1:\(port)", "--user", "demo", "--password-file", wrong])

@@ -187,7 +187,7 @@ struct JellyfinSessionTests {
         #expect(try server.get("/UserViews", headers: ["Authorization": #"Emby Token="\#(token)""#]).status == 401, "legacy scheme refused")
         #expect(try server.get("/System/Info/Public").status == 200, "public")
         // Real response shapes: 7-digit fractions and dash-less ids.
-        let views = try server.get("/UserViews?ApiKey=\(token)&fields=DateCreated")
+        let views = try server.get("/Items?ApiKey=\(token)&recursive=true&fields=DateCreated")
         #expect(views.body.range(of: #""DateCreated":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z""#, options: .regularExpression) != nil, "\(views.body.prefix(400))")
         #expect(views.body.range(of: #""Id":"[0-9a-f]{32}""#, options: .regularExpression) != nil)
     }

@@ -81,7 +81,8 @@ struct StandIn: AsyncParsableCommand {
 
         let router = Router()
         try api.registerHandlers(on: router, serverURL: URL(string: basePath.isEmpty ? "/" : basePath) ?? URL(fileURLWithPath: "/"),
-                                 configuration: Configuration(dateTranscoder: JellyfinDateTranscoder()),
+                                 // Compact JSON, as the real server writes it (the runtime's default is pretty-printed).
+                                 configuration: Configuration(dateTranscoder: JellyfinDateTranscoder(), jsonEncodingOptions: []),
                                  middlewares: [StandInAuthMiddleware(state: state)])
         LegacyRoutes.register(on: router, basePath: basePath, api: api, state: state)
         TestHooks.register(on: router, api: api, state: state, hub: hub, faults: faults)
