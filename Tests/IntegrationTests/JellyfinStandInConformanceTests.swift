@@ -83,7 +83,7 @@ struct JellyfinStandInConformanceTests {
             "--config-file", folder.path + "/schemathesis.toml",
             "run", spec, "--url", "http://127.0.0.1:\(server.port)",
             "--header", #"Authorization: MediaBrowser Client="schemathesis", Device="conformance", DeviceId="schemathesis-1", Version="4.32.5", Token="\#(token)""#,
-            "--mode", "positive", "--max-examples", "25", "--seed", "7", "--workers", "1",
+            "--mode", "positive", "--max-examples", "20", "--seed", "7", "--workers", "1",
             "--exclude-operation-id", "ReportSessionEnded",
             "--request-timeout", "20", "--no-shrink", "--suppress-health-check", "all",
         ], environment: ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"]) { $1 }, timeout: 400)
