@@ -1008,7 +1008,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
                         }
                         return nil
                     } catch {
-                        return oneLine(error)
+                        return describe(error)
                     }
                 }
                 group.addTask {
