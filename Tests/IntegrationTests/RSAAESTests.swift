@@ -45,6 +45,47 @@ struct RSAAESTests {
         #expect(try store.pin(for: "rsa-aes " + server.endpoint.pinKey) != nil)
     }
 
+    /// RSA-AES seals every message with a counter nonce, so TigerVNC drops the session at the
+    /// first message that arrives out of the order it was sealed in. Two tasks sending as fast as
+    /// they can through one client (the viewer's keyboard and pointer do) must therefore leave the
+    /// session up, and the last pointer position sent must be where the X pointer ends.
+    @Test func twoTasksSendingTenThousandMessagesEachArriveInOrder() async throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let key = folder.path + "/rsa.pem"
+        try X0vncServer.makeRSAKey(key)
+        let server = try X0vncServer(securityTypes: "RA2", rsaKey: key, passwords: passwords)
+        var options = VNCClient.Options()
+        options.configuration.securityPreference = [.ra2]
+        options.trustStore = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
+        let client = try await VNCClient.connect(to: server.endpoint, credentials: { _ in VNCCredentials(password: passwords.password) },
+                                                 options: options)
+        try await client.waitForFirstFrame()
+        let (width, height) = (320, 240)   // X0vncServer's default geometry
+        let count = 10_000
+        func position(_ i: Int) -> (x: Int, y: Int) { (i % width, (i / width * 7) % height) }
+        async let pointer: Void = {
+            for i in 0..<count {
+                let p = position(i)
+                try await client.send(.pointerEvent(buttonMask: 0, x: p.x, y: p.y))
+            }
+        }()
+        async let keys: Void = {
+            for i in 0..<count {
+                // Shift alone changes nothing on the screen; pressed and released in turn.
+                try await client.send(.keyEvent(down: i % 2 == 0, keysym: 0xFFE1))
+            }
+        }()
+        _ = try await (pointer, keys)
+        // A round trip after both: answered only if the server read all 20,000 messages intact.
+        try await client.sync(timeout: .seconds(30))
+        #expect(await client.isConnected, "the session ended: \(server.server?.log ?? "")")
+        let last = position(count - 1)
+        let location = try server.pointerLocation()
+        #expect(location.x == last.x && location.y == last.y, "the X pointer ended at \(location), not at the last position sent \(last)")
+        await client.close()
+    }
+
     @Test func wrongPasswordGetsTheServersReason() async throws {
         let folder = try TemporaryFolder()
         let passwords = try PasswordFiles(in: folder)

@@ -49,7 +49,11 @@ public actor VNCClient {
     private let logger: Logger
     private var core: RFBConnection
     private var channel: (any Channel)?
-    private var outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>?
+    /// The connection's one writer: `perform` queues what the core produced in the same actor
+    /// step, so messages leave in the core's order however many tasks send at once.
+    private let writer = OrderedWriter<ByteBuffer>()
+    /// Input waits while more than this many bytes are queued for the server.
+    private static let sendQueueLimit = 1 << 20
     private var readyWaiter: CheckedContinuation<ServerInfo, any Error>?
     private var firstFrameWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     private var nextWaiterID = 0
@@ -252,6 +256,8 @@ public actor VNCClient {
             for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
         }
         guard !ended, let channel else { return finish(nil) }
+        // The releases above are queued: let them reach the socket before our side closes.
+        try? await flushWrites()
         closing = true
         do {
             try await channel.close(mode: .output).get()
@@ -315,6 +321,20 @@ public actor VNCClient {
         if options.configuration.viewOnly && message.isInput { throw RFBError.viewOnly }
         guard !ended else { throw endReason ?? .notConnected }
         try await perform(core.send(message), credentials: nil)
+        // Queued already, in order; a sender faster than the server waits here for room.
+        if writer.pendingBytes > Self.sendQueueLimit {
+            do { try await writer.waitForRoom(limit: Self.sendQueueLimit) } catch { throw endReason ?? RFBError.notConnected }
+        }
+    }
+
+    /// Returns once everything queued so far has been handed to the socket.
+    private func flushWrites() async throws {
+        do { try await writer.flush() } catch { throw endReason ?? RFBError.notConnected }
+    }
+
+    /// The writer task's failure ends the session like a failed read.
+    private func writeFailed(_ error: any Error) {
+        finish(closing ? nil : (error as? RFBError) ?? mapTransportError(error))
     }
 
     /// Returns once the server has read and acted on everything sent before: a Fence round
@@ -515,7 +535,18 @@ public actor VNCClient {
     private func run(_ asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: @escaping VNCCredentialProvider) async {
         do {
             try await asyncChannel.executeThenClose { inbound, outbound in
-                self.outbound = outbound
+                let writer = self.writer
+                let writing = Task {
+                    do {
+                        try await writer.run { try await outbound.write($0) }
+                    } catch {
+                        self.writeFailed(error)
+                    }
+                }
+                defer {
+                    writer.finish()
+                    writing.cancel()
+                }
                 for try await buffer in inbound {
                     if ended { break }
                     if let tap = options.inboundTap { tap(Array(buffer.readableBytesView)) }
@@ -541,9 +572,14 @@ public actor VNCClient {
             switch action {
             case .send(let bytes):
                 logger.trace("send", metadata: ["bytes": "\(bytes.count)", "type": "\(bytes.first ?? 0)"])
-                guard let outbound else { throw RFBError.notConnected }
-                try await outbound.write(ByteBuffer(bytes: bytes))
+                do {
+                    try writer.enqueue(ByteBuffer(bytes: bytes), bytes: bytes.count)
+                } catch {
+                    throw endReason ?? RFBError.notConnected
+                }
             case .startTLS:
+                // The TLS handler goes in front of the socket: what was queued before travels clear.
+                try await flushWrites()
                 try await startTLS()
                 queue += core.tlsEstablished()
             case .requestCredentials(let request):
