@@ -541,7 +541,9 @@ public final class SendspinPlayer: Sendable {
 }
 
 /// The player's live session state: the protocol core, the decoder, pending time exchanges
-/// and the outgoing frame queue, all behind one lock so encryption order is send order.
+/// and the outgoing frame queue, all behind one lock. A frame the core seals is queued in the
+/// same locked step (`withSession`), so encryption order is send order from any thread; the
+/// connection's one writer task drains the queue.
 final class Runtime: Sendable {
     struct State {
         var session: SendspinSession
@@ -601,8 +603,23 @@ final class Runtime: Sendable {
         state.withLock { $0.frames = frames }
     }
 
+    /// Runs `body` on the session and queues the frames it produced before the lock is let go
+    /// (Noise nonces count up per frame: a frame queued behind a later-sealed one would fail
+    /// authentication at the server). Returns the remaining actions for `perform`.
     func withSession(_ body: (inout SendspinSession) -> [SendspinSession.Action]) -> [SendspinSession.Action] {
-        state.withLock { body(&$0.session) }
+        state.withLock { s in Self.queueFrames(body(&s.session), in: &s) }
+    }
+
+    private static func queueFrames(_ actions: [SendspinSession.Action], in s: inout State) -> [SendspinSession.Action] {
+        var rest: [SendspinSession.Action] = []
+        for action in actions {
+            switch action {
+            case .sendText(let text): _ = s.frames?.yield(.text(text))
+            case .sendBinary(let bytes): _ = s.frames?.yield(.binary(ByteBuffer(bytes: bytes)))
+            default: rest.append(action)
+            }
+        }
+        return rest
     }
 
     func withSessionValue<T>(_ body: (SendspinSession) -> T) -> T {
@@ -648,7 +665,7 @@ final class Runtime: Sendable {
             let actions = state.withLock { s -> [SendspinSession.Action]? in
                 guard !s.finished else { return nil }
                 s.pendingTimes[t1] = continuation
-                return s.session.sendTime(at: t1)
+                return Self.queueFrames(s.session.sendTime(at: t1), in: &s)
             }
             guard let actions else { continuation.resume(returning: nil); return }
             perform(actions, now: now)
@@ -661,7 +678,8 @@ final class Runtime: Sendable {
         return answer
     }
 
-    /// Executes session actions: frames out, events into the player.
+    /// Executes session actions: events into the player (frames were queued by `withSession`;
+    /// any still here are queued now).
     func perform(_ actions: [SendspinSession.Action], now: Int64) {
         for action in actions {
             switch action {
@@ -684,7 +702,7 @@ final class Runtime: Sendable {
             let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs, requiredLeadTimeMs: 250,
                                            minBufferMs: 250, supportedCommands: ["volume", "mute", "set_output_delay"],
                                            format: s.session.configuration.formats.first)
-            return s.session.sendState(available: s.availability.available, player: player)
+            return Self.queueFrames(s.session.sendState(available: s.availability.available, player: player), in: &s)
         }
         perform(actions, now: 0)
     }
