@@ -144,7 +144,7 @@ struct VNCClickCommand: AsyncParsableCommand {
     @Argument(help: "Row, from 0 at the top.")
     var y: Int
 
-    @Option(help: ArgumentHelp("The button to click, 1–8.", valueName: "n"))
+    @Option(help: ArgumentHelp("The button to click, 1–15 (8 back, 9 forward; 9–15 need a server with ExtendedMouseButtons).", valueName: "n"))
     var button = 1
 
     @Option(help: ArgumentHelp("How many clicks (2 for a double click).", valueName: "n"))
@@ -153,7 +153,7 @@ struct VNCClickCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard (1...8).contains(button) else { throw ValidationError("--button must be 1…8") }
+        guard (1...15).contains(button) else { throw ValidationError("--button must be 1…15") }
         guard (1...100).contains(count) else { throw ValidationError("--count must be 1…100") }
         guard x >= 0, y >= 0 else { throw ValidationError("X and Y must not be negative") }
     }

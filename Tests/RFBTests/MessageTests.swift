@@ -89,6 +89,48 @@ import Testing
         #expect(cursors[1] == RFBCursor(width: 2, height: 1, hotspotX: 0, hotspotY: 0, rgba: [0, 0, 0, 255, 255, 255, 255, 255]))
     }
 
+    @Test func cursorWithAlphaIsUnpremultipliedAndCursorPositionIsReported() {
+        var h = ready()
+        var s = ServerScript()
+        s.updateHeader(rects: 2)
+        // 2×1, hotspot (1, 0), Raw: opaque red; half-transparent white premultiplied (128,128,128,128).
+        s.rect(RFBRect(x: 1, y: 0, width: 2, height: 1), .cursorWithAlpha, [0, 0, 0, 0] + [255, 0, 0, 255, 128, 128, 128, 128])
+        s.rect(RFBRect(x: 13, y: 4, width: 0, height: 0), .vmwareCursorPosition, [])
+        h.feed(s.bytes)
+        #expect(h.closeError == nil)
+        #expect(h.events.contains(.cursorChanged(RFBCursor(width: 2, height: 1, hotspotX: 1, hotspotY: 0,
+                                                           rgba: [255, 0, 0, 255, 255, 255, 255, 128]))))
+        #expect(h.events.contains(.pointerMoved(x: 13, y: 4)))
+    }
+
+    @Test func cursorWithAlphaInAnEncodingOtherThanRawEndsWithAReason() {
+        var h = ready()
+        var s = ServerScript()
+        s.updateHeader(rects: 1)
+        s.rect(RFBRect(x: 0, y: 0, width: 1, height: 1), .cursorWithAlpha, [0, 0, 0, 16] + [0, 0, 0, 0])
+        h.feed(s.bytes)
+        #expect(h.closeError?.description.contains("only Raw") == true, "\(String(describing: h.closeError))")
+    }
+
+    @Test func buttonsBeyondEightWaitForExtendedMouseButtons() throws {
+        var h = ready()
+        #expect(h.connection.encodingList().contains(.extendedMouseButtons))
+        // Before the server confirms: 1–8 in the classic mask, 9–15 refused with a reason.
+        #expect(try h.connection.pointerMessage(buttons: 0x80, x: 1, y: 2) == .pointerEvent(buttonMask: 0x80, x: 1, y: 2))
+        #expect(throws: RFBError.self) { try h.connection.pointerMessage(buttons: 0x100, x: 1, y: 2) }
+        var s = ServerScript()
+        s.updateHeader(rects: 1)
+        s.rect(RFBRect(x: 0, y: 0, width: 0, height: 0), .extendedMouseButtons, [])
+        h.feed(s.bytes)
+        #expect(h.connection.serverSupportsExtendedMouseButtons)
+        // After: button 8 (bit 7) moves to the extra byte, the mask's top bit is the marker.
+        let back = try h.connection.pointerMessage(buttons: 0x81, x: 1, y: 2)
+        #expect(back == .extendedPointerEvent(buttons: 0x81, x: 1, y: 2))
+        #expect(back.encoded() == [5, 0x81, 0, 1, 0, 2, 0x01])
+        #expect(try h.connection.pointerMessage(buttons: 0x100, x: 3, y: 4).encoded() == [5, 0x80, 0, 3, 0, 4, 0x02])
+        #expect(try h.connection.pointerMessage(buttons: 0x05, x: 3, y: 4).encoded() == [5, 0x05, 0, 3, 0, 4])
+    }
+
     @Test func extendedDesktopSizeResizesAndExposesMonitors() {
         var h = ready()
         var s = ServerScript()

@@ -485,15 +485,17 @@ public actor VNCClient {
     }
 
     /// Where the pointer is (as last sent) and which buttons are held.
-    public var pointer: (x: Int, y: Int, buttons: UInt8) { (input.x, input.y, input.buttonMask) }
+    public var pointer: (x: Int, y: Int, buttons: UInt16) { (input.x, input.y, input.buttons) }
     /// False until this session has moved the pointer: RFB cannot tell a client where the
     /// pointer is, so before that `pointer` reads (0, 0).
     public var pointerHasPosition: Bool { input.hasPosition }
+    /// True once the server confirmed ExtendedMouseButtons: buttons 9–15 can then be sent.
+    public var serverSupportsExtendedMouseButtons: Bool { core.serverSupportsExtendedMouseButtons }
 
     /// Moves the pointer to a framebuffer position (clamped to the screen).
     public func movePointer(toX x: Int, y: Int) async throws {
         let p = input.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
-        try await sendInput(.pointerEvent(buttonMask: input.buttonMask, x: p.x, y: p.y))
+        try await sendInput(core.pointerMessage(buttons: input.buttons, x: p.x, y: p.y))
     }
 
     /// Moves the pointer by a relative amount; fractions accumulate (trackpad motion).
@@ -501,14 +503,19 @@ public actor VNCClient {
         let before = (input.x, input.y)
         let p = input.move(byX: dx, y: dy, width: core.framebuffer.width, height: core.framebuffer.height)
         guard p != before else { return }
-        try await sendInput(.pointerEvent(buttonMask: input.buttonMask, x: p.x, y: p.y))
+        try await sendInput(core.pointerMessage(buttons: input.buttons, x: p.x, y: p.y))
     }
 
-    /// Presses or releases mouse button 1–8 (4/5 wheel up/down, 6/7 wheel left/right).
+    /// Presses or releases mouse button 1–15 (4/5 wheel up/down, 6/7 wheel left/right, 8/9 back
+    /// and forward; 9–15 only with a server that has ExtendedMouseButtons).
     public func button(_ button: Int, down: Bool) async throws {
-        guard (1...8).contains(button) else { throw RFBError.unsupported("mouse buttons are 1–8, not \(button)") }
-        let mask = input.button(button, down: down)
-        try await sendInput(.pointerEvent(buttonMask: mask, x: input.x, y: input.y))
+        guard (1...15).contains(button) else { throw RFBError.unsupported("mouse buttons are 1–15, not \(button)") }
+        var next = input
+        let buttons = next.button(button, down: down)
+        // Refused before the state changes when the server cannot carry this button.
+        let message = try core.pointerMessage(buttons: buttons, x: input.x, y: input.y)
+        input = next
+        try await sendInput(message)
     }
 
     /// Moves to (x, y) and clicks `button` (1 left, 2 middle, 3 right).

@@ -56,7 +56,7 @@ public struct VNCScript: Sendable, Equatable {
         click [X Y] [button=N] [count=N]
                                   click (1 left, 2 middle, 3 right)
                                   at (X, Y) or in place
-        mousedown N / mouseup N   hold or release button N (1–8)
+        mousedown N / mouseup N   hold or release button N (1–15)
         scroll up|down|left|right [N]
                                   turn the wheel N clicks
         wait SECONDS              pause (fractions allowed: wait 0.25)
@@ -183,14 +183,14 @@ public struct VNCScript: Sendable, Equatable {
             let opts = try options(words.dropFirst(positional.count), allowed: ["button", "count"])
             let button: Int = try opts["button"].map { try number($0, "button") } ?? 1
             let count: Int = try opts["count"].map { try number($0, "count") } ?? 1
-            guard (1...8).contains(button) else { throw StepError(text: "button must be 1–8") }
+            guard (1...15).contains(button) else { throw StepError(text: "button must be 1–15") }
             guard (1...100).contains(count) else { throw StepError(text: "count must be 1–100") }
             if positional.isEmpty { return .click(x: nil, y: nil, button: button, count: count) }
             return .click(x: try number(positional[0], "X"), y: try number(positional[1], "Y"), button: button, count: count)
         case "mousedown", "mouseup":
             try expectCount(1...1, "\(command) BUTTON")
             let button: Int = try number(words[0], "BUTTON")
-            guard (1...8).contains(button) else { throw StepError(text: "button must be 1–8") }
+            guard (1...15).contains(button) else { throw StepError(text: "button must be 1–15") }
             return command.lowercased() == "mousedown" ? .buttonDown(button) : .buttonUp(button)
         case "scroll":
             try expectCount(1...2, "scroll up|down|left|right [N]")

@@ -1,7 +1,8 @@
 import FarcastSupport
 
 /// The pointer shape the server asked the client to draw locally (Cursor / XCursor
-/// pseudo-encodings): RGBA pixels with straight alpha (0 or 255) and the hotspot.
+/// / CursorWithAlpha pseudo-encodings): RGBA pixels with straight (not premultiplied) alpha,
+/// 0 or 255 except from CursorWithAlpha, and the hotspot.
 public struct RFBCursor: Sendable, Equatable {
     public var width: Int
     public var height: Int
@@ -41,6 +42,34 @@ enum CursorDecoder {
                     rgba[o + 1] = UInt8(truncatingIfNeeded: word >> 8)
                     rgba[o + 2] = UInt8(truncatingIfNeeded: word)
                     rgba[o + 3] = visible ? 255 : 0
+                }
+            }
+        }
+        return RFBCursor(width: w, height: h, hotspotX: header.x, hotspotY: header.y, rgba: rgba)
+    }
+
+    /// CursorWithAlpha (-314): an S32 encoding, then width × height pixels in it, RGBA with
+    /// premultiplied alpha. Raw is what TigerVNC sends and all this decoder takes: another
+    /// encoding would share the session's zlib streams, so it cannot be skipped either.
+    static func decodeAlpha(_ reader: inout ByteReader, header: RFBRect) throws -> RFBCursor {
+        try validate(header, "CursorWithAlpha")
+        let encoding = RFBEncoding(try reader.readInteger(as: Int32.self))
+        guard encoding == .raw else {
+            throw RFBError.malformedRectangle(encoding: "CursorWithAlpha", detail: "the cursor came in \(encoding), and only Raw is supported for it")
+        }
+        let w = header.width, h = header.height
+        var rgba = [UInt8](repeating: 0, count: w * h * 4)
+        try reader.withUnsafeBytes(count: w * h * 4) { raw in
+            for i in 0..<(w * h) {
+                let o = i * 4
+                let alpha = raw[o + 3]
+                rgba[o + 3] = alpha
+                guard alpha > 0 else { continue }
+                for c in 0..<3 {
+                    // Undo the premultiplication (rounded), clamping what a hostile server
+                    // could send above its alpha.
+                    let value = (Int(raw[o + c]) * 255 + Int(alpha) / 2) / Int(alpha)
+                    rgba[o + c] = UInt8(min(value, 255))
                 }
             }
         }

@@ -4,8 +4,10 @@
 public struct InputTracker: Sendable, Equatable {
     /// Keysyms currently down, in the order they were pressed.
     public private(set) var pressedKeys: [UInt32] = []
-    /// Buttons 1–8 as the RFB mask (bit 0 = button 1).
-    public private(set) var buttonMask: UInt8 = 0
+    /// Buttons 1–15 held (bit 0 = button 1); 9–15 need the server's ExtendedMouseButtons.
+    public private(set) var buttons: UInt16 = 0
+    /// Buttons 1–8 as the classic RFB mask (bit 0 = button 1).
+    public var buttonMask: UInt8 { UInt8(truncatingIfNeeded: buttons) }
     /// The pointer position last sent.
     public private(set) var x = 0
     public private(set) var y = 0
@@ -27,12 +29,12 @@ public struct InputTracker: Sendable, Equatable {
         return true
     }
 
-    /// Sets or clears a button (1–8) and returns the new mask.
-    public mutating func button(_ button: Int, down: Bool) -> UInt8 {
-        precondition((1...8).contains(button))
-        let bit = UInt8(1) << UInt8(button - 1)
-        buttonMask = down ? buttonMask | bit : buttonMask & ~bit
-        return buttonMask
+    /// Sets or clears a button (1–15) and returns every button now held.
+    public mutating func button(_ button: Int, down: Bool) -> UInt16 {
+        precondition((1...15).contains(button))
+        let bit = UInt16(1) << UInt16(button - 1)
+        buttons = down ? buttons | bit : buttons & ~bit
+        return buttons
     }
 
     /// Moves to an absolute position, clamped to a `width`×`height` screen.
@@ -58,9 +60,9 @@ public struct InputTracker: Sendable, Equatable {
     /// pointer event. Clears the state.
     public mutating func releaseAll() -> [ClientMessage] {
         var messages = pressedKeys.reversed().map { ClientMessage.keyEvent(down: false, keysym: $0) }
-        if buttonMask != 0 { messages.append(.pointerEvent(buttonMask: 0, x: x, y: y)) }
+        if buttons != 0 { messages.append(.pointerEvent(buttonMask: 0, x: x, y: y)) }
         pressedKeys = []
-        buttonMask = 0
+        buttons = 0
         return messages
     }
 }

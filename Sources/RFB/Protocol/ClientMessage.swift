@@ -26,6 +26,9 @@ public enum ClientMessage: Sendable, Equatable {
     case framebufferUpdateRequest(incremental: Bool, RFBRect)
     case keyEvent(down: Bool, keysym: UInt32)
     case pointerEvent(buttonMask: UInt8, x: Int, y: Int)
+    /// PointerEvent with the ExtendedMouseButtons byte: `buttons` bit n is button n + 1 (1–15).
+    /// Only once the server confirmed the pseudo-encoding.
+    case extendedPointerEvent(buttons: UInt16, x: Int, y: Int)
     /// ISO 8859-1 text (characters outside Latin-1 must be replaced before this point).
     case clientCutText([UInt8])
     case enableContinuousUpdates(Bool, RFBRect)
@@ -37,7 +40,7 @@ public enum ClientMessage: Sendable, Equatable {
     /// True for messages that act on the remote desktop (suppressed in view-only mode).
     public var isInput: Bool {
         switch self {
-        case .keyEvent, .pointerEvent, .clientCutText, .qemuKeyEvent, .setDesktopSize: return true
+        case .keyEvent, .pointerEvent, .extendedPointerEvent, .clientCutText, .qemuKeyEvent, .setDesktopSize: return true
         default: return false
         }
     }
@@ -68,6 +71,13 @@ public enum ClientMessage: Sendable, Equatable {
             w.writeUInt8(mask)
             w.writeInteger(UInt16(clamping: max(0, x)))
             w.writeInteger(UInt16(clamping: max(0, y)))
+        case .extendedPointerEvent(let buttons, let x, let y):
+            // Buttons 1–7 in the mask with the marker bit 0x80 set; 8–15 in the extra byte.
+            w.writeUInt8(5)
+            w.writeUInt8(UInt8(buttons & 0x7F) | 0x80)
+            w.writeInteger(UInt16(clamping: max(0, x)))
+            w.writeInteger(UInt16(clamping: max(0, y)))
+            w.writeUInt8(UInt8(truncatingIfNeeded: buttons >> 7))
         case .clientCutText(let text):
             w.writeUInt8(6)
             w.writeZeros(3)

@@ -142,6 +142,8 @@ public struct RFBConnection: Sendable {
     public private(set) var serverSupportsExtendedDesktopSize = false
     /// True once the server confirmed QEMU extended key events (a -258 pseudo-rectangle).
     public private(set) var serverSupportsExtendedKeyEvents = false
+    /// True once the server confirmed ExtendedMouseButtons (a -316 pseudo-rectangle).
+    public private(set) var serverSupportsExtendedMouseButtons = false
     /// Updates completed so far.
     public private(set) var updatesReceived = 0
     /// Rectangles decoded so far (pixel data only) and their pixels.
@@ -819,9 +821,24 @@ public struct RFBConnection: Sendable {
         list += [.extendedDesktopSize, .desktopSize, .lastRect, .desktopName, .fence]
         if configuration.continuousUpdates { list.append(.continuousUpdates) }
         if configuration.extendedKeyEvents && !configuration.viewOnly { list.append(.qemuExtendedKeyEvent) }
+        if !configuration.viewOnly { list.append(.extendedMouseButtons) }
         if configuration.extendedClipboard { list.append(.extendedClipboard) }
-        if configuration.localCursor { list += [.cursor, .xCursor] }
+        if configuration.localCursor { list += [.cursorWithAlpha, .cursor, .xCursor, .vmwareCursorPosition] }
         return list
+    }
+
+    /// The PointerEvent for `buttons` (bit n = button n + 1) at (x, y). Once the server has
+    /// ExtendedMouseButtons, button 8 and above travel in the extra byte (the mask's top bit is
+    /// then the marker); before that, buttons 1–8 fit the classic mask and 9–15 cannot be sent.
+    public func pointerMessage(buttons: UInt16, x: Int, y: Int) throws(RFBError) -> ClientMessage {
+        if serverSupportsExtendedMouseButtons {
+            return buttons & 0xFF80 == 0 ? .pointerEvent(buttonMask: UInt8(buttons), x: x, y: y)
+                                         : .extendedPointerEvent(buttons: buttons, x: x, y: y)
+        }
+        guard buttons <= 0xFF else {
+            throw .unsupported("mouse buttons 9–15 need a server with ExtendedMouseButtons (TigerVNC 1.14 or later, QEMU); this one has only 1–8")
+        }
+        return .pointerEvent(buttonMask: UInt8(buttons), x: x, y: y)
     }
 
     // MARK: - Normal phase
@@ -993,6 +1010,17 @@ public struct RFBConnection: Sendable {
             break   // ends the update; handled by the caller
         case .qemuExtendedKeyEvent:
             serverSupportsExtendedKeyEvents = true
+        case .extendedMouseButtons:
+            serverSupportsExtendedMouseButtons = true
+        case .vmwareCursorPosition:
+            // The hotspot's new position, moved by the server or another client (not this one).
+            actions.append(.event(.pointerMoved(x: rect.x, y: rect.y)))
+        case .cursorWithAlpha:
+            var r = reader
+            let shape = try CursorDecoder.decodeAlpha(&r, header: rect)
+            reader = r
+            cursor = shape
+            actions.append(.event(.cursorChanged(shape)))
         case .desktopSize:
             try resize(width: rect.width, height: rect.height, screens: nil, &actions)
         case .extendedDesktopSize:

@@ -25,6 +25,12 @@ public struct RFBEncoding: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let fence = RFBEncoding(-312)
     public static let continuousUpdates = RFBEncoding(-313)
     public static let qemuExtendedKeyEvent = RFBEncoding(-258)
+    /// The cursor as premultiplied RGBA (TigerVNC sends it in Raw).
+    public static let cursorWithAlpha = RFBEncoding(-314)
+    /// Pointer buttons 8–15 in an extra byte of PointerEvent, once the server confirms.
+    public static let extendedMouseButtons = RFBEncoding(-316)
+    /// Where the server's pointer is when something other than this client moved it.
+    public static let vmwareCursorPosition = RFBEncoding(0x574D_5666)
     public static let extendedClipboard = RFBEncoding(Int32(bitPattern: 0xC0A1_E5CE))
 
     /// JPEG quality level 0–9 (TigerVNC/TurboVNC mapping: 9 is best).
@@ -48,7 +54,9 @@ public struct RFBEncoding: RawRepresentable, Hashable, Sendable, CustomStringCon
         self = match.encoding
     }
 
-    public var isPixelData: Bool { rawValue >= 0 }
+    /// Pixel-data encodings are the non-negative numbers, except VMware's pseudo-encodings
+    /// (0x574D56xx).
+    public var isPixelData: Bool { rawValue >= 0 && rawValue >> 8 != 0x57_4D56 }
 
     public var description: String {
         switch self {
@@ -65,6 +73,10 @@ public struct RFBEncoding: RawRepresentable, Hashable, Sendable, CustomStringCon
         case .lastRect: return "LastRect"
         case .cursor: return "Cursor"
         case .xCursor: return "XCursor"
+        case .cursorWithAlpha: return "CursorWithAlpha"
+        case .extendedMouseButtons: return "ExtendedMouseButtons"
+        case .vmwareCursorPosition: return "VMwareCursorPosition"
+        case .qemuExtendedKeyEvent: return "QEMUExtendedKeyEvent"
         case .desktopName: return "DesktopName"
         case .extendedDesktopSize: return "ExtendedDesktopSize"
         case .fence: return "Fence"

@@ -11,6 +11,9 @@ public enum RFBEvent: Sendable, Equatable {
     /// The server refused this client's SetDesktopSize (ExtendedDesktopSize status code).
     case resizeRefused(status: Int)
     case cursorChanged(RFBCursor)
+    /// The server's pointer moved for another reason than this client's input (VMware cursor
+    /// position): where its hotspot now is.
+    case pointerMoved(x: Int, y: Int)
     case bell
     /// ServerCutText: the server's clipboard text.
     case serverClipboard(String)
