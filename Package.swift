@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RFB", targets: ["RFB"]),
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "Tunnel", targets: ["Tunnel"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -33,6 +34,8 @@ let package = Package(
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        // Linux UAPI headers for TUN/TAP, virtio-net and rtnetlink (ioctl numbers, struct sizes).
+        .systemLibrary(name: "CTunnelLinux", providers: [.apt(["linux-libc-dev"])]),
 
         .target(
             name: "FarcastSupport",
@@ -75,10 +78,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // TUN/TAP devices: create or adopt, rtnetlink configuration, batch I/O, GSO/GRO offload.
+        // No package dependencies: an app embedding only the tunnel pays for nothing else.
+        .target(
+            name: "Tunnel",
+            dependencies: [.target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))]
+        ),
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "RFB", "Sendspin",
+                "FarcastSupport", "RFB", "Sendspin", "Tunnel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -86,6 +95,11 @@ let package = Package(
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(
+            name: "TunnelTests",
+            dependencies: ["Tunnel", .target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "RFBTests",
             dependencies: ["RFB", "FarcastSupport", "CZlib", .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
@@ -99,7 +113,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Tunnel", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],
