@@ -8,14 +8,24 @@ import Glibc
 #endif
 
 struct TunCommand: AsyncParsableCommand {
+    #if os(Linux)
     static let configuration = CommandConfiguration(
         commandName: "tun",
         abstract: "TUN/TAP devices: hold one up, answer pings through one, or pipe one over UDP.",
         discussion: "Needs CAP_NET_ADMIN (root, or a network namespace you own) and /dev/net/tun. Devices are configured over rtnetlink and removed when the command ends.",
         subcommands: [TunUpCommand.self, TunEchoCommand.self, TunPipeCommand.self]
     )
+    #else
+    // The Tunnel library's Apple side (utun) is for apps; the command line's verbs use rtnetlink
+    // and Linux UDP offloads.
+    static let configuration = CommandConfiguration(
+        commandName: "tun",
+        abstract: "TUN/TAP devices (the tun verbs exist in Linux builds only)."
+    )
+    #endif
 }
 
+#if os(Linux)
 /// What every `tun` verb takes: the device and how to configure it.
 struct TunDeviceOptions: ParsableArguments {
     @Argument(help: ArgumentHelp("The interface name, at most 15 bytes (a %d is numbered by the kernel).", valueName: "name"))
@@ -466,3 +476,4 @@ struct TunPipeCommand: AsyncParsableCommand {
         return UDPEndpoint(address: address, port: port)
     }
 }
+#endif
