@@ -153,7 +153,9 @@ public enum GSOSplitter {
             let segmentLength = headerLength + chunk
             let d = batch.slot(batch.count).baseAddress!
             d.copyMemory(from: source, byteCount: headerLength)
-            (d + headerLength).copyMemory(from: source + headerLength + chunkStart, byteCount: chunk)
+            // The payload is copied and summed in one pass; the transport header is summed after
+            // its fields are fixed up (the sum is linear, and the header length is even).
+            let payloadSum = InternetChecksum.copyAndSum(from: source + headerLength + chunkStart, to: d + headerLength, count: chunk)
             if plan.isIPv6 {
                 PacketField.setU16(d, 4, UInt16(truncatingIfNeeded: segmentLength - 40))
             } else {
@@ -176,10 +178,10 @@ public enum GSOSplitter {
                 checksumField = l4 + 6
             }
             PacketField.setChecksum(d, checksumField, 0)
-            var sum = InternetChecksum.adding(word: UInt16(protocolNumber), to: addressSum)
+            var sum = InternetChecksum.adding(word: UInt16(protocolNumber), to: addressSum &+ payloadSum)
             sum = InternetChecksum.adding(word: UInt16(truncatingIfNeeded: l4Length >> 16), to: sum)
             sum = InternetChecksum.adding(word: UInt16(truncatingIfNeeded: l4Length), to: sum)
-            sum = InternetChecksum.sum(d + l4, count: l4Length, into: sum)
+            sum = InternetChecksum.sum(d + l4, count: headerLength - l4, into: sum)
             var checksum = InternetChecksum.finish(sum)
             if !isTCP && checksum == 0 { checksum = 0xffff }
             PacketField.setChecksum(d, checksumField, checksum)

@@ -47,6 +47,38 @@ public enum InternetChecksum {
         return acc
     }
 
+    /// Copies `count` bytes from `source` to `destination` and adds them to `sum` in the same
+    /// pass (the segment split's inner loop: the bytes are touched once, not twice). The ranges
+    /// must not overlap; `count` must be even unless it is the end of the checksummed data.
+    @inlinable
+    public static func copyAndSum(from source: UnsafeRawPointer, to destination: UnsafeMutableRawPointer, count: Int,
+                                  into initial: UInt64 = 0) -> UInt64 {
+        var acc = initial
+        var s = source
+        var d = destination
+        var remaining = count
+        while remaining >= 32 {
+            let a = s.loadUnaligned(as: UInt64.self)
+            let b = s.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            let c = s.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+            let e = s.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+            d.storeBytes(of: a, as: UInt64.self)
+            d.storeBytes(of: b, toByteOffset: 8, as: UInt64.self)
+            d.storeBytes(of: c, toByteOffset: 16, as: UInt64.self)
+            d.storeBytes(of: e, toByteOffset: 24, as: UInt64.self)
+            acc &+= (a & 0xffff_ffff) &+ (a >> 32) &+ (b & 0xffff_ffff) &+ (b >> 32)
+            acc &+= (c & 0xffff_ffff) &+ (c >> 32) &+ (e & 0xffff_ffff) &+ (e >> 32)
+            s += 32
+            d += 32
+            remaining -= 32
+        }
+        if remaining > 0 {
+            d.copyMemory(from: s, byteCount: remaining)
+            acc = sum(s, count: remaining, into: acc)
+        }
+        return acc
+    }
+
     /// Adds a 16-bit number (not packet bytes) to a memory-order sum.
     @inlinable
     public static func adding(word value: UInt16, to sum: UInt64) -> UInt64 {

@@ -29,7 +29,7 @@ ip link set lo up
 # new_pair: namespaces A and B (sleep holders), veth 192.0.2.1/24 <-> 192.0.2.2/24.
 new_pair() {
   unshare -n sleep 3600 & A=$!
-  unshare -n sleep 3600 & B=$!
+  unshare -n sleep 3600 & B=$!   # unshare execs sleep: $! is the holder in the new namespace
   PIDS+=("$A" "$B")
   for _ in $(seq 100); do
     [ "$(readlink /proc/$A/ns/net)" != "$(readlink /proc/self/ns/net)" ] && [ "$(readlink /proc/$B/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break
@@ -42,19 +42,21 @@ new_pair() {
 }
 inA() { nsenter -t "$A" -n -- "$@"; }
 inB() { nsenter -t "$B" -n -- "$@"; }
+# Background commands call nsenter directly (not through a function, which would fork a
+# subshell): nsenter execs the command, so $! is the forwarder's own pid, whose CPU is counted.
 
 # Forwarder pids of the current scenario (their CPU is counted).
 FWD=()
 start_farcast() { # extra flags...
-  inA "$FARCAST" tun pipe fb0 --address 10.90.0.1/24 --mtu "$MTU" --listen 7000 --peer 192.0.2.2:7000 --quiet "$@" \
+  nsenter -t "$A" -n -- "$FARCAST" tun pipe fb0 --address 10.90.0.1/24 --mtu "$MTU" --listen 7000 --peer 192.0.2.2:7000 --quiet "$@" \
     > "$WORK/fa.json" 2> "$WORK/fa.err" & FWD+=($!); PIDS+=($!)
-  inB "$FARCAST" tun pipe fb0 --address 10.90.0.2/24 --mtu "$MTU" --listen 7000 --peer 192.0.2.1:7000 --quiet "$@" \
+  nsenter -t "$B" -n -- "$FARCAST" tun pipe fb0 --address 10.90.0.2/24 --mtu "$MTU" --listen 7000 --peer 192.0.2.1:7000 --quiet "$@" \
     > "$WORK/fb.json" 2> "$WORK/fb.err" & FWD+=($!); PIDS+=($!)
 }
 start_socat() {
-  inA socat -b 65536 TUN:10.90.0.1/24,tun-type=tun,iff-no-pi,iff-up,tun-name=sc0 \
+  nsenter -t "$A" -n -- socat -b 65536 TUN:10.90.0.1/24,tun-type=tun,iff-no-pi,iff-up,tun-name=sc0 \
     UDP-DATAGRAM:192.0.2.2:7300,bind=192.0.2.1:7300,rcvbuf=4194304,sndbuf=4194304 2> "$WORK/sa.err" & FWD+=($!); PIDS+=($!)
-  inB socat -b 65536 TUN:10.90.0.2/24,tun-type=tun,iff-no-pi,iff-up,tun-name=sc0 \
+  nsenter -t "$B" -n -- socat -b 65536 TUN:10.90.0.2/24,tun-type=tun,iff-no-pi,iff-up,tun-name=sc0 \
     UDP-DATAGRAM:192.0.2.1:7300,bind=192.0.2.2:7300,rcvbuf=4194304,sndbuf=4194304 2> "$WORK/sb.err" & FWD+=($!); PIDS+=($!)
   for _ in $(seq 100); do inA ip link show sc0 >/dev/null 2>&1 && inB ip link show sc0 >/dev/null 2>&1 && break; sleep 0.05; done
   inA ip link set sc0 mtu "$MTU"; inB ip link set sc0 mtu "$MTU"
@@ -62,8 +64,8 @@ start_socat() {
 start_openvpn() {
   local common=(--dev ovpn0 --dev-type tun --proto udp --lport 7200 --rport 7200 --tun-mtu "$MTU" --cipher none --auth none
                 --sndbuf 4194304 --rcvbuf 4194304 --verb 1)
-  inA openvpn "${common[@]}" --ifconfig 10.90.0.1 10.90.0.2 --remote 192.0.2.2 > "$WORK/oa.log" 2>&1 & FWD+=($!); PIDS+=($!)
-  inB openvpn "${common[@]}" --ifconfig 10.90.0.2 10.90.0.1 --remote 192.0.2.1 > "$WORK/ob.log" 2>&1 & FWD+=($!); PIDS+=($!)
+  nsenter -t "$A" -n -- openvpn "${common[@]}" --ifconfig 10.90.0.1 10.90.0.2 --remote 192.0.2.2 > "$WORK/oa.log" 2>&1 & FWD+=($!); PIDS+=($!)
+  nsenter -t "$B" -n -- openvpn "${common[@]}" --ifconfig 10.90.0.2 10.90.0.1 --remote 192.0.2.1 > "$WORK/ob.log" 2>&1 & FWD+=($!); PIDS+=($!)
 }
 
 proc_jiffies() { # pids... -> utime+stime summed
@@ -83,11 +85,11 @@ measure() {
   local name=$1 target=$2 proto=$3
   local udp=()
   [ "$proto" = udp ] && udp=(-u -b 0 -l $((MTU - 28)))
-  inB iperf3 -s -1 -B "$target" -p 5201 > /dev/null 2>&1 & local server=$!; PIDS+=($server)
+  nsenter -t "$B" -n -- iperf3 -s -1 -B "$target" -p 5201 > /dev/null 2>&1 & local server=$!; PIDS+=($server)
   for _ in $(seq 100); do inB ss -ltn 'sport = :5201' | grep -q 5201 && break; sleep 0.05; done
   local f0 m0
   f0=$(proc_jiffies "${FWD[@]}" "$server"); m0=$(machine_busy)
-  inA iperf3 -c "$target" -p 5201 -t "$SECONDS_PER" "${udp[@]}" -J > "$WORK/iperf.json" & local client=$!
+  nsenter -t "$A" -n -- iperf3 -c "$target" -p 5201 -t "$SECONDS_PER" "${udp[@]}" -J > "$WORK/iperf.json" & local client=$!
   # The client's CPU is read just before it exits: sample until it does.
   local c1=0
   while kill -0 "$client" 2>/dev/null; do
