@@ -37,6 +37,7 @@ extension TunDevice {
         do {
             try self.init(adopting: [fd])
         } catch {
+            close(fd)
             throw error
         }
     }

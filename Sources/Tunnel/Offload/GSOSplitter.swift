@@ -153,9 +153,10 @@ public enum GSOSplitter {
             let segmentLength = headerLength + chunk
             let d = batch.slot(batch.count).baseAddress!
             d.copyMemory(from: source, byteCount: headerLength)
-            // The payload is copied and summed in one pass; the transport header is summed after
-            // its fields are fixed up (the sum is linear, and the header length is even).
-            let payloadSum = InternetChecksum.copyAndSum(from: source + headerLength + chunkStart, to: d + headerLength, count: chunk)
+            // The payload is copied (libc's memcpy) and summed; the transport header is summed
+            // after its fields are fixed up (the sum is linear, and the header length is even).
+            (d + headerLength).copyMemory(from: source + headerLength + chunkStart, byteCount: chunk)
+            let payloadSum = InternetChecksum.sum(d + headerLength, count: chunk)
             if plan.isIPv6 {
                 PacketField.setU16(d, 4, UInt16(truncatingIfNeeded: segmentLength - 40))
             } else {

@@ -24,28 +24,11 @@ import Testing
         let data = (0..<2100).map { _ in UInt8.random(in: 0...255, using: &rng) }
         data.withUnsafeBytes { raw in
             for offset in 0..<9 {
-                for length in [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 65, 1499, 1500, 2048] where offset + length <= data.count {
+                for length in [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128, 129, 1499, 1500, 2048] where offset + length <= data.count {
                     let fast = UInt16(bigEndian: InternetChecksum.checksum(raw.baseAddress! + offset, count: length))
                     #expect(fast == referenceChecksum(Array(data[offset..<(offset + length)])), "offset \(offset) length \(length)")
                 }
             }
-        }
-    }
-
-    @Test func copyAndSumCopiesExactlyAndSumsLikeSum() {
-        var rng = SplitMix(seed: 9)
-        let data = (0..<3000).map { _ in UInt8.random(in: 0...255, using: &rng) }
-        for length in [0, 1, 2, 7, 31, 32, 33, 64, 1399, 1400, 2999] {
-            var out = [UInt8](repeating: 0xee, count: length + 8)
-            let (copied, summed) = data.withUnsafeBytes { src in
-                out.withUnsafeMutableBytes { dst in
-                    (InternetChecksum.copyAndSum(from: src.baseAddress! + 1, to: dst.baseAddress! + 3, count: length),
-                     InternetChecksum.sum(src.baseAddress! + 1, count: length))
-                }
-            }
-            #expect(InternetChecksum.fold(copied) == InternetChecksum.fold(summed), "length \(length)")
-            #expect(Array(out[3..<(3 + length)]) == Array(data[1..<(1 + length)]))
-            #expect(out[0..<3].allSatisfy { $0 == 0xee } && out[(3 + length)...].allSatisfy { $0 == 0xee }, "wrote outside the range")
         }
     }
 
