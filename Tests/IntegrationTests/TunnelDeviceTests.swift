@@ -162,6 +162,32 @@ struct TunnelDeviceTests {
         close(notTun)
     }
 
+    @Test func packetInformationIsStrippedOnReadAndAddedOnWrite() throws {
+        let device = try TunDevice(.init(name: "ftpi0", packetInformation: true))
+        defer { device.close() }
+        #expect(device.framing == .packetInformation)
+        try device.addAddress(try IPPrefix("10.70.0.1/24"))
+        try device.setUp()
+        try sendUDP(to: "10.70.0.2", port: 9, payload: Array("with pi".utf8))
+        let batch = PacketBatch(capacity: 8)
+        var got: [UInt8] = []
+        let deadline = Date().addingTimeInterval(3)
+        while got.isEmpty && Date() < deadline {
+            batch.removeAll()
+            _ = try device.queues[0].readPackets(into: batch, timeout: .seconds(1))
+            for i in 0..<batch.count where batch.length(at: i) == 35 && batch[i][0] == 0x45 { got = batch.packetBytes(i) }
+        }
+        #expect(Array(got.suffix(7)) == Array("with pi".utf8), "the packet starts right after the 4-byte prefix")
+        let receiver = try UDPReceiver(address: "10.70.0.1", port: 5556)
+        let packet = udpPacket(from: [10, 70, 0, 2], to: [10, 70, 0, 1], port: 5556, payload: Array("pi write".utf8))
+        try packet.withUnsafeBytes { try device.queues[0].write($0) }
+        #expect(try receiver.receive(timeout: 2) == Array("pi write".utf8))
+        batch.removeAll()
+        batch.append(packet)
+        #expect(try device.queues[0].writePackets(batch).written == 1)
+        #expect(try receiver.receive(timeout: 2) == Array("pi write".utf8))
+    }
+
     @Test func interruptEndsABlockedReadAndCloseEndsTheDevice() throws {
         let device = try TunDevice(.init(name: "ftintr0"))
         let queue = device.queues[0]

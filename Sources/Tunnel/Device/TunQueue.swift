@@ -142,10 +142,12 @@ public final class TunQueue: Sendable {
         var prefix: UInt32 = 0
         let prefixLength = framing.prefixLength
         let n: Int = withUnsafeMutableBytes(of: &prefix) { prefixBytes in
-            var iov = [iovec(iov_base: prefixBytes.baseAddress, iov_len: prefixLength),
-                       iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)]
-            return prefixLength == 0 ? systemRead(fileDescriptor, buffer.baseAddress, buffer.count)
-                : readv(fileDescriptor, &iov, 2)
+            guard prefixLength > 0 else { return systemRead(fileDescriptor, buffer.baseAddress, buffer.count) }
+            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { iov in
+                iov[0] = iovec(iov_base: prefixBytes.baseAddress, iov_len: prefixLength)
+                iov[1] = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+                return readv(fileDescriptor, iov.baseAddress, 2)
+            }
         }
         if n < 0 {
             let code = errno
@@ -171,10 +173,13 @@ public final class TunQueue: Sendable {
         var prefix = (UInt64(0), UInt64(0))
         let prefixLength = framing.prefixLength
         let n: Int = withUnsafeMutableBytes(of: &prefix) { prefixBytes in
+            guard prefixLength > 0 else { return systemWrite(fileDescriptor, base, packet.count) }
             framing.storePrefix(to: prefixBytes.baseAddress!, firstByte: base.load(as: UInt8.self))
-            var iov = [iovec(iov_base: prefixBytes.baseAddress, iov_len: prefixLength),
-                       iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: packet.count)]
-            return prefixLength == 0 ? systemWrite(fileDescriptor, base, packet.count) : writev(fileDescriptor, &iov, 2)
+            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { iov in
+                iov[0] = iovec(iov_base: prefixBytes.baseAddress, iov_len: prefixLength)
+                iov[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: packet.count)
+                return writev(fileDescriptor, iov.baseAddress, 2)
+            }
         }
         if n < 0 { throw .system(operation: "write to the device", errno: errno) }
         counters.packetsWritten.add(1, ordering: .relaxed)
