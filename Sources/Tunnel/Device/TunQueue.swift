@@ -213,22 +213,28 @@ public final class TunQueue: Sendable {
         }
         while batch.freeSlots > 0 {
             switch framing {
-            case .none:
+            case .none, .packetInformation, .addressFamily:
+                // The slot, then the batch's scratch: a packet longer than a slot spills into the
+                // scratch, so it is recognised and dropped instead of being passed on cut short.
                 let slot = batch.slot(batch.count)
-                let n = systemRead(fileDescriptor, slot.baseAddress, slot.count)
+                let prefix = framing.prefixLength
+                let start = slot.baseAddress! - prefix
+                let n = withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { iov in
+                    iov[0] = iovec(iov_base: start, iov_len: slot.count + prefix)
+                    iov[1] = iovec(iov_base: batch.scratch, iov_len: PacketBatch.scratchSize)
+                    return readv(fileDescriptor, iov.baseAddress, 2)
+                }
                 guard try Self.check(n, "read from the device") else { return }
-                if n > 0 { batch.commit(length: n) }
-            case .packetInformation, .addressFamily:
-                let slot = batch.slot(batch.count)
-                let start = slot.baseAddress! - 4
-                let n = systemRead(fileDescriptor, start, slot.count + 4)
-                guard try Self.check(n, "read from the device") else { return }
-                guard n > 4 else { continue }
-                if framing.decodePrefix(UnsafeRawBufferPointer(start: start, count: 4)) == .truncated {
+                if n > slot.count + prefix {
+                    dropMalformed(.segmentLargerThanSlot(segment: n - prefix, slot: slot.count))
+                    continue
+                }
+                guard n > prefix else { continue }
+                if prefix > 0, framing.decodePrefix(UnsafeRawBufferPointer(start: start, count: prefix)) == .truncated {
                     counters.malformedDropped.add(1, ordering: .relaxed)
                     continue
                 }
-                batch.commit(length: n - 4)
+                batch.commit(length: n - prefix)
             case .virtioNetHeader:
                 let n = systemRead(fileDescriptor, batch.scratch, PacketBatch.scratchSize)
                 guard try Self.check(n, "read from the device") else { return }

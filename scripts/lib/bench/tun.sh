@@ -89,7 +89,7 @@ measure() {
   for _ in $(seq 100); do inB ss -ltn 'sport = :5201' | grep -q 5201 && break; sleep 0.05; done
   local f0 m0
   f0=$(proc_jiffies "${FWD[@]}" "$server"); m0=$(machine_busy)
-  nsenter -t "$A" -n -- iperf3 -c "$target" -p 5201 -t "$SECONDS_PER" "${udp[@]}" -J > "$WORK/iperf.json" & local client=$!
+  nsenter -t "$A" -n -- iperf3 -c "$target" -p 5201 -t "$SECONDS_PER" "${udp[@]}" -J > "$WORK/iperf.json" 2>> "$WORK/iperf.err" & local client=$!
   # The client's CPU is read just before it exits: sample until it does.
   local c1=0
   while kill -0 "$client" 2>/dev/null; do
