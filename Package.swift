@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
         .library(name: "Tunnel", targets: ["Tunnel"]),
+        .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
+        .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -20,7 +22,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        // Minor-pinned: WebSocketListener and WebSocketDialer use WSCore's @_spi(WSInternal)
+        // entry point, which may change in any minor release.
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", .upToNextMinor(from: "1.6.2")),
         .package(url: "https://github.com/attaswift/BigInt.git", from: "6.0.1"),
     ],
     targets: [
@@ -30,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
@@ -44,6 +50,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What the SwiftNIO-based modules share (network errors in words).
+        .target(
+            name: "FarcastNIO",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // One DNS-SD seam for every protocol (advertise, browse, resolve).
         .target(
             name: "Discovery",
@@ -52,7 +67,7 @@ let package = Package(
         .target(
             name: "RFB",
             dependencies: [
-                "FarcastSupport", "CZlib",
+                "FarcastSupport", "FarcastNIO", "CZlib",
                 .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -66,10 +81,9 @@ let package = Package(
         .target(
             name: "Sendspin",
             dependencies: [
-                "FarcastSupport", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
+                "FarcastSupport", "FarcastNIO", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
-                .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -84,10 +98,25 @@ let package = Package(
             name: "Tunnel",
             dependencies: [.target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))]
         ),
+        // punktfunk/1 game streaming: DataPlane/ (sealed datagrams, FEC, reassembly, input and feedback
+        // planes: pure), Media/ (access units, audio), Session/ (QUIC, control, pairing).
+        // The data plane's SIMD inner loops (GF(2^16) region multiply for the FEC): C, because
+        // Swift has no portable byte shuffle. Not a system-library shim; no dependencies.
+        .target(name: "PunktfunkKernels"),
+        .target(
+            name: "Punktfunk",
+            dependencies: [
+                "FarcastSupport", "COpus", "PunktfunkKernels",
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // scripts/bench punktfunk-dataplane's driver (not a user command).
+        .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "RFB", "Sendspin", "Tunnel",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Tunnel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -109,6 +138,11 @@ let package = Package(
         .testTarget(
             name: "SendspinTests",
             dependencies: ["Sendspin", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PunktfunkTests",
+            dependencies: ["Punktfunk", "PunktfunkKernels", "FarcastSupport", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

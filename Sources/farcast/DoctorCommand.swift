@@ -1,59 +1,134 @@
 import ArgumentParser
 import FarcastSupport
 import Foundation
+import Sendspin
 
-/// `farcast doctor`: reports what Farcast would use on this machine, so a user can see at a
-/// glance where state lives and whether it is private.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `farcast doctor`: checks what each protocol needs on this machine and says how to fix what is
+/// missing. Only a problem that breaks every command (the state directory) fails it; the rest
+/// are warnings about the features they affect.
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Show the state directory, its permissions and the clocks Farcast reads.",
-        discussion: "Creates the state directory if it is missing (mode 0700) and checks that a file written there gets mode 0600."
+        abstract: "Check what farcast needs on this machine, protocol by protocol, and how to fix what is missing.",
+        discussion: """
+            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), and /dev/net/tun with the right to use it (farcast tun). Exits 1 only when the state directory is unusable; the rest are warnings.
+
+            Example: farcast doctor --json | jq '.checks[] | select(.status != "ok")'
+            """
     )
 
     @OptionGroup var global: GlobalOptions
 
+    struct Check: Codable {
+        var name: String
+        /// ok, warning or failed.
+        var status: String
+        var detail: String
+        /// What to do about it, when not ok.
+        var fix: String?
+    }
+
     func run() async throws {
         try await reportingFailures {
-            let logger = global.makeLogger(label: "farcast.doctor")
+            var checks: [Check] = []
             let state = try StateDirectory.resolve()
-            try state.ensureExists()
-            logger.debug("state directory resolved", metadata: ["path": "\(state.path)"])
-            let probe = "doctor-probe"
-            try state.write(Array("ok".utf8), to: probe)
-            let mode = try state.permissions(of: probe) ?? 0
-            try state.remove(probe)
-            let monotonic = SystemClock(.monotonic).now()
-            let raw = SystemClock(.monotonicRaw).now()
-            let report = DoctorReport(
-                version: FarcastInfo.version,
-                stateDirectory: state.path,
-                stateFileMode: String(mode, radix: 8),
-                stateFilesPrivate: mode == 0o600,
-                clockMonotonicNs: monotonic.nanoseconds,
-                clockMonotonicRawNs: raw.nanoseconds
-            )
-            if global.json {
-                try printJSON(report)
-            } else {
-                print("farcast \(report.version)")
-                print("state directory   \(report.stateDirectory)")
-                print("state file mode   \(report.stateFileMode)\(report.stateFilesPrivate ? " (private)" : " (NOT private: check the file system)")")
-                print("CLOCK_MONOTONIC      \(String(format: "%.6f", Double(report.clockMonotonicNs) / 1e9)) s")
-                print("CLOCK_MONOTONIC_RAW  \(String(format: "%.6f", Double(report.clockMonotonicRawNs) / 1e9)) s")
+            var statePrivate = false
+            do {
+                try state.ensureExists()
+                let probe = "doctor-probe"
+                try state.write(Array("ok".utf8), to: probe)
+                let mode = try state.permissions(of: probe) ?? 0
+                try state.remove(probe)
+                statePrivate = mode == 0o600
+                checks.append(Check(name: "state directory", status: statePrivate ? "ok" : "failed",
+                                    detail: "\(state.path), files mode \(String(mode, radix: 8))",
+                                    fix: statePrivate ? nil : "the file system does not keep file modes; set XDG_STATE_HOME to a folder on one that does"))
+            } catch {
+                checks.append(Check(name: "state directory", status: "failed", detail: "\(state.path): \(describe(error))",
+                                    fix: "make \(state.path) a folder you own, or set XDG_STATE_HOME elsewhere"))
             }
-            if !report.stateFilesPrivate {
-                throw CommandFailure(message: "state files in \(state.path) are not private (mode \(report.stateFileMode))")
+            let monotonic = SystemClock(.monotonic).now(), raw = SystemClock(.monotonicRaw).now()
+            checks.append(Check(name: "clocks", status: raw.nanoseconds > 0 ? "ok" : "warning",
+                                detail: String(format: "CLOCK_MONOTONIC %.3f s, CLOCK_MONOTONIC_RAW %.3f s", Double(monotonic.nanoseconds) / 1e9, Double(raw.nanoseconds) / 1e9),
+                                fix: raw.nanoseconds > 0 ? nil : "CLOCK_MONOTONIC_RAW is missing: Sendspin's sync falls back to a slewed clock"))
+            checks.append(soundCheck())
+            checks.append(await mdnsCheck())
+            checks.append(tunCheck())
+
+            if global.json {
+                try printJSON(DoctorReport(version: FarcastInfo.version, stateDirectory: state.path, stateFilesPrivate: statePrivate, checks: checks))
+            } else {
+                print("farcast \(FarcastInfo.version)")
+                for check in checks {
+                    let mark = check.status == "ok" ? "ok  " : check.status == "warning" ? "warn" : "FAIL"
+                    print("\(mark)  \(check.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(check.detail)")
+                    if let fix = check.fix { print("      \(String(repeating: " ", count: 16)) → \(fix)") }
+                }
+            }
+            if let failed = checks.first(where: { $0.status == "failed" }) {
+                throw CommandFailure(message: "\(failed.name): \(failed.detail)")
             }
         }
+    }
+
+    private func soundCheck() -> Check {
+        #if canImport(CALSA)
+        // What `--output alsa:default` would do, and the devices that are not mere plugins.
+        let devices = ALSADevices.playback().filter { $0.name.contains(":") || ["default", "pulse", "pipewire"].contains($0.name) }
+        let names = devices.prefix(5).map(\.name).joined(separator: ", ") + (devices.count > 5 ? ", …" : "")
+        do {
+            try ALSASink(device: "default").check()
+            return Check(name: "sound (ALSA)", status: "ok", detail: "alsa:default opens; devices: \(names.isEmpty ? "default only" : names)", fix: nil)
+        } catch {
+            return Check(name: "sound (ALSA)", status: "warning", detail: "alsa:default does not open (\(describe(error)))" + (names.isEmpty ? "" : "; devices: \(names)"),
+                         fix: "`sendspin … --output alsa:…` needs a sound card or a sound server (PipeWire, or PulseAudio with libasound2-plugins); meanwhile use --output null or wav:PATH")
+        }
+        #else
+        return Check(name: "sound (ALSA)", status: "warning", detail: "ALSA output exists on Linux only", fix: nil)
+        #endif
+    }
+
+    private func mdnsCheck() async -> Check {
+        do {
+            _ = try await DNSServiceDiscovery().browse(type: "_farcast-doctor._tcp", timeout: .milliseconds(300))
+            return Check(name: "mDNS", status: "ok", detail: "the mDNS responder answers (discovery and announcements work)", fix: nil)
+        } catch {
+            return Check(name: "mDNS", status: "warning", detail: describe(error),
+                         fix: "install and start avahi-daemon (apt install avahi-daemon; systemctl start avahi-daemon) for --discover and announcements; URLs work without it")
+        }
+    }
+
+    private func tunCheck() -> Check {
+        let fd = open("/dev/net/tun", O_RDWR)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno)).lowercased()
+            return Check(name: "TUN", status: "warning", detail: "/dev/net/tun: \(reason)",
+                         fix: errno == ENOENT ? "load the tun module (modprobe tun) for `farcast tun`" : "`farcast tun` needs root or CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \(CommandLine.arguments[0]))")
+        }
+        close(fd)
+        let admin = geteuid() == 0 || hasCapability(12)  // CAP_NET_ADMIN
+        return Check(name: "TUN", status: admin ? "ok" : "warning", detail: "/dev/net/tun opens" + (admin ? ", CAP_NET_ADMIN held" : ", but CAP_NET_ADMIN is missing"),
+                     fix: admin ? nil : "`farcast tun` needs root or CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \(CommandLine.arguments[0]))")
+    }
+
+    /// Whether this process has capability `bit` in its effective set (Linux).
+    private func hasCapability(_ bit: Int) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+              let mask = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+        return mask & (1 << UInt64(bit)) != 0
     }
 }
 
 struct DoctorReport: Codable {
     var version: String
     var stateDirectory: String
-    var stateFileMode: String
     var stateFilesPrivate: Bool
-    var clockMonotonicNs: Int64
-    var clockMonotonicRawNs: Int64
+    var checks: [DoctorCommand.Check]
 }

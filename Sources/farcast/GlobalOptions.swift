@@ -1,5 +1,7 @@
 import ArgumentParser
+import FarcastNIO
 import FarcastSupport
+import Foundation
 import Logging
 
 #if canImport(Glibc)
@@ -48,14 +50,17 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// A failure the user should see as one line, with the exit code to leave with.
-struct CommandFailure: Error {
+/// A failure the user should see as one line, with the exit code to leave with (docs/cli.md:
+/// 1 for a failure at run time, 2 for a mistake in the command line or a configuration file).
+struct CommandFailure: Error, CustomStringConvertible {
     var message: String
     var exitCode: Int32 = 1
+    var description: String { message }
 }
 
-/// Runs a command body; any failure becomes one line on stderr ("farcast: reason") and a
-/// non-zero exit code. Usage errors keep ArgumentParser's own formatting.
+/// Runs a leaf command's body. Failures become `CommandFailure`s worded for a person (one line,
+/// the cause, the OS reason where there is one); `Farcast.main` prints them and exits with their
+/// code. Usage mistakes (`ValidationError`) and interruptions pass through unchanged.
 func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
@@ -65,18 +70,58 @@ func reportingFailures(_ body: () async throws -> Void) async throws {
         throw error
     } catch let error as ValidationError {
         throw error
-    } catch let failure as CommandFailure {
-        FileHandleOutput.stderr("farcast: \(failure.message)\n")
-        throw ExitCode(failure.exitCode)
+    } catch let error as CommandFailure {
+        throw error
+    } catch let error as CancellationError {
+        throw error
     } catch {
-        FileHandleOutput.stderr("farcast: \(oneLine(error))\n")
-        throw ExitCode(1)
+        // Whatever a signal cut short reports it its own way; the policy words it once.
+        if Signals.received != nil { throw CancellationError() }
+        throw CommandFailure(message: describe(error))
     }
 }
 
-/// Flattens an error's description onto one line for the exit message.
-func oneLine(_ error: any Error) -> String {
-    String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " ")
+/// Any error as one line a person can act on: our own errors are worded already; Foundation's
+/// file errors become the OS reason and the path; network errors go through `describeNetworkError`.
+func describe(_ error: any Error) -> String {
+    switch error {
+    case let failure as CommandFailure: return failure.message
+    case is CancellationError: return "interrupted"
+    case let decoding as DecodingError: return "malformed JSON: \(describe(decoding))"
+    default: break
+    }
+    let nsError = error as NSError
+    if nsError.domain == NSCocoaErrorDomain || nsError.domain == NSPOSIXErrorDomain {
+        let path = (nsError.userInfo[NSFilePathErrorKey] as? String).map { "\($0): " } ?? ""
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return path + String(cString: strerror(Int32(underlying.code))).lowercased()
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return path + String(cString: strerror(Int32(nsError.code))).lowercased() }
+        switch CocoaError.Code(rawValue: nsError.code) {
+        case .fileReadNoSuchFile, .fileNoSuchFile: return path + "no such file or directory"
+        case .fileReadNoPermission, .fileWriteNoPermission: return path + "permission denied"
+        case .fileReadInapplicableStringEncoding, .fileReadCorruptFile: return path + "not UTF-8 text"
+        default: break
+        }
+    }
+    // Our library errors are CustomStringConvertible with worded descriptions; network errors
+    // get theirs from describeNetworkError, which falls back to the description.
+    return oneLine(describeNetworkError(error))
+}
+
+private func describe(_ error: DecodingError) -> String {
+    switch error {
+    case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context), .valueNotFound(_, let context):
+        let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+        return (path.isEmpty ? "" : "at \(path): ") + context.debugDescription
+    @unknown default:
+        return "undecodable"
+    }
+}
+
+/// Flattens text onto one line for the exit message.
+func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
 }
 
 enum FileHandleOutput {

@@ -12,9 +12,18 @@ import Darwin
 enum Secrets {
     /// The first line of a file (trailing CR/LF removed). The file should not be world-readable;
     /// a warning is returned when it is.
-    static func readFirstLine(ofFile path: String) throws -> (value: String, warning: String?) {
+    static func readFirstLine(ofFile path: String, what: String = "password file") throws -> (value: String, warning: String?) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw CommandFailure(message: "cannot read the \(what) \(path): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
+        }
+        close(fd)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CommandFailure(message: "cannot read the \(what) \(path): it is a directory", exitCode: 2)
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure(message: "cannot read the password file \(path)")
+            throw CommandFailure(message: "cannot read the \(what) \(path)", exitCode: 2)
         }
         var text = String(decoding: data, as: UTF8.self)
         if let newline = text.firstIndex(where: { $0 == "\n" || $0 == "\r" }) { text = String(text[..<newline]) }
@@ -24,6 +33,26 @@ enum Secrets {
             warning = "\(path) is readable by other users (mode \(String(mode, radix: 8))); chmod 600 it"
         }
         return (text, warning)
+    }
+
+    /// A whole text file (scripts, configurations), with the OS reason when it cannot be read.
+    static func readWhole(ofFile path: String, what: String) throws -> (text: String, bytes: Int) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw CommandFailure(message: "cannot read the \(what) \(path): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
+        }
+        close(fd)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CommandFailure(message: "cannot read the \(what) \(path): it is a directory", exitCode: 2)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure(message: "cannot read the \(what) \(path)", exitCode: 2)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CommandFailure(message: "the \(what) \(path) is not UTF-8 text", exitCode: 2)
+        }
+        return (text, data.count)
     }
 
     /// Prompts on the controlling terminal with echo off. Returns nil when there is no terminal.

@@ -55,6 +55,12 @@ struct SendspinPlayerOptions: ParsableArguments {
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+        // Files written during or after playing are checked now, not after the session.
+        do {
+            if output.hasPrefix("wav:") { try OutputPath.check(String(output.dropFirst(4)), what: "WAV output") }
+            if let statsJSON { try OutputPath.check(statsJSON, what: "stats file") }
+            if let trace { try OutputPath.check(trace, what: "trace file") }
+        } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
     /// The sink `--output` names; an ALSA device is opened once here so that a wrong name fails
@@ -73,7 +79,7 @@ struct SendspinPlayerOptions: ParsableArguments {
 
     /// Builds the player and sink, runs `body` with them (answering Ctrl-C and SIGTERM with a
     /// goodbye), writes the stats and trace, and prints the summary.
-    func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false,
+    func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false, openTimeout: Duration = .seconds(10),
              _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
         let logger = global.makeLogger(label: "farcast.sendspin")
         var options = SendspinPlayer.Options()
@@ -83,6 +89,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
         options.dacPPM = dacPPM
         options.allowLegacy = allowLegacy
+        options.openTimeout = openTimeout
         let store = PlayerStore(directory: try StateDirectory.resolve())
         options.store = store
         options.staticPairingCode = store.staticPairingCode()
@@ -109,15 +116,27 @@ struct SendspinPlayerOptions: ParsableArguments {
             report = try await body(player, sink, logger, traceWriter, telemetry)
         } catch let failure as SendspinPlayer.PlayerFailure {
             if let statsJSON { try? writeStats(failure.report, to: statsJSON) }
+            // What was played before the failure is still worth a line (not in --json: one
+            // object on stdout, and a failure has only its line on stderr).
+            if !global.json && failure.report.chunksReceived > 0 { printSummary(failure.report, describe: describe) }
             throw CommandFailure(message: failure.description)
         }
         if let statsJSON { try writeStats(report, to: statsJSON) }
         if global.json {
             try printJSON(report)
         } else {
-            print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(report.chunksLate) late, \(report.chunksDropped) dropped) of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
-            if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+            printSummary(report, describe: describe)
         }
+    }
+
+    private func printSummary(_ report: SendspinPlayer.Report, describe: String) {
+        let buffered = max(0, report.chunksReceived - report.chunksPlayed - report.chunksLate - report.chunksDropped)
+        var notes = ["\(report.chunksLate) late", "\(report.chunksDropped) dropped"]
+        if buffered > 0 { notes.append("\(buffered) still buffered ahead when playback stopped") }
+        print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(notes.joined(separator: ", "))): \(String(format: "%.1f", report.secondsPlayed)) s of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
+        if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+        // Out before any failure line that follows on stderr.
+        fflush(nil)
     }
 }
 
@@ -129,6 +148,9 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             Prints a telemetry line on stderr once a second: filter offset and error, drift, buffered audio, chunks played/late/dropped. Ctrl-C says goodbye to the server and stops.
 
             Outputs: alsa:DEVICE (an ALSA playback device such as alsa:default or alsa:hw:0,0 — `aplay -L` lists them; its own delay reports are followed so each sample leaves the device at its stamped time), null (a software DAC that consumes samples in real time and records when each left; no sound device), wav:PATH (the same, writing what would have been played to PATH).
+
+            Examples: farcast sendspin play ws://192.168.1.10:8927/sendspin --output alsa:default
+                      farcast sendspin play --discover --server Kitchen --duration 60 --stats-json stats.json
             """
     )
 
@@ -144,6 +166,9 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     @Option(name: .customLong("discover-seconds"), help: ArgumentHelp("With --discover: how long to look.", valueName: "seconds"))
     var discoverSeconds: Double = 3
 
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed to open the connection: TCP, the WebSocket upgrade and the encrypted handshake.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
     @Flag(name: .customLong("allow-legacy"), help: "If the server closes on the encrypted protocol's first message, as servers that speak only the older unencrypted wire do (aiosendspin 5.x), play over that wire instead. Never for a URL or server that spoke the encrypted protocol here before.")
     var allowLegacy = false
 
@@ -155,18 +180,20 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         case (nil, false): throw ValidationError("name the server's URL (ws://HOST:8927/sendspin) or look for it with --discover")
         case (.some, true): throw ValidationError("give either a URL or --discover, not both")
         case (.some(let url), false):
-            guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
+            do { _ = try WebSocketDialer.Target(parsing: url) } catch { throw ValidationError(error.description) }
         case (nil, true):
             guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
         }
         if serverName != nil && !discover { throw ValidationError("--server picks among discovered servers; it needs --discover") }
+        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
     }
 
     func run() async throws {
         try await reportingFailures {
             let target: String
             if let url { target = url } else { target = try await discoverServer() }
-            try await player.run(global: global, describe: target, allowLegacy: allowLegacy) { player, sink, logger, trace, telemetry in
+            try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
+                                 openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
                 try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
             }
         }
@@ -207,6 +234,8 @@ struct SendspinListenCommand: AsyncParsableCommand {
         abstract: "Wait for Sendspin servers to connect (the protocol's recommended mode) and play what they stream.",
         discussion: """
             Servers dial ws://HOST:PORT/PATH (Music Assistant finds players through mDNS; `sendspin serve --client ws://HOST:8928/sendspin` dials one directly). One server plays at a time: a server that wants to play takes over from an idle one or from another player, an idle newcomer is turned away unless it was the last to play here, and a connection that does not activate within 30 s is dropped. Telemetry, outputs and --stats-json are as for `play`. Ctrl-C or SIGTERM says goodbye to every connected server.
+
+            Example: farcast sendspin listen --name "Living room" --output alsa:default
             """
     )
 
@@ -248,7 +277,7 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
         commandName: "daemon",
         abstract: "Run as a long-lived speaker configured by a file (for systemd).",
         discussion: """
-            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, and server. Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
+            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, server, and pairing_window (yes: open the pairing window for 5 minutes at start, for pairing by code). Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
             """
     )
 
@@ -259,10 +288,7 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let text: String
-            do { text = try String(contentsOfFile: config, encoding: .utf8) } catch {
-                throw CommandFailure(message: "cannot read the configuration \(config): \(error.localizedDescription)", exitCode: 2)
-            }
+            let text = try Secrets.readWhole(ofFile: config, what: "configuration").text
             let settings: DaemonConfiguration
             do { settings = try DaemonConfiguration(text: text) } catch let problem as DaemonConfiguration.Problem {
                 throw CommandFailure(message: "\(config), \(problem)", exitCode: 2)
@@ -321,7 +347,9 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
                     throw CommandFailure(message: failure.description)
                 }
             }
-            logger.notice("stopped (\(stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"))")
+            let how = stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"
+            logger.notice("stopped (\(how))")
+            if global.json { try printJSON(["stopped": how == "SIGTERM" ? "sigterm" : "sigint"]) }
         }
     }
 }
@@ -337,7 +365,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
     )
 
     struct Token: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print this player's pairing token (SP:0…) and client_id.")
+        static let configuration = CommandConfiguration(abstract: "Print this player's pairing token (SP:0…) and client_id.",
+                                                        discussion: "Example: farcast sendspin pair token --new")
         @Flag(help: "Draw a new pairing PSK first, so that tokens given out before stop working.")
         var new = false
         @OptionGroup var global: GlobalOptions
@@ -361,7 +390,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
     struct Code: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set this player's static 8-digit pairing code (read from standard input), or clear it.",
-            discussion: "With a code set the player also offers pairing by code: the operator types the same 8 digits at the server while the player's pairing window is open (`listen --pairing-window`, or `pairing_window = yes` for the daemon). The code is read from standard input, never from the command line, and kept in the state directory with mode 0600."
+            discussion: "With a code set the player also offers pairing by code: the operator types the same 8 digits at the server while the player's pairing window is open (`listen --pairing-window`, or `pairing_window = yes` for the daemon). The code is read from standard input, never from the command line, and kept in the state directory with mode 0600.\n\nExample: echo 12345678 | farcast sendspin pair code"
         )
         @Flag(help: "Remove the code: pairing by code is no longer offered.")
         var clear = false
@@ -372,7 +401,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 let store = PlayerStore(directory: try StateDirectory.resolve())
                 if clear {
                     try store.setStaticPairingCode(nil)
-                    print("pairing by code is off")
+                    if global.json { try printJSON(["pairing_code": "cleared"]) } else { print("pairing by code is off") }
                     return
                 }
                 if isatty(STDIN_FILENO) != 0 { FileHandleOutput.stderr("pairing code (8 digits): ") }
@@ -380,13 +409,18 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 do { try store.setStaticPairingCode(line) } catch {
                     throw CommandFailure(message: "a pairing code is exactly 8 digits (spaces and hyphens are ignored)", exitCode: 2)
                 }
-                print("pairing code set; open the pairing window with `farcast sendspin listen --pairing-window` when the server asks for it")
+                if global.json {
+                    try printJSON(["pairing_code": "set"])
+                } else {
+                    print("pairing code set; open the pairing window with `farcast sendspin listen --pairing-window` when the server asks for it")
+                }
             }
         }
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the servers this player is paired with.")
+        static let configuration = CommandConfiguration(abstract: "List the servers this player is paired with.",
+                                                        discussion: "Example: farcast sendspin pair list --json")
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
@@ -404,7 +438,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
     }
 
     struct Forget: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget the pairing with a server (it must pair again to be trusted).")
+        static let configuration = CommandConfiguration(abstract: "Forget the pairing with a server (it must pair again to be trusted).",
+                                                        discussion: "Example: farcast sendspin pair forget YykbUdO5hV9odfc-owihNyE01A-tdLLl1QnNElI0r3M")
         @Argument(help: "The server_id, as `pair list` shows it.")
         var serverID: String
         @OptionGroup var global: GlobalOptions
@@ -414,7 +449,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 guard try PlayerStore(directory: try StateDirectory.resolve()).forget(serverID: serverID) else {
                     throw CommandFailure(message: "not paired with \(serverID) (see `farcast sendspin pair list`)")
                 }
-                print("forgot the pairing with \(serverID)")
+                if global.json { try printJSON(["forgotten": serverID]) } else { print("forgot the pairing with \(serverID)") }
             }
         }
     }
@@ -452,18 +487,17 @@ private func defaultPlayerName() -> String {
 func telemetryLine(_ t: SendspinPlayer.Telemetry) -> String {
     let s = t.statistics
     let error = t.filterErrorUs.map { "±\($0) µs" } ?? "unsynced"
-    return String(format: "%6.1fs  offset %+.1f µs %@  drift %+.2f ppm  buffer %5.0f ms  played %d  late %d  dropped %d",
-                  t.elapsedSeconds, t.offsetUs, error, t.driftPPM, t.bufferedMs, s.chunksPlayed, s.chunksLate, s.chunksDropped)
+    let group = t.groupName.map { "  group \($0)\(t.groupState.map { " (\($0))" } ?? "")" } ?? ""
+    return String(format: "%6.1fs  offset %+.1f µs %@  drift %+.2f ppm  buffer %5.0f ms  played %d  late %d  dropped %d%@",
+                  t.elapsedSeconds, t.offsetUs, error, t.driftPPM, t.bufferedMs, s.chunksPlayed, s.chunksLate, s.chunksDropped, group)
 }
 
 private func writeStats(_ report: SendspinPlayer.Report, to path: String) throws {
-    guard FileManager.default.createFile(atPath: path, contents: Data((try jsonString(report, pretty: true) + "\n").utf8)) else {
-        throw CommandFailure(message: "cannot write \(path)")
-    }
+    try OutputPath.save(Array((try jsonString(report, pretty: true) + "\n").utf8), to: path, what: "stats file")
 }
 
 private func writeTrace(_ records: [ChunkTrace], to path: String, logger: Logger) {
     var text = ""
     for r in records { text += ((try? jsonString(r)) ?? "{}") + "\n" }
-    if !FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) { logger.error("cannot write the trace to \(path)") }
+    do { try OutputPath.save(Array(text.utf8), to: path, what: "trace file") } catch { logger.error("\(describe(error))") }
 }

@@ -14,7 +14,7 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conformance",
         abstract: "Play one scenario of the Sendspin conformance harness as its client adapter.",
-        discussion: "Run by a conformance runner, not by hand: it passes the scenario, the files to write and the peer's name. scripts/conformance/run.py is ours; the upstream harness can exec this command as its client."
+        discussion: "Run by a conformance runner, not by hand: it passes the scenario, the files to write and the peer's name. scripts/conformance/run.py is ours; the upstream harness can exec this command as its client.\n\nExample: .venv/bin/python scripts/conformance/run.py --client-cmd \"farcast sendspin conformance\""
     )
 
     @Option var summary: String

@@ -13,7 +13,11 @@ struct VNCRecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Record what a server sends for a while, for replaying without a network.",
-        discussion: "The capture holds every byte the server sent (after TLS decryption) and the pixel format and encodings this client asked for. Replay it with 'farcast vnc replay'. Captures of busy desktops grow by tens of MB per minute."
+        discussion: """
+            The capture holds every byte the server sent (after TLS decryption) and the pixel format and encodings this client asked for. Replay it with 'farcast vnc replay'. Captures of busy desktops grow by tens of MB per minute.
+
+            Example: farcast vnc record myhost:1 --duration 15 --encoding zrle -o session.rfb
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -30,6 +34,7 @@ struct VNCRecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard duration >= 0 else { throw ValidationError("--duration must not be negative") }
+        do { try OutputPath.check(output, what: "capture") } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
     func run() async throws {
@@ -52,30 +57,37 @@ struct VNCRecordCommand: AsyncParsableCommand {
             let metadata = RFBCapture.Metadata(pixelFormat: configuration.pixelFormat,
                                                encodings: RFBConnection(configuration: options.configuration).encodingList(),
                                                server: endpoint.description)
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: options, logger: logger)
+            let client = try await connection.connect(endpoint, options: options, logger: logger)
             try await client.waitForFirstFrame()
             let deadline = ContinuousClock.now + .milliseconds(Int(duration * 1000))
+            // Progress rewrites one line on a terminal; elsewhere (a log, a pipe) it is quiet.
+            let showProgress = !global.json && !global.quiet && isatty(2) != 0
             while ContinuousClock.now < deadline, await client.isConnected {
                 try await Task.sleep(for: min(.seconds(1), deadline - ContinuousClock.now))
-                if !global.json && !global.quiet {
-                    FileHandleOutput.stderr("\rrecording: \(recorded.count / 1024) KiB")
-                }
+                if showProgress { FileHandleOutput.stderr("\rrecording: \(recorded.count / 1024) KiB") }
             }
+            let disconnect = await client.disconnectReason
             await client.close()
-            if !global.json && !global.quiet { FileHandleOutput.stderr("\n") }
+            if showProgress { FileHandleOutput.stderr("\n") }
+            if let disconnect, ContinuousClock.now < deadline {
+                throw CommandFailure(message: "the session ended before the recording was complete: \(disconnect)")
+            }
             // Stopping cuts the stream anywhere, usually inside an update: keep whole messages.
             let capture = try RFBCapture(metadata: metadata, stream: recorded.bytes).trimmedToLastCompleteMessage()
-            guard FileManager.default.createFile(atPath: output, contents: Data(try capture.serialized())) else {
-                throw CommandFailure(message: "cannot write \(output)")
-            }
+            try OutputPath.save(try capture.serialized(), to: output, what: "capture")
             if global.json {
-                try printJSON(["path": output, "bytes": "\(capture.stream.count)"])
+                try printJSON(RecordReport(path: output, bytes: capture.stream.count, server: endpoint.description))
             } else {
                 print("wrote \(output): \(capture.stream.count) bytes from \(endpoint)")
             }
         }
     }
+}
+
+struct RecordReport: Encodable {
+    var path: String
+    var bytes: Int
+    var server: String
 }
 
 /// Bytes appended from the client's read loop, read once recording ends.
@@ -90,7 +102,11 @@ struct VNCReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Decode a capture with no network and report what it held.",
-        discussion: "Prints updates, rectangles and pixels decoded, CPU seconds, and the SHA-256 of the final framebuffer's RGB bytes (rows top to bottom, R, G, B per pixel), so decodes can be compared across clients. With --runs N the capture is decoded once to warm up and then N times from memory, and the median is reported (the method of TigerVNC's decperf)."
+        discussion: """
+            Prints updates, rectangles and pixels decoded, CPU seconds, and the SHA-256 of the final framebuffer's RGB bytes (rows top to bottom, R, G, B per pixel), so decodes can be compared across clients. With --runs N the capture is decoded once to warm up and then N times from memory, and the median is reported (the method of TigerVNC's decperf).
+
+            Example: farcast vnc replay session.rfb --runs 9 --json
+            """
     )
 
     @Argument(help: "A capture written by 'farcast vnc record'.")
@@ -205,7 +221,12 @@ struct VNCWatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Connect and keep taking updates, then report what was decoded.",
-        discussion: "With --until-eof it runs until the server closes the connection — so a recorded stream served by any replay server can be checked — and reports updates, rectangles and pixels decoded, CPU seconds, and with --hash the SHA-256 of the final framebuffer's RGB bytes (the same figure 'farcast vnc replay' prints)."
+        discussion: """
+            With --until-eof it runs until the server closes the connection — so a recorded stream served by any replay server can be checked — and reports updates, rectangles and pixels decoded, CPU seconds, and with --hash the SHA-256 of the final framebuffer's RGB bytes (the same figure 'farcast vnc replay' prints).
+
+            Examples: farcast vnc watch myhost:1 --duration 60 --encoding tight --quality 6
+                      farcast vnc watch 127.0.0.1::5999 --until-eof --hash
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -234,25 +255,24 @@ struct VNCWatchCommand: AsyncParsableCommand {
             var configuration = RFBConnection.Configuration()
             encodingOptions.apply(to: &configuration)
             let cpuBefore = cpuSeconds()
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(configuration), logger: logger)
-            let events = client.events
-            var ended: RFBError?? = nil
-            if let duration {
-                try await Task.sleep(for: .milliseconds(Int(duration * 1000)))
-                await client.close()
-            } else {
-                for await event in events {
-                    if case .disconnected(let reason) = event { ended = .some(reason) }
-                }
-            }
+            let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
+            // Events until the server ends the session, or (--duration) the time is up; a server
+            // that dies meanwhile ends the watch as a failure.
+            let started = ContinuousClock.now
+            let ended = await Self.watch(client.events, for: duration.map { .milliseconds(Int($0 * 1000)) })
             let framebuffer = await client.framebuffer
             let stats = await client.statistics
             await client.close()
             let cpu = cpuSeconds() - cpuBefore
-            // The server closing is the expected end here; anything else is a failure.
-            if case .some(.some(let reason)) = ended, reason != .connectionClosed("by the server") {
-                throw CommandFailure(message: "the session ended early: \(reason)")
+            switch ended {
+            case .timeUp:
+                break
+            case .disconnected(let reason):
+                // With --until-eof the server closing is the expected end; anything else fails.
+                if !untilEOF || reason != .connectionClosed("by the server") {
+                    let after = ContinuousClock.now - started
+                    throw CommandFailure(message: "the session ended after \(after.components.seconds) s: \(reason.map { "\($0)" } ?? "the connection closed")")
+                }
             }
             let digest = hash ? hexString(SHA256.hash(data: framebuffer.rgbBytes())) : nil
             let report = WatchReport(server: endpoint.description, updates: stats.updates, rectangles: stats.rectangles, pixels: stats.pixels,
@@ -265,6 +285,34 @@ struct VNCWatchCommand: AsyncParsableCommand {
                 print("cpu          \(String(format: "%.3f", cpu)) s")
                 print("framebuffer  \(report.width)x\(report.height)\(digest.map { " sha256 \($0)" } ?? "")")
             }
+        }
+    }
+}
+
+extension VNCWatchCommand {
+    enum WatchEnd {
+        case timeUp
+        case disconnected(RFBError?)
+    }
+
+    /// Consumes events until the session ends or `duration` (if any) has passed.
+    static func watch(_ events: AsyncStream<RFBEvent>, for duration: Duration?) async -> WatchEnd {
+        await withTaskGroup(of: WatchEnd?.self) { group in
+            group.addTask {
+                for await event in events {
+                    if case .disconnected(let reason) = event { return .disconnected(reason) }
+                }
+                return .disconnected(nil)
+            }
+            if let duration {
+                group.addTask {
+                    try? await Task.sleep(for: duration)
+                    return Task.isCancelled ? nil : .timeUp
+                }
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .timeUp
         }
     }
 }

@@ -3,13 +3,19 @@ import FarcastSupport
 import Foundation
 import Logging
 import RFB
+import Synchronization
 
 struct VNCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vnc",
         abstract: "Remote desktops over RFB/VNC.",
         discussion: """
-            Server addresses: vnc://[user@]host[:port] (TCP port, default 5900), host:N (display N, port 5900+N), host::port.
+            Server addresses:
+              myhost:1                   display 1, i.e. TCP port 5901 (displays < 100)
+              myhost::5901               TCP port 5901
+              vnc://[user@]myhost:5901   a URL: its port is a TCP port (default 5900)
+              vncs://myhost:5901         TLS from the first byte (x11vnc -sslonly)
+              [::1]:1, vnc://[::1]:5901  IPv6 addresses go in brackets
 
             Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. User names (Plain, X509Plain, RSA-AES servers that ask, Apple Remote Desktop, MS-Logon II) come from --username, the URL, FARCAST_VNC_USERNAME or a prompt. TLS certificates (VeNCrypt X509*) and RSA-AES server keys are pinned on first use in the state directory; a changed one is refused until you connect once with --trust.
             """,
@@ -45,19 +51,27 @@ struct VNCConnectionOptions: ParsableArguments {
     @Flag(name: .customLong("latin1-clipboard"), help: "Use only the classic Latin-1 clipboard messages, even when the server offers the UTF-8 Extended Clipboard (x11vnc 0.9.16 offers it but ignores text sent that way).")
     var latin1Clipboard = false
 
-    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to wait for the TCP connection.", valueName: "seconds"))
+    @Flag(name: .customLong("tls-first"), help: "Start TLS before the RFB banner, as x11vnc -sslonly and servers behind stunnel expect (the same as a vncs:// address).")
+    var tlsFirst = false
+
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for the TCP connection, and again for the RFB handshake (time at a password prompt not counted).", valueName: "seconds"))
     var connectTimeout: Double = 10
 
     func endpoint() throws -> VNCEndpoint {
-        do { return try VNCEndpoint(parsing: server) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+        do {
+            var endpoint = try VNCEndpoint(parsing: server)
+            if tlsFirst { endpoint.tlsFirst = true }
+            return endpoint
+        } catch { throw CommandFailure(message: error.description, exitCode: 2) }
     }
 
     func securityPreference() throws -> [SecurityMethod] {
         guard let security else { return SecurityMethod.defaultPreference }
         var list: [SecurityMethod] = []
         for name in security.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !name.isEmpty {
-            guard let method = SecurityMethod(rawValue: name) else {
-                throw ValidationError("unknown security method '\(name)'; choose from \(SecurityMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+            let known = SecurityMethod.allCases.filter { SecurityMethod.implemented.contains($0) }
+            guard let method = SecurityMethod(rawValue: name), SecurityMethod.implemented.contains(method) else {
+                throw ValidationError("unknown security method '\(name)'; choose from \(known.map(\.rawValue).joined(separator: ", "))")
             }
             list.append(method)
         }
@@ -67,7 +81,12 @@ struct VNCConnectionOptions: ParsableArguments {
 
     func validate() throws {
         _ = try securityPreference()
-        guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
+        // A missing or unreadable password file is a mistake in the command: say so before
+        // connecting, not after the server asked.
+        if let passwordFile {
+            do { _ = try Secrets.readFirstLine(ofFile: passwordFile) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
+        }
+        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
     }
 
     /// Options for `VNCClient.connect`, starting from `configuration`.
@@ -80,12 +99,33 @@ struct VNCConnectionOptions: ParsableArguments {
         configuration.extendedClipboard = !latin1Clipboard
         options.configuration = configuration
         options.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
+        options.handshakeTimeout = .milliseconds(Int(connectTimeout * 1000))
         options.acceptChangedCertificate = trust
         return options
     }
 
+    /// Connects with these options: credentials from the file, the environment or a prompt, and
+    /// a failed login that names where the password came from.
+    func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger) async throws -> VNCClient {
+        let source = PasswordSource()
+        do {
+            return try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
+                                               options: options, logger: logger)
+        } catch RFBError.authenticationFailed(let reason) {
+            let from = source.used.map { " (the password came from \($0))" } ?? ""
+            throw CommandFailure(message: RFBError.authenticationFailed(reason: reason).description + from)
+        }
+    }
+
+    /// Where the password a connection used came from, for a failed login's message.
+    final class PasswordSource: Sendable {
+        private let value = Mutex<String?>(nil)
+        var used: String? { value.withLock { $0 } }
+        func record(_ source: String) { value.withLock { $0 = source } }
+    }
+
     /// Supplies credentials from the file, the environment or a prompt.
-    func credentialProvider(endpoint: VNCEndpoint, logger: Logger) -> VNCCredentialProvider {
+    func credentialProvider(endpoint: VNCEndpoint, logger: Logger, source: PasswordSource = PasswordSource()) -> VNCCredentialProvider {
         let passwordFile = passwordFile
         let username = username ?? endpoint.username ?? ProcessInfo.processInfo.environment["FARCAST_VNC_USERNAME"]
         return { request in
@@ -97,12 +137,15 @@ struct VNCConnectionOptions: ParsableArguments {
             if let passwordFile {
                 let (password, warning) = try Secrets.readFirstLine(ofFile: passwordFile)
                 if let warning { logger.warning("\(warning)") }
+                source.record("the file \(passwordFile)")
                 return VNCCredentials(username: user, password: password)
             }
             if let password = ProcessInfo.processInfo.environment["FARCAST_VNC_PASSWORD"] {
+                source.record("FARCAST_VNC_PASSWORD")
                 return VNCCredentials(username: user, password: password)
             }
             if let password = Secrets.prompt("Password for \(endpoint) (\(request.method)): ") {
+                source.record("the prompt")
                 return VNCCredentials(username: user, password: password)
             }
             throw RFBError.credentialsRequired("a password (\(request.method))")
@@ -157,7 +200,10 @@ struct VNCEncodingOptions: ParsableArguments {
 struct VNCInfoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Connect, authenticate and describe the server: name, size, pixel format, version, security types."
+        abstract: "Connect, authenticate and describe the server: name, size, pixel format, version, security types.",
+        discussion: """
+            Example: farcast vnc info vnc://myhost:5901 --password-file ~/.vnc/pw.txt --json
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -167,8 +213,7 @@ struct VNCInfoCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
+            let client = try await connection.connect(endpoint, options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
             let info = await client.serverInfo!
             // The monitor layout and the extensions arrive with the first update.
             let complete = (try? await client.waitForFirstFrame(timeout: .seconds(10))) != nil
@@ -204,7 +249,7 @@ struct VNCInfoReport: Encodable {
     var protocolVersion: String
     var banner: String
     var securityTypes: [String]
-    var veNCryptSubtypes: [String]
+    var vencryptSubtypes: [String]
     var security: String
     var name: String
     var width: Int
@@ -226,7 +271,7 @@ struct VNCInfoReport: Encodable {
         protocolVersion = info.protocolVersion
         banner = info.banner
         securityTypes = info.securityTypes.map(securityTypeName)
-        veNCryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
+        vencryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
         security = info.security
         name = info.name
         width = info.width
@@ -242,13 +287,18 @@ func monitorDescription(_ s: RFBScreen) -> String { "\(s.width)x\(s.height)+\(s.
 struct VNCScreenshotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "screenshot",
-        abstract: "Connect, wait for a complete first frame and write it as a PNG.",
-        discussion: "Lossless by default: Tight sends JPEG only when --quality is given."
+        abstract: "Connect, wait for a complete first frame and write it as a PNG or JPEG.",
+        discussion: """
+            Lossless by default: Tight sends JPEG only when --quality is given. The file name's extension picks the format (.png, or .jpg for a JPEG at quality 92); -o - writes PNG to standard output.
+
+            Examples: farcast vnc screenshot myhost:1 -o desktop.png
+                      farcast vnc screenshot vnc://myhost:5901 --monitor 1 -o - | display
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the PNG.", valueName: "path"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the image: a .png or .jpg file, or - for PNG on standard output.", valueName: "path"))
     var output: String
 
     @OptionGroup var encodingOptions: VNCEncodingOptions
@@ -264,6 +314,10 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         if let monitor, monitor < 0 { throw ValidationError("--monitor counts from 0") }
+        do {
+            _ = try ImageFormat(path: output)
+            try OutputPath.check(output, what: "screenshot")
+        } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
     func run() async throws {
@@ -273,8 +327,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
             var configuration = RFBConnection.Configuration()
             encodingOptions.apply(to: &configuration)
             let started = ContinuousClock.now
-            let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                                     options: try connection.clientOptions(configuration), logger: logger)
+            let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
             do {
                 try await client.waitForFirstFrame(timeout: .milliseconds(Int(timeout * 1000)))
             } catch {
@@ -294,13 +347,14 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
                 let s = screens[monitor]
                 framebuffer = framebuffer.cropped(to: RFBRect(x: s.x, y: s.y, width: s.width, height: s.height))
             }
-            let png = try PNGEncoder.encode(framebuffer)
-            guard FileManager.default.createFile(atPath: output, contents: Data(png)) else {
-                throw CommandFailure(message: "cannot write \(output)")
-            }
+            let image = try ImageFormat(path: output) == .jpeg ? try JPEGEncoder.encode(framebuffer) : try PNGEncoder.encode(framebuffer)
+            try OutputPath.save(image, to: output, what: "screenshot")
             let elapsed = ContinuousClock.now - started
             let encodings = used.sorted { $0.value > $1.value }.map { "\($0.key)×\($0.value)" }
-            if global.json {
+            if output == "-" {
+                // The image is the output; the report goes to stderr unless asked for nothing.
+                if !global.quiet { FileHandleOutput.stderr("wrote \(framebuffer.width)x\(framebuffer.height) PNG to standard output\n") }
+            } else if global.json {
                 try printJSON(ScreenshotReport(path: output, width: framebuffer.width, height: framebuffer.height,
                                                rectangles: stats.rectangles, encodings: Dictionary(uniqueKeysWithValues: used.map { ($0.key.description, $0.value) }),
                                                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))

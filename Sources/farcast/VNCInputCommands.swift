@@ -12,24 +12,46 @@ import Darwin
 #endif
 
 /// Connects, waits for the first frame (so the screen size, monitors and the server's
-/// extensions are known), runs `steps` and closes once the server has acted on them.
+/// extensions are known), runs `steps` and closes once the server has acted on them. A
+/// single-step command (`type`, `resize`…) reports a failure by its reason alone; a script by
+/// its line. With --json, one object on stdout says what was done (`report` adds to it).
 func runVNCSteps(_ steps: [(line: Int, step: VNCScript.Step)], connection: VNCConnectionOptions, global: GlobalOptions,
+                 script: Bool = false, timeout: Double = 30,
                  output: @escaping @Sendable (String) -> Void = { print($0) },
-                 afterwards: (VNCClient, Logger) async throws -> Void = { _, _ in }) async throws {
+                 afterwards: (VNCClient, Logger) async throws -> [String: JSONValue] = { _, _ in [:] }) async throws {
     let logger = global.makeLogger(label: "farcast.vnc")
     let endpoint = try connection.endpoint()
-    let client = try await VNCClient.connect(to: endpoint, credentials: connection.credentialProvider(endpoint: endpoint, logger: logger),
-                                             options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
+    let started = ContinuousClock.now
+    // With --json the steps' own lines (files written, clipboard text) go to stderr.
+    let toStderr: @Sendable (String) -> Void = { line in FileHandleOutput.stderr(line + "\n") }
+    let stepOutput = global.json ? toStderr : output
+    let client = try await connection.connect(endpoint, options: try connection.clientOptions(RFBConnection.Configuration()), logger: logger)
+    var extra: [String: JSONValue] = [:]
     do {
-        try await client.waitForFirstFrame(timeout: .seconds(30))
-        let runner = VNCScriptRunner(client: client, output: output, trace: { logger.info("\($0)") })
-        try await runner.run(VNCScript(steps: steps))
-        try await afterwards(client, logger)
+        try await client.waitForFirstFrame(timeout: .milliseconds(Int(timeout * 1000)))
+        let runner = VNCScriptRunner(client: client, output: stepOutput, trace: { logger.info("\($0)") })
+        do {
+            try await runner.run(VNCScript(steps: steps))
+        } catch {
+            throw script ? CommandFailure(message: error.description) : CommandFailure(message: error.reason)
+        }
+        extra = try await afterwards(client, logger)
     } catch {
         await client.close()
         throw error
     }
     await client.close()
+    if global.json {
+        var report: [String: JSONValue] = ["server": .string(endpoint.description), "steps": .number(Double(steps.count)),
+                                           "seconds": .number(secondsSince(started))]
+        report.merge(extra) { _, new in new }
+        try printJSON(report)
+    }
+}
+
+func secondsSince(_ start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
 
 /// Reads a text argument, or standard input when it is "-" or absent.
@@ -106,7 +128,12 @@ struct VNCClickCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "click",
         abstract: "Move the pointer to X Y and click.",
-        discussion: "Buttons: 1 left, 2 middle, 3 right; 4/5 wheel up/down, 6/7 wheel left/right. Coordinates are framebuffer pixels from the top-left corner."
+        discussion: """
+            Buttons: 1 left, 2 middle, 3 right; 4/5 wheel up/down, 6/7 wheel left/right. Coordinates are framebuffer pixels from the top-left corner.
+
+            Examples: farcast vnc click myhost:1 400 300
+                      farcast vnc click myhost:1 400 300 --button 3 --count 2
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -141,7 +168,10 @@ struct VNCClickCommand: AsyncParsableCommand {
 struct VNCMoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "move",
-        abstract: "Move the pointer to X Y (no button pressed)."
+        abstract: "Move the pointer to X Y (no button pressed).",
+        discussion: """
+            Example: farcast vnc move myhost:1 640 400
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -180,7 +210,11 @@ struct VNCClipboardGetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Print the remote clipboard's text.",
-        discussion: "Servers announce their clipboard when it changes, and most (TigerVNC, x11vnc) only to clients connected at the time: with --wait, copy something on the remote desktop while farcast waits."
+        discussion: """
+            Servers announce their clipboard when it changes, and most (TigerVNC, x11vnc) only to clients connected at the time: with --wait, copy something on the remote desktop while farcast waits.
+
+            Example: farcast vnc clipboard get myhost:1 --wait 20 > copied.txt
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -197,7 +231,9 @@ struct VNCClipboardGetCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let text = Mutex<String?>(nil)
-            try await runVNCSteps([(1, .getClipboard(wait: wait))], connection: connection, global: global) { value in text.withLock { $0 = value } }
+            var quiet = global
+            quiet.json = false      // the text is the result: printed once, below
+            try await runVNCSteps([(1, .getClipboard(wait: wait))], connection: connection, global: quiet) { value in text.withLock { $0 = value } }
             let value = text.withLock { $0 } ?? ""
             if global.json {
                 try printJSON(["text": value])
@@ -217,6 +253,9 @@ struct VNCClipboardSetCommand: AsyncParsableCommand {
         abstract: "Put text on the remote clipboard.",
         discussion: """
             Servers differ in who keeps the text. Some fetch it from the client only when an application pastes (TigerVNC with the Extended Clipboard): farcast then stays connected until the text has been pasted once, at most --hold seconds (default 60). Others take the text at once; farcast leaves at once unless --hold is given — but TigerVNC forgets a client's clipboard when the client leaves, so with it pass --hold, or set and paste in one `farcast vnc do` script.
+
+            Examples: farcast vnc clipboard set myhost:1 'text to paste'
+                      date | farcast vnc clipboard set myhost:1 --hold 120
             """
     )
 
@@ -242,19 +281,27 @@ struct VNCClipboardSetCommand: AsyncParsableCommand {
                 try await client.sync()
                 switch (delivery, hold) {
                 case (.offered, let seconds) where (seconds ?? 60) > 0:
+                    // TigerVNC and others fetch the text only when an application pastes: stay to
+                    // serve that paste, and say plainly if none comes.
                     let limit = seconds ?? 60
-                    logger.notice("the server fetches clipboard text when an application pastes; staying connected until then (at most \(Int(limit)) s)")
+                    if !global.quiet {
+                        FileHandleOutput.stderr("farcast: the server fetches clipboard text when an application pastes; waiting up to \(Int(limit)) s for a paste on the remote desktop (Ctrl-C to stop)\n")
+                    }
                     do {
                         _ = try await client.waitForEvent(timeout: .milliseconds(Int(limit * 1000)), "a paste on the remote desktop") { $0 == .clipboardFetched }
                         try await client.sync()
+                        return ["delivery": "fetched on paste", "pasted": true]
                     } catch RFBError.timedOut {
-                        logger.warning("nothing was pasted within \(Int(limit)) s; the text leaves the remote clipboard as farcast disconnects")
+                        throw CommandFailure(message: "nothing was pasted on the remote desktop within \(Int(limit)) s, and this server forgets the text when farcast leaves: paste while `clipboard set` waits (--hold S for longer), or set and paste in one `farcast vnc do` script")
                     }
+                case (.offered, _):
+                    return ["delivery": "offered", "pasted": false]
                 case (.delivered, let seconds?) where seconds > 0:
                     logger.notice("holding the connection for \(Int(seconds)) s")
                     try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                    return ["delivery": "delivered"]
                 default:
-                    break
+                    return ["delivery": "delivered"]
                 }
             })
         }
@@ -265,7 +312,12 @@ struct VNCResizeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resize",
         abstract: "Ask the server to change the desktop size (servers with ExtendedDesktopSize, such as Xvnc).",
-        discussion: "Without --monitors the layout becomes one screen of the new size. Fails with the server's reason when it refuses."
+        discussion: """
+            Without --monitors the layout becomes one screen of the new size. Fails with the server's reason when it refuses.
+
+            Examples: farcast vnc resize myhost:1 1920x1080
+                      farcast vnc resize myhost:1 2560x1024 --monitors 1280x1024+0+0,1280x1024+1280+0
+            """
     )
 
     @OptionGroup var connection: VNCConnectionOptions
@@ -328,7 +380,8 @@ struct VNCDoCommand: AsyncParsableCommand {
         guard (script == nil) != inlineSteps.isEmpty else {
             throw ValidationError(script == nil ? "give a script file (or -) or steps with -e" : "give either a script file or -e steps, not both")
         }
-        if script == nil { _ = try parsed() }
+        // Standard input can be read only once: a script from it is checked when the command runs.
+        if script != "-" { try check(try parsed()) }
     }
 
     private func parsed() throws -> VNCScript {
@@ -338,28 +391,51 @@ struct VNCDoCommand: AsyncParsableCommand {
                 if script == "-" {
                     text = try textArgument("-")
                 } else {
-                    guard let data = FileManager.default.contents(atPath: script) else {
-                        throw CommandFailure(message: "cannot read the script \(script)", exitCode: 2)
-                    }
-                    guard let string = String(data: data, encoding: .utf8) else {
-                        throw CommandFailure(message: "\(script) is not UTF-8 text", exitCode: 2)
-                    }
-                    text = string
+                    let (contents, _) = try Secrets.readWhole(ofFile: script, what: "script")
+                    text = contents
                 }
                 return try VNCScript.parse(text)
             }
             return try VNCScript.parse(inlineSteps.joined(separator: "\n"))
-        } catch let error as VNCScript.ParseError {
-            throw ValidationError(script.map { "\($0): \(error)" } ?? "-e step \(error.line): \(error.message)")
+        } catch let errors as VNCScript.ParseErrors {
+            let listed = errors.errors.map { script == nil ? "-e step \($0.line): \($0.message)" : "line \($0.line): \($0.message)" }
+            throw ValidationError((script.map { "\($0): " } ?? "") + listed.joined(separator: "; "))
+        } catch let failure as CommandFailure {
+            throw ValidationError(failure.message)
         }
+    }
+
+    /// Every file the script reads must exist and every file it writes must be writable, before
+    /// anything is sent to the server.
+    private func check(_ script: VNCScript) throws {
+        guard !script.steps.isEmpty else { throw ValidationError("the script has no steps") }
+        var problems: [String] = []
+        for (line, path) in script.files.read {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                problems.append("line \(line): cannot read \(path): \(String(cString: strerror(errno)).lowercased())")
+                continue
+            }
+            do { _ = try PNGDecoder.decode(Array(data)) } catch {
+                problems.append("line \(line): \(path) is not a PNG farcast can compare with (\(error))")
+            }
+        }
+        for (line, path) in script.files.written {
+            do {
+                try OutputPath.check(path, what: "screenshot")
+                let lower = path.lowercased()
+                guard lower.hasSuffix(".png") || lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") else {
+                    throw CommandFailure(message: "name the screenshot \(path) .png or .jpg", exitCode: 2)
+                }
+            } catch let failure as CommandFailure { problems.append("line \(line): \(failure.message)") }
+        }
+        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
     }
 
     func run() async throws {
         try await reportingFailures {
-            let parsed: VNCScript
-            do { parsed = try self.parsed() } catch let error as ValidationError { throw CommandFailure(message: error.message, exitCode: 2) }
-            guard !parsed.steps.isEmpty else { throw CommandFailure(message: "the script has no steps", exitCode: 2) }
-            try await runVNCSteps(parsed.steps, connection: connection, global: global)
+            let parsed = try self.parsed()
+            if script == "-" { try check(parsed) }
+            try await runVNCSteps(parsed.steps, connection: connection, global: global, script: true)
         }
     }
 }

@@ -40,9 +40,24 @@ import Testing
         #expect(result.stderr.split(separator: "\n").count == 1, "stderr: \(result.stderr)")
     }
 
-    @Test func usageErrorsExitNonZero() throws {
-        let result = try run(try farcastBinary(), ["doctor", "--quiet", "--verbose"])
-        #expect(result.status != 0)
-        #expect(result.stderr.contains("contradict"))
+    @Test func usageErrorsAreOneLineExitTwoAndPointAtHelp() throws {
+        let bin = try farcastBinary()
+        for arguments in [["doctor", "--quiet", "--verbose"], ["vnc", "screenshot"], ["vnc", "info", "host", "--security", "nonsense"],
+                          ["bogus"], ["sendspin", "play", "http://host:8927/"]] {
+            let result = try run(bin, arguments)
+            #expect(result.status == 2, "\(arguments): exit \(result.status)")
+            #expect(result.stderr.hasPrefix("farcast: "), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("--help`"), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test func helpOfEveryGroupExitsZero() throws {
+        let bin = try farcastBinary()
+        for arguments in [["vnc"], ["vnc", "--help"], ["sendspin", "--help"], ["vnc", "clipboard"], ["vnc", "screenshot", "--help"]] {
+            let result = try run(bin, arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.contains("USAGE"), "\(arguments)")
+        }
     }
 }

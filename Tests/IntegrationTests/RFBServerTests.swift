@@ -169,16 +169,10 @@ struct RFBServerTests {
         let folder = try TemporaryFolder()
         let passwords = try PasswordFiles(in: folder)
         func makeCertificate(_ name: String) throws -> (cert: String, key: String) {
-            let cert = folder.path + "/\(name).pem", key = folder.path + "/\(name)-key.pem"
-            let result = try run(try requireExecutable("openssl", package: "openssl"),
-                                 ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"])
-            guard result.status == 0 else { throw PeerFailed(name: "openssl req", log: result.stderr) }
-            return (cert, key)
+            let made = try TestCertificate(name: name, in: folder)
+            return (made.cert, made.key)
         }
-        func fingerprint(_ pem: String) throws -> String {
-            let result = try run(try requireExecutable("openssl", package: "openssl"), ["x509", "-in", pem, "-noout", "-fingerprint", "-sha256"])
-            return String(result.stdout.split(separator: "=").last ?? "").replacingOccurrences(of: ":", with: "").trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        }
+        func fingerprint(_ pem: String) throws -> String { try TestCertificate.fingerprint(ofPEM: pem) }
         let first = try makeCertificate("first"), second = try makeCertificate("second")
         let store = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
         let types = "X509Vnc,TLSVnc,X509Plain,VncAuth"

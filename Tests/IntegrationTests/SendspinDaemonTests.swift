@@ -26,10 +26,10 @@ struct SendspinDaemonTests {
 
     /// SIGTERM, then the exit status (nil if it did not exit within 10 s).
     static func terminate(_ process: BackgroundProcess) -> Int32? {
-        process.process.terminate()
+        process.terminate()
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning && Date() < deadline { usleep(50_000) }
-        return process.isRunning ? nil : process.process.terminationStatus
+        return process.isRunning ? nil : process.terminationStatus
     }
 
     @Test func listeningDaemonPlaysAppliesItsConfigurationAndSaysGoodbyeOnSIGTERM() throws {

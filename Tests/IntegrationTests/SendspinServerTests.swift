@@ -127,10 +127,10 @@ struct SendspinServerTests {
         let process = try BackgroundProcess(try farcastBinary(), ["sendspin", "play", server.url, "--stats-json", folder.path + "/s.json"],
                                             environment: env, logName: "farcast-sendspin")
         try await Task.sleep(for: .seconds(3))
-        kill(process.process.processIdentifier, SIGINT)
+        process.signal(SIGINT)
         for _ in 0..<100 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!process.isRunning)
-        #expect(process.process.terminationStatus == 0, "log: \(process.log)")
+        #expect(process.terminationStatus == 0, "log: \(process.log)")
         #expect(FileManager.default.fileExists(atPath: folder.path + "/s.json"))
     }
 

@@ -31,10 +31,10 @@ struct TunCommandTests {
 
         // SIGTERM ends it within a second, exit 0, one JSON object with the count.
         let stoppedAt = Date()
-        kill(echo.process.processIdentifier, SIGTERM)
-        echo.process.waitUntilExit()
+        echo.signal(SIGTERM)
+        _ = echo.waitForExit(timeout: 5)
         #expect(Date().timeIntervalSince(stoppedAt) < 1.5)
-        #expect(echo.process.terminationStatus == 0, "\(echo.log)")
+        #expect(echo.terminationStatus == 0, "\(echo.log)")
         let json = try #require(echo.log.split(separator: "\n").last { $0.hasPrefix("{") })
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect((object["echo_requests_answered"] as? Int ?? 0) >= 6, "\(object)")
@@ -136,7 +136,7 @@ struct TunCommandTests {
     }
 
     func pipeReport(_ pipe: BackgroundProcess) throws -> [String: Any] {
-        #expect(pipe.process.terminationStatus == 0, "\(pipe.log)")
+        #expect(pipe.terminationStatus == 0, "\(pipe.log)")
         let line = try #require(pipe.log.split(separator: "\n").last { $0.hasPrefix("{") }, "no JSON report in: \(pipe.log)")
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     }
@@ -234,9 +234,9 @@ struct TunCommandTests {
         let link = try #require(try ipJSON(["link", "show", "dev", "ftup0"]).first)
         #expect(link["mtu"] as? Int == 1420)
         #expect(link["link_type"] as? String == "ether")
-        kill(up.process.processIdentifier, SIGINT)
-        up.process.waitUntilExit()
-        #expect(up.process.terminationStatus == 0, "\(up.log)")
+        up.signal(SIGINT)
+        _ = up.waitForExit(timeout: 5)
+        #expect(up.terminationStatus == 0, "\(up.log)")
         #expect(up.log.contains("\"name\":\"ftup0\""), "\(up.log)")
         #expect(try run(try requireExecutable("ip", package: "iproute2"), ["link", "show", "dev", "ftup0"]).status != 0)
     }

@@ -130,7 +130,7 @@ struct VNCInteractionTests {
             return pasted == text
         }
         try waitUntil("farcast to leave after the paste", timeout: 10) { !setter.isRunning }
-        #expect(setter.process.terminationStatus == 0, "farcast: \(setter.log)")
+        #expect(setter.terminationStatus == 0, "farcast: \(setter.log)")
 
         // X → farcast: the text copied while farcast waits is printed exactly.
         let copied = "naïve — ünïcødé ✓ 🎉\nline two"
@@ -143,7 +143,7 @@ struct VNCInteractionTests {
             usleep(300_000)
             return !getter.isRunning
         }
-        #expect(getter.process.terminationStatus == 0)
+        #expect(getter.terminationStatus == 0)
         #expect(getter.log == copied, "farcast printed \(getter.log.debugDescription)")
 
         // The classic messages (--latin1-clipboard) carry ISO 8859-1: ☕ becomes "?".
@@ -211,7 +211,7 @@ struct VNCInteractionTests {
         #expect(running.isRunning, "expect-screen waits for the red screen")
         try server.x("xsetroot", ["-solid", "firebrick"])
         try waitUntil("the script to see the red screen", timeout: 20) { !running.isRunning }
-        #expect(running.process.terminationStatus == 0, "farcast: \(running.log)")
+        #expect(running.terminationStatus == 0, "farcast: \(running.log)")
 
         // A screen that never comes: the step fails with its line and the difference.
         let failing = try farcast(["vnc", "do", url, "-e", "type x", "-e", "expect-screen \(blue) timeout=1"])

@@ -27,6 +27,30 @@ import Testing
         #expect(throws: VNCEndpoint.ParseError.self) { try VNCEndpoint(parsing: text) }
     }
 
+    @Test func vncsMeansTLSFromTheFirstByte() throws {
+        let endpoint = try VNCEndpoint(parsing: "vncs://ann@host:5901")
+        #expect(endpoint.tlsFirst && endpoint.port == 5901 && endpoint.username == "ann")
+        #expect(try !VNCEndpoint(parsing: "vnc://host:5901").tlsFirst)
+    }
+
+    @Test(arguments: [("::1", "brackets"), ("fe80::1:2", "brackets"), ("http://host:8080/", "not a VNC address scheme"),
+                      ("ssh://host", "not a VNC address scheme")])
+    func commonMistakesGetAHint(text: String, hint: String) {
+        do {
+            _ = try VNCEndpoint(parsing: text)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.description.contains(hint), "\(error)")
+        }
+    }
+
+    @Test func aSmallURLPortMentionsTheDisplayItMayHaveMeant() throws {
+        let endpoint = try VNCEndpoint(parsing: "vnc://127.0.0.1:31")
+        #expect(endpoint.port == 31)
+        #expect(endpoint.displayHint?.contains("127.0.0.1:31 or vnc://127.0.0.1:5931") == true)
+        #expect(try VNCEndpoint(parsing: "127.0.0.1:31").displayHint == nil)
+    }
+
     @Test func pinKeysAndDescriptionsBracketIPv6() throws {
         #expect(try VNCEndpoint(parsing: "[::1]:1").pinKey == "[::1]:5901")
         #expect(try VNCEndpoint(parsing: "host:1").pinKey == "host:5901")

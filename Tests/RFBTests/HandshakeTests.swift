@@ -131,6 +131,23 @@ import Testing
         }
     }
 
+    @Test func aWrongServerIsNamedByItsGreeting() {
+        var h = Harness()
+        h.feed(Array("SSH-2.0-OpenSSH_9.2p1\r\n".utf8))
+        let message = h.closeError.map { "\($0)" } ?? ""
+        #expect(message.contains("an SSH server"), "\(message)")
+        #expect(message.contains("SSH-2.0-Open"), "\(message)")
+        #expect(h.connection.handshakeStep == nil)
+    }
+
+    @Test func theHandshakeSaysWhatItWaitsFor() {
+        var h = Harness()
+        #expect(h.connection.handshakeStep == "its RFB banner")
+        h.feed(Array("RFB 003.008\n".utf8))
+        #expect(h.connection.handshakeStep == "its list of security types")
+        #expect(h.connection.bytesReceived == 12)
+    }
+
     @Test func serverRefusalBeforeSecurityCarriesItsReason() {
         var h = Harness()
         h.feed(Array("RFB 003.008\n".utf8) + [0] + reason("server is shutting down"))
@@ -148,7 +165,7 @@ import Testing
         }
         #expect(offered == ["VncAuth(2)", "RA2(5)"])
         #expect(accepted == ["None"])
-        #expect(hint == "add vncauth to --security")
+        #expect(hint == "--security vncauth,ra2 would work")
     }
 
     @Test func veNCryptX509VncStartsTLSThenAuthenticatesInside() {
@@ -173,16 +190,51 @@ import Testing
         #expect(h.connection.serverInfo?.veNCryptSubtypes == [261, 258, 2])
     }
 
-    @Test func veNCryptFallsBackToPlainVncAuthSubtype() {
-        // Xvnc's default (TLSVnc, VncAuth): anonymous TLS is impossible here, VncAuth inside
-        // VeNCrypt works without TLS.
-        var h = Harness()
+    @Test func veNCryptVncAuthSubtypeGetsNoAcknowledgementByte() {
+        // Xvnc's default (TLSVnc, VncAuth) before anonymous TLS: VncAuth chosen as a subtype. The
+        // server's VncAuth starts at once with its challenge — TigerVNC acknowledges only TLS
+        // subtypes — so the first byte after the choice belongs to the challenge.
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.x509Vnc, .vncAuth]
+        var h = Harness(configuration: configuration)
         h.feed(Array("RFB 003.008\n".utf8) + [2, 19, 2] + [0, 2] + [0] + [2, 0, 0, 1, 2, 0, 0, 0, 2])
         #expect(h.sent.last == [0, 0, 0, 2])
-        h.feed([1] + [UInt8](repeating: 3, count: 16))
+        let challenge = (1...16).map { UInt8($0) }
+        h.feed(challenge)
         #expect(!h.actions.contains { if case .startTLS = $0 { return true } else { return false } })
-        h.actions += h.connection.provideCredentials(VNCCredentials(password: "x"))
-        #expect(h.sent.last?.count == 16)
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "secret12"))
+        #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "secret12"))
+        h.feed([0, 0, 0, 0] + serverInit())
+        #expect(h.connection.isReady)
+        #expect(h.connection.serverInfo?.security == "VncAuth")
+    }
+
+    @Test func veNCryptRSAAESSubtypeStartsTheKeyExchangeWithoutAcknowledgement() {
+        // TigerVNC lists RA2 (5) among the VeNCrypt subtypes; chosen there, the server sends its
+        // RSA key straight away.
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.x509Vnc, .ra2]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 2] + [0] + [2, 0, 0, 1, 2, 0, 0, 0, 5])
+        #expect(h.sent.last == [0, 0, 0, 5])
+        h.feed([0, 0, 8, 0])    // the start of a 2048-bit key: the exchange is waiting for the rest
+        #expect(h.closeError == nil)
+        #expect(h.connection.chosenMethod == .ra2)
+    }
+
+    @Test func veNCryptWithNothingUsableAsksToReconnectWithoutIt() {
+        // Top level offers VeNCrypt and VncAuth; VeNCrypt then offers only SASL: the client
+        // cannot back out of VeNCrypt on this connection, so it asks for another without it…
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 19, 2] + [0, 2] + [0] + [1, 0, 0, 1, 7])
+        #expect(h.closeError == .veNCryptUnusable(subtypes: ["TLSSASL(263)"], fallback: ["VncAuth"]))
+        // …where VncAuth is chosen at the top level.
+        var configuration = RFBConnection.Configuration()
+        configuration.avoidVeNCrypt = true
+        var again = Harness(configuration: configuration)
+        again.feed(Array("RFB 003.008\n".utf8) + [2, 19, 2])
+        #expect(again.sent.last == [2])
+        #expect(again.connection.chosenMethod == .vncAuth)
     }
 
     @Test func anonymousTLSOnlyFailsNamingTheX509Alternative() {
@@ -200,7 +252,8 @@ import Testing
         var configuration = RFBConnection.Configuration()
         configuration.securityPreference = [.plain]
         var h = Harness(configuration: configuration)
-        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 2] + [0] + [1, 0, 0, 1, 0] + [1])
+        // Plain is not a TLS subtype: no acknowledgement byte, the credentials go at once.
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19] + [0, 2] + [0] + [1, 0, 0, 1, 0])
         #expect(h.actions.contains { if case .requestCredentials(let r) = $0 { return r.needsUsername } else { return false } })
         h.actions += h.connection.provideCredentials(VNCCredentials(username: "ann", password: "pässword"))
         var w = ByteWriter()

@@ -46,7 +46,7 @@ import Testing
 
     @Test func mistakesNameTheLineAndTheProblem() {
         func failure(_ text: String) -> VNCScript.ParseError? {
-            do { _ = try VNCScript.parse(text); return nil } catch { return error }
+            do { _ = try VNCScript.parse(text); return nil } catch { return error.errors.first }
         }
         #expect(failure("type a\nbogus 1")?.line == 2)
         #expect(failure("bogus")?.message.contains("unknown step 'bogus'") == true)
@@ -63,6 +63,23 @@ import Testing
         #expect(failure("type bad \\q escape") != nil)
         #expect(failure("expect-screen a.png tolerance=300") != nil)
         #expect(failure("moveby nan 1") != nil)
+    }
+
+    @Test func everyBadLineIsReportedAtOnce() {
+        do {
+            _ = try VNCScript.parse("bogus\ntype fine\n# comment\nmove 10\nclick 1 2 button=9")
+            Issue.record("a script with three bad lines parsed")
+        } catch {
+            #expect(error.errors.map(\.line) == [1, 4, 5])
+            #expect(error.description.hasPrefix("line 1: unknown step 'bogus'"))
+            #expect(error.description.contains("line 4: usage: move X Y; line 5: button must be 1–8"))
+        }
+    }
+
+    @Test func theFilesAScriptUsesAreListedByLine() throws {
+        let script = try VNCScript.parse("screenshot a.png\nexpect-screen b.png\ntype x\nscreenshot c.jpg monitor=1")
+        #expect(script.files.read.map(\.path) == ["b.png"])
+        #expect(script.files.written.map(\.line) == [1, 4])
     }
 
     @Test func sizesParse() throws {

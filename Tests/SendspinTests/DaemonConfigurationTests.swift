@@ -29,6 +29,8 @@ struct DaemonConfigurationTests {
         ("server = http://x", "line 1: server must be a ws:// URL"),
         ("just words", "line 1: expected `key = value`"),
         ("path = speaker", "line 1: path must start with /"),
+        ("name = \"Unclosed", "line 1: unbalanced quotes"),
+        ("name = a \"b\" c\"", "line 1: unbalanced quotes"),
     ])
     func refusesWithTheLineAndWhatIsWrong(_ text: String, _ message: String) {
         #expect {

@@ -1,4 +1,5 @@
 import Crypto
+import FarcastNIO
 import FarcastSupport
 import Logging
 import NIOCore
@@ -26,8 +27,9 @@ public actor VNCClient {
         public var configuration = RFBConnection.Configuration()
         /// Time allowed for the TCP connection.
         public var connectTimeout: Duration = .seconds(10)
-        /// Time allowed for the handshake, not counting time spent waiting for credentials.
-        public var handshakeTimeout: Duration = .seconds(30)
+        /// Time allowed for the handshake after the TCP connection, not counting time spent
+        /// waiting for credentials.
+        public var handshakeTimeout: Duration = .seconds(10)
         /// Where TLS certificate pins live; nil uses `vnc/pins.json` in the user's state directory.
         public var trustStore: TrustStore?
         /// Accept (and re-pin) a certificate that differs from its pin (the user said `--trust`).
@@ -87,6 +89,21 @@ public actor VNCClient {
     /// arrived; the first frame follows (see `waitForFirstFrame`).
     public static func connect(to endpoint: VNCEndpoint, credentials: @escaping VNCCredentialProvider,
                                options: Options = Options(), logger: Logger = Logger(label: "farcast.vnc")) async throws -> VNCClient {
+        do {
+            return try await connectOnce(to: endpoint, credentials: credentials, options: options, logger: logger)
+        } catch RFBError.veNCryptUnusable(let subtypes, let fallback) {
+            // VeNCrypt shows its subtypes only after it is chosen; when none of them can be
+            // completed but a plain top-level type can, the second attempt skips VeNCrypt.
+            logger.info("VeNCrypt offered nothing usable; connecting again without it",
+                        metadata: ["subtypes": "\(subtypes)", "fallback": "\(fallback)"])
+            var again = options
+            again.configuration.avoidVeNCrypt = true
+            return try await connectOnce(to: endpoint, credentials: credentials, options: again, logger: logger)
+        }
+    }
+
+    private static func connectOnce(to endpoint: VNCEndpoint, credentials: @escaping VNCCredentialProvider,
+                                    options: Options, logger: Logger) async throws -> VNCClient {
         let client = VNCClient(endpoint: endpoint, options: options, logger: logger)
         let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
@@ -102,7 +119,9 @@ public actor VNCClient {
                     }
                 }
         } catch {
-            throw RFBError.connectFailed("\(endpoint): \(describeNIOError(error))")
+            var reason = describeNetworkError(error)
+            if let hint = endpoint.displayHint { reason += " (\(hint))" }
+            throw RFBError.connectFailed("\(endpoint): \(reason)")
         }
         logger.debug("TCP connected", metadata: ["endpoint": "\(endpoint)"])
         return try await client.start(asyncChannel, credentials: credentials)
@@ -111,29 +130,55 @@ public actor VNCClient {
     private func start(_ asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: @escaping VNCCredentialProvider) async throws -> VNCClient {
         channel = asyncChannel.channel
         handshakeDeadline = .now + options.handshakeTimeout
+        if endpoint.tlsFirst { try await startTLS() }
         Task { await self.run(asyncChannel, credentials: credentials) }
         Task { await self.watchHandshake() }
-        let info = try await withCheckedThrowingContinuation { continuation in
-            if let serverInfo {
-                continuation.resume(returning: serverInfo)
-            } else if let endReason {
-                continuation.resume(throwing: endReason)
-            } else {
-                readyWaiter = continuation
+        let info = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                if let serverInfo {
+                    continuation.resume(returning: serverInfo)
+                } else if let endReason {
+                    continuation.resume(throwing: endReason)
+                } else {
+                    readyWaiter = continuation
+                }
             }
+        } onCancel: {
+            Task { await self.cancelHandshake() }
         }
         logger.debug("session ready", metadata: ["name": "\(info.name)", "size": "\(info.width)x\(info.height)"])
         return self
     }
 
+    private func cancelHandshake() {
+        guard serverInfo == nil else { return }
+        finish(.cancelled)
+    }
+
     private func watchHandshake() async {
         while !ended && serverInfo == nil {
             if let deadline = handshakeDeadline, ContinuousClock.now >= deadline {
-                finish(.timedOut("waiting for the server to finish the RFB handshake"))
+                finish(handshakeTimedOut())
                 return
             }
-            try? await Task.sleep(for: .milliseconds(200))
+            try? await Task.sleep(for: .milliseconds(100))
         }
+    }
+
+    /// What a stalled handshake means, from how far the server got.
+    private func handshakeTimedOut() -> RFBError {
+        let seconds = options.handshakeTimeout.components.seconds
+        let step = core.handshakeStep ?? "the session"
+        if core.bytesReceived == 0 {
+            if endpoint.tlsFirst {
+                return .timedOut("after \(seconds) s: the TLS connection opened but the server sent no RFB banner")
+            }
+            return .timedOut("after \(seconds) s: the server accepted the connection but sent nothing — it is not a VNC server (a web server, for one, waits for the client to speak first), or it expects TLS from the first byte (x11vnc -sslonly, stunnel): then connect with vncs://HOST:PORT or --tls-first")
+        }
+        if core.handshakeStep == "its RFB banner" {
+            return .timedOut("after \(seconds) s: the server has sent only \(core.bytesReceived) of the 12 bytes of its RFB banner (a very slow or stuck server)")
+        }
+        return .timedOut("after \(seconds) s waiting for \(step) from the server")
     }
 
     // MARK: - Public API
@@ -355,6 +400,7 @@ public actor VNCClient {
         for s in screens where s.width < 1 || s.height < 1 || s.x < 0 || s.y < 0 || s.x + s.width > width || s.y + s.height > height {
             throw RFBError.unsupported("screen \(s.width)x\(s.height)+\(s.x)+\(s.y) does not lie inside \(width)x\(height)")
         }
+        let started = ContinuousClock.now
         let outcome = try await send(.setDesktopSize(width: width, height: height, screens: screens),
                                      thenWaitFor: "the server to answer the resize", timeout: timeout) { event in
             switch event {
@@ -363,11 +409,23 @@ public actor VNCClient {
             default: return false
             }
         }
-        if case .resizeRefused(let status) = outcome {
-            let meaning = [1: "resizing is administratively prohibited", 2: "the server is out of resources", 3: "the screen layout is invalid",
-                           4: "the request was forwarded and may complete later"][status] ?? "status \(status)"
-            throw RFBError.unsupported("the server refused \(width)×\(height) with \(screens.count) screen(s): \(meaning)")
+        guard case .resizeRefused(let status) = outcome else { return }
+        if status == 4 {
+            // "Forwarded": the server passed the request on (to a window manager, a host) and the
+            // change may still come. Wait out the rest of the time for it.
+            let remaining = timeout - (ContinuousClock.now - started)
+            if core.framebuffer.width == width && core.framebuffer.height == height { return }
+            do {
+                _ = try await waitForEvent(timeout: max(remaining, .milliseconds(1)), "the forwarded resize") { event in
+                    if case .resized(let w, let h, _) = event { w == width && h == height } else { false }
+                }
+                return
+            } catch RFBError.timedOut {
+                throw RFBError.unsupported("the server forwarded the request for \(width)×\(height) (status 4: it may complete later), but the desktop was still \(core.framebuffer.width)×\(core.framebuffer.height) after \(timeout.components.seconds) s")
+            }
         }
+        let meaning = [1: "resizing is administratively prohibited", 2: "the server is out of resources", 3: "the screen layout is invalid"][status] ?? "status \(status)"
+        throw RFBError.unsupported("the server refused \(width)×\(height) with \(screens.count) screen(s): \(meaning)")
     }
 
     // MARK: - Input
@@ -594,8 +652,10 @@ public actor VNCClient {
         case .failed(let reason):
             return .tlsFailed(reason)
         case nil:
-            if error is NIOSSLError { return .tlsFailed(describeNIOError(error)) }
-            return .connectionClosed("with an error: \(describeNIOError(error))")
+            if error is NIOSSLError { return .tlsFailed(describeNetworkError(error)) }
+            // Say where the session was when the connection broke, and the OS reason.
+            if case .close(let reason)? = core.connectionClosed(cause: describeNetworkError(error)).first { return reason }
+            return .connectionClosed("with an error: \(describeNetworkError(error))")
         }
     }
 
@@ -636,29 +696,4 @@ final class TLSOutcome: Sendable {
     private let value = Mutex<Value?>(nil)
     func set(_ v: Value) { value.withLock { $0 = v } }
     func get() -> Value? { value.withLock { $0 } }
-}
-
-/// NIO errors in words, on one line, without build paths.
-func describeNIOError(_ error: any Error) -> String {
-    if let connection = error as? NIOConnectionError {
-        if connection.dnsAError != nil || connection.dnsAAAAError != nil {
-            return "cannot resolve the host name \(connection.host)"
-        }
-        if let first = connection.connectionErrors.first {
-            return describeNIOError(first.error)
-        }
-        return "no address to connect to for \(connection.host)"
-    }
-    if let io = error as? IOError {
-        return String(cString: strerror(io.errnoCode)).lowercased()
-    }
-    if let channel = error as? ChannelError {
-        switch channel {
-        case .connectTimeout(let amount): return "no answer within \(amount.nanoseconds / 1_000_000_000) s"
-        case .eof, .alreadyClosed, .ioOnClosedChannel, .outputClosed: return "the connection is closed"
-        default: break
-        }
-    }
-    let text = String(describing: error)
-    return text.split(whereSeparator: \.isNewline).joined(separator: " ")
 }

@@ -44,22 +44,37 @@ public struct VNCScript: Sendable, Equatable {
     }
 
     public static let syntax = """
-        type TEXT                  type the rest of the line (\\n Return, \\t Tab, \\\\ backslash)
-        key COMBO [COMBO…]         press combinations in turn: Return, ctrl+alt+Delete, shift+F10
-        keydown COMBO / keyup COMBO   hold or release keys
-        move X Y                   move the pointer to (X, Y)
-        moveby DX DY               move relative to where it is (fractions accumulate)
-        click [X Y] [button=N] [count=N]   click (1 left, 2 middle, 3 right) at (X, Y) or in place
-        mousedown N / mouseup N    hold or release button N (1–8)
-        scroll up|down|left|right [N]   turn the wheel N clicks
-        wait SECONDS               pause (fractions allowed: wait 0.25)
-        sync                       wait until the server has acted on everything sent
-        clipboard set TEXT         put the rest of the line on the server's clipboard
-        clipboard get [wait=S]     print the server's clipboard (waits up to S s, default 2, for one to be announced)
-        resize WxH [monitors=G,…]  ask the server for a new desktop size, optionally split into monitors (G = WxH+X+Y)
-        screenshot PATH [monitor=N]         write the screen (or monitor N, from 0) as PNG
+        type TEXT                 type the rest of the line
+                                  (\\n Return, \\t Tab, \\\\ backslash)
+        key COMBO [COMBO…]        press combinations in turn:
+                                  Return, ctrl+alt+Delete, shift+F10
+        keydown COMBO             hold keys down
+        keyup COMBO               release them
+        move X Y                  move the pointer to (X, Y)
+        moveby DX DY              move relative to where it is
+                                  (fractions accumulate)
+        click [X Y] [button=N] [count=N]
+                                  click (1 left, 2 middle, 3 right)
+                                  at (X, Y) or in place
+        mousedown N / mouseup N   hold or release button N (1–8)
+        scroll up|down|left|right [N]
+                                  turn the wheel N clicks
+        wait SECONDS              pause (fractions allowed: wait 0.25)
+        sync                      wait until the server has acted
+                                  on everything sent
+        clipboard set TEXT        put the rest of the line on the
+                                  server's clipboard
+        clipboard get [wait=S]    print the server's clipboard (waits
+                                  up to S s, default 2, for one)
+        resize WxH [monitors=G,…] ask for a new desktop size, optionally
+                                  split into monitors (G = WxH+X+Y)
+        screenshot PATH [monitor=N]
+                                  write the screen (or monitor N, from 0)
+                                  as PNG (.png) or JPEG (.jpg)
         expect-screen PATH [monitor=N] [tolerance=T] [timeout=S]
-                                   wait until the screen matches PATH (mean channel difference ≤ T, default 0; timeout default 10 s)
+                                  wait until the screen matches PATH
+                                  (mean channel difference ≤ T, default 0;
+                                  timeout default 10 s)
         """
 
     public struct ParseError: Error, Equatable, CustomStringConvertible {
@@ -68,9 +83,16 @@ public struct VNCScript: Sendable, Equatable {
         public var description: String { "line \(line): \(message)" }
     }
 
-    /// Parses the text form.
-    public static func parse(_ text: String) throws(ParseError) -> VNCScript {
+    /// Every line of a script that could not be read, so all can be fixed at once.
+    public struct ParseErrors: Error, Equatable, CustomStringConvertible {
+        public var errors: [ParseError]
+        public var description: String { errors.map(\.description).joined(separator: "; ") }
+    }
+
+    /// Parses the text form, reporting every bad line.
+    public static func parse(_ text: String) throws(ParseErrors) -> VNCScript {
         var steps: [(Int, Step)] = []
+        var errors: [ParseError] = []
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             var line = String(raw)
             if line.hasSuffix("\r") { line.removeLast() }
@@ -79,12 +101,26 @@ public struct VNCScript: Sendable, Equatable {
             do {
                 steps.append((index + 1, try step(from: String(trimmed))))
             } catch let message as StepError {
-                throw ParseError(line: index + 1, message: message.text)
+                errors.append(ParseError(line: index + 1, message: message.text))
             } catch {
-                throw ParseError(line: index + 1, message: "\(error)")
+                errors.append(ParseError(line: index + 1, message: "\(error)"))
             }
         }
+        guard errors.isEmpty else { throw ParseErrors(errors: errors) }
         return VNCScript(steps: steps)
+    }
+
+    /// The files the script reads (expect-screen images) and writes (screenshots), by line.
+    public var files: (read: [(line: Int, path: String)], written: [(line: Int, path: String)]) {
+        var read: [(Int, String)] = [], written: [(Int, String)] = []
+        for (line, step) in steps {
+            switch step {
+            case .expectScreen(let path, _, _, _): read.append((line, path))
+            case .screenshot(let path, _): written.append((line, path))
+            default: break
+            }
+        }
+        return (read, written)
     }
 
     struct StepError: Error { var text: String }

@@ -18,6 +18,7 @@ public struct VNCScriptRunner: Sendable {
     public struct Failure: Error, CustomStringConvertible {
         public var line: Int
         public var step: VNCScript.Step
+        /// Why, on its own (what a single-step command such as `farcast vnc resize` reports).
         public var reason: String
         public var description: String { "step at line \(line) (\(VNCScriptRunner.describe(step))) failed: \(reason)" }
     }
@@ -132,9 +133,10 @@ public struct VNCScriptRunner: Sendable {
         case .screenshot(let path, let monitor):
             try await client.sync()
             let (image, region) = try await screen(monitor: monitor)
-            let png = try PNGEncoder.encode(image)
-            guard FileManager.default.createFile(atPath: path, contents: Data(png)) else {
-                throw StepFailed(description: "cannot write \(path)")
+            let lower = path.lowercased()
+            let encoded = lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") ? try JPEGEncoder.encode(image) : try PNGEncoder.encode(image)
+            guard FileManager.default.createFile(atPath: path, contents: Data(encoded)) else {
+                throw StepFailed(description: "cannot write \(path): \(String(cString: strerror(errno)).lowercased())")
             }
             output("wrote \(path): \(image.width)x\(image.height)" + (monitor.map { " (monitor \($0) at \(region))" } ?? ""))
         case .expectScreen(let path, let monitor, let tolerance, let timeout):

@@ -47,6 +47,9 @@ public struct RFBConnection: Sendable {
         }
         /// The RSA-AES client key (tests); nil makes a fresh 2048-bit key per connection.
         var rsaClientKey: RSAAES.ClientKey?
+        /// Never enter VeNCrypt: set for a second attempt after VeNCrypt offered nothing this
+        /// client can complete (the subtypes are only revealed after choosing it).
+        var avoidVeNCrypt = false
 
         public init() {}
 
@@ -200,6 +203,28 @@ public struct RFBConnection: Sendable {
     public var isClosed: Bool { phase == .closed }
     public var isReady: Bool { phase == .messages }
 
+    /// Bytes received from the server so far (after decryption).
+    public var bytesReceived: Int { inputBase + input.count }
+
+    /// While the handshake runs, what the client waits for from the server, for timeout messages;
+    /// nil once the session is ready.
+    public var handshakeStep: String? {
+        switch phase {
+        case .version: return "its RFB banner"
+        case .securityTypes, .securityType33: return "its list of security types"
+        case .securityFailureReason: return "the reason for its refusal"
+        case .vncAuthChallenge: return "its VNC authentication challenge"
+        case .veNCryptVersion, .veNCryptVersionAck, .veNCryptSubtypes, .veNCryptSubtypeAck: return "the VeNCrypt negotiation"
+        case .tlsHandshake: return "the TLS handshake"
+        case .plainCredentials: return "the user name and password exchange"
+        case .rsaServerKey, .rsaVerifyingKey, .rsaServerRandom, .rsaServerHash, .rsaSubtype, .rsaCredentials: return "the RSA-AES key exchange"
+        case .appleDHParameters, .msLogonIIParameters, .dhCredentials: return "the Diffie-Hellman login"
+        case .securityResult: return "the result of authentication"
+        case .serverInit: return "its ServerInit (desktop size and name)"
+        case .messages, .closed: return nil
+        }
+    }
+
     // MARK: - Inputs
 
     /// Feeds bytes received from the server.
@@ -268,8 +293,9 @@ public struct RFBConnection: Sendable {
         return process()
     }
 
-    /// The transport saw end of stream or an error.
-    public mutating func connectionClosed() -> [Action] {
+    /// The transport saw end of stream or an error (`cause`: the OS reason, e.g. "connection
+    /// reset by peer", when the connection broke rather than ended).
+    public mutating func connectionClosed(cause: String? = nil) -> [Action] {
         guard phase != .closed else { return [] }
         let context: String
         switch phase {
@@ -284,7 +310,7 @@ public struct RFBConnection: Sendable {
         default: context = "during the handshake"
         }
         phase = .closed
-        return [.close(.connectionClosed(context))]
+        return [.close(.connectionClosed(cause.map { "\(context) (\($0))" } ?? context))]
     }
 
     /// Sends a normal-phase message (input events, update requests, resize requests). In
@@ -401,7 +427,7 @@ public struct RFBConnection: Sendable {
         case .securityType33: try readSecurityType33(&reader, &actions)
         case .securityFailureReason(let beforeAuth):
             var r = reader
-            let reason = try readReason(&r)
+            let reason = try readReason(&r) ?? "the server's failure message was malformed"
             reader = r
             throw beforeAuth ? RFBError.serverRefused(reason: reason) : RFBError.authenticationFailed(reason: reason)
         case .vncAuthChallenge:
@@ -532,7 +558,7 @@ public struct RFBConnection: Sendable {
         guard bytes.starts(with: Array("RFB ".utf8)), bytes[11] == 0x0A, bytes[7] == 0x2E,
               let major = Int(String(decoding: bytes[4..<7], as: UTF8.self)),
               let minor = Int(String(decoding: bytes[8..<11], as: UTF8.self)) else {
-            throw RFBError.notAnRFBServer(banner: text)
+            throw RFBError.notAnRFBServer(greeting: bytes)
         }
         banner = String(text.dropLast())
         if major < 3 { throw RFBError.unsupportedVersion("\(major).\(minor)") }
@@ -549,10 +575,16 @@ public struct RFBConnection: Sendable {
 
     private func format3(_ minor: Int) -> String { "RFB 003.00\(minor)\n" }
 
-    private func readReason(_ r: inout ByteReader) throws -> String {
+    /// A failure reason, as text a terminal can show: control bytes (QEMU ends its reasons with
+    /// a NUL) dropped, surrounding space trimmed. nil when the length is absurd (x11vnc's
+    /// -unixpw failure sends text where the length belongs): the session is over either way,
+    /// and waiting for gigabytes would hang it.
+    private func readReason(_ r: inout ByteReader) throws -> String? {
         let length = Int(try r.readInteger(as: UInt32.self))
-        guard length <= 1 << 16 else { throw RFBError.protocolViolation("reason string of \(length) bytes") }
-        return try r.readUTF8(length)
+        guard length <= 1 << 16 else { return nil }
+        let printable = try r.readBytes(length).filter { $0 >= 0x20 }
+        let trimmed = printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed()
+        return trimmed.isEmpty ? "no reason given" : String(decoding: Array(trimmed), as: UTF8.self)
     }
 
     private mutating func readSecurityTypes(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
@@ -573,7 +605,10 @@ public struct RFBConnection: Sendable {
                 try afterTopLevelChosen(type, &actions)
                 return
             }
-            if method.veNCryptSubtype != nil, method.topLevelType == nil, types.contains(19) {
+            // VeNCrypt reveals its subtypes only once chosen, so it is entered for the first
+            // preferred method that needs it; inside, plain types listed as subtypes are usable
+            // too, and if nothing inside can be completed the client reconnects without it.
+            if method.onlyInsideVeNCrypt, SecurityMethod.implemented.contains(method), types.contains(19), !configuration.avoidVeNCrypt {
                 chosenMethod = nil
                 actions.append(.send([19]))
                 phase = .veNCryptVersion
@@ -582,13 +617,31 @@ public struct RFBConnection: Sendable {
         }
         throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
                                             accepted: configuration.securityPreference.map(\.description),
-                                            hint: types.contains(19) ? nil : hintFor(types))
+                                            hint: hintFor(types))
     }
 
-    private func hintFor(_ types: [UInt8]) -> String? {
-        if types.contains(2) && !configuration.securityPreference.contains(.vncAuth) { return "add vncauth to --security" }
-        if types.contains(1) && !configuration.securityPreference.contains(.none) { return "add none to --security" }
-        return nil
+    /// The top-level types offered that this client could complete without VeNCrypt.
+    private func usableWithoutVeNCrypt(_ types: [UInt8]) -> [SecurityMethod] {
+        configuration.securityPreference.filter { method in
+            guard let type = method.topLevelType else { return false }
+            return types.contains(type) && SecurityMethod.implemented.contains(method)
+        }
+    }
+
+    /// The `--security` values that would work against what the server offers, for the "no
+    /// common security type" message.
+    private func hintFor(_ types: [UInt8], subtypes: [UInt32] = []) -> String? {
+        let usable = SecurityMethod.allCases.filter { method in
+            guard SecurityMethod.implemented.contains(method), !configuration.securityPreference.contains(method) else { return false }
+            if let type = method.topLevelType, types.contains(type) { return true }
+            if let sub = method.veNCryptSubtype, subtypes.contains(sub) { return true }
+            return false
+        }
+        guard !usable.isEmpty else { return nil }
+        var hint = "--security \(usable.map(\.rawValue).joined(separator: ",")) would work"
+        if usable.contains(.plain) { hint += " (Plain sends the password unencrypted)" }
+        if usable.contains(.msLogonII) { hint += " (MS-Logon II is weak)" }
+        return hint
     }
 
     private mutating func readSecurityType33(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
@@ -673,20 +726,32 @@ public struct RFBConnection: Sendable {
         offeredVeNCryptSubtypes = subtypes
         guard count > 0 else { throw RFBError.serverRefused(reason: "the server offered no VeNCrypt subtypes") }
         for method in configuration.securityPreference where SecurityMethod.implemented.contains(method) {
-            if let sub = method.veNCryptSubtype, subtypes.contains(sub) {
-                chosenMethod = method
-                var w = ByteWriter()
-                w.writeInteger(sub)
-                actions.append(.send(w.bytes))
+            guard let sub = method.veNCryptSubtype, subtypes.contains(sub) else { continue }
+            chosenMethod = method
+            var w = ByteWriter()
+            w.writeInteger(sub)
+            actions.append(.send(w.bytes))
+            if method.usesTLS {
+                // Only the TLS subtypes are acknowledged (one byte, 1 = go ahead) before the
+                // handshake; every other subtype starts its own exchange at once.
                 phase = .veNCryptSubtypeAck(method)
                 if method.needsPassword { _ = try credentialsOrRequest(&actions) }
-                return
+            } else if let type = method.topLevelType {
+                try afterTopLevelChosen(type, &actions)
+            } else {
+                phase = .plainCredentials
+                _ = try credentialsOrRequest(&actions)
             }
+            return
         }
         let names = subtypes.map(veNCryptSubtypeName)
+        let fallback = usableWithoutVeNCrypt(offeredSecurityTypes)
+        if !fallback.isEmpty {
+            throw RFBError.veNCryptUnusable(subtypes: names, fallback: fallback.map(\.description))
+        }
         let anonymous = subtypes.compactMap { sub in SecurityMethod.allCases.first { $0.veNCryptSubtype == sub && $0.x509Alternative != nil } }
-        var hint: String?
-        if let anon = anonymous.first, let alternative = anon.x509Alternative {
+        var hint = hintFor(offeredSecurityTypes, subtypes: subtypes)
+        if hint == nil, let anon = anonymous.first, let alternative = anon.x509Alternative, !SecurityMethod.implemented.contains(anon) {
             hint = "\(anon) needs anonymous TLS cipher suites, which the TLS library here (BoringSSL) does not have; configure the server with a certificate for \(alternative) (TigerVNC: -SecurityTypes \(alternative) -X509Cert … -X509Key …) or allow VncAuth"
         }
         throw RFBError.noCommonSecurityType(offered: names, accepted: configuration.securityPreference.map(\.description), hint: hint)
@@ -702,12 +767,7 @@ public struct RFBConnection: Sendable {
             actions.append(.startTLS)
             return
         }
-        switch method {
-        case .none: phase = .securityResult
-        case .vncAuth: phase = .vncAuthChallenge
-        case .plain: phase = .plainCredentials
-        default: throw RFBError.protocolViolation("VeNCrypt subtype \(method) has no handler")
-        }
+        throw RFBError.protocolViolation("VeNCrypt subtype \(method) was acknowledged but is not a TLS subtype")
     }
 
     private mutating func sendClientInit(_ actions: inout [Action]) {

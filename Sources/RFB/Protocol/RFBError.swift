@@ -1,16 +1,21 @@
+import FarcastSupport
+
 /// Everything that can end an RFB session, worded so a person can act on it.
 ///
 /// The engine never traps on bad input: a malformed, truncated or hostile stream surfaces as one
 /// of these and the connection is closed.
 public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The peer did not start with an RFB banner.
-    case notAnRFBServer(banner: String)
+    /// The peer did not start with an RFB banner; its first bytes.
+    case notAnRFBServer(greeting: [UInt8])
     /// The server's protocol version is older than 3.3.
     case unsupportedVersion(String)
     /// The server refused the connection before authentication, with its reason.
     case serverRefused(reason: String)
     /// None of the server's security types is in the client's preference list.
     case noCommonSecurityType(offered: [String], accepted: [String], hint: String?)
+    /// VeNCrypt offered no subtype this client can complete, but the server's top-level list has
+    /// a type it can: the client should connect again without VeNCrypt.
+    case veNCryptUnusable(subtypes: [String], fallback: [String])
     /// The server rejected the credentials (or another security failure), with its reason.
     case authenticationFailed(reason: String)
     /// The server asked for a password or user name and none is available.
@@ -49,23 +54,37 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
     case viewOnly
     /// A request the server cannot satisfy (it lacks the extension, or refused).
     case unsupported(String)
+    /// The connection was abandoned on request before the session was ready.
+    case cancelled
 
     public var description: String {
         switch self {
-        case .notAnRFBServer(let banner):
-            return "the server is not speaking RFB (it sent \(banner.debugDescription)); check the host and port"
+        case .notAnRFBServer(let greeting):
+            let server = ForeignGreeting.describe(greeting) ?? "a server that sent nothing"
+            return "this is not a VNC server but \(server); check the host and port (VNC servers listen on 5900 + the display number)"
         case .unsupportedVersion(let version):
             return "the server speaks RFB \(version), older than 3.3, which Farcast does not support"
         case .serverRefused(let reason):
+            if reason.lowercased().contains("too many security failures") {
+                return "the server refused the connection: \(reason) — TigerVNC refuses an address for a while after repeated failed logins (its BlacklistTimeout, 10 s at first and doubling); wait, then connect with the right password"
+            }
             return "the server refused the connection: \(reason)"
         case .noCommonSecurityType(let offered, let accepted, let hint):
             var text = "no common security type: the server offers \(offered.joined(separator: ", ")); this client accepts \(accepted.joined(separator: ", "))"
             if let hint { text += "; \(hint)" }
             return text
+        case .veNCryptUnusable(let subtypes, let fallback):
+            return "VeNCrypt offered only \(subtypes.joined(separator: ", ")), none of which this client can complete; connect again choosing \(fallback.joined(separator: " or "))"
         case .authenticationFailed(let reason):
+            if reason.lowercased().contains("too many security failures") {
+                return "authentication failed: \(reason) — TigerVNC refuses an address for a while after repeated failed logins (its BlacklistTimeout, 10 s at first and doubling); wait, then connect with the right password"
+            }
             return "authentication failed: \(reason)"
         case .credentialsRequired(let what):
-            return "the server requires \(what); give it with --password-file, FARCAST_VNC_PASSWORD or the prompt"
+            if what.hasPrefix("a user name") {
+                return "the server requires \(what); give it with --username, in the address (vnc://USER@HOST) or FARCAST_VNC_USERNAME"
+            }
+            return "the server requires \(what); give it with --password-file, FARCAST_VNC_PASSWORD or the prompt on a terminal"
         case .certificateChanged(let host, let pinned, let presented):
             return "the TLS certificate of \(host) changed: pinned SHA-256 \(pinned), presented \(presented); if you trust the new certificate, connect once with --trust"
         case .serverKeyChanged(let host, let pinned, let presented):
@@ -100,6 +119,8 @@ public enum RFBError: Error, Equatable, Sendable, CustomStringConvertible {
             return "this session is view-only: no input is sent"
         case .unsupported(let what):
             return what
+        case .cancelled:
+            return "stopped before the session was ready"
         }
     }
 }

@@ -55,11 +55,12 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         }
     }
 
-    /// The VeNCrypt subtype number, when the method travels inside VeNCrypt.
+    /// The VeNCrypt subtype number, when the method can travel inside VeNCrypt. Servers list
+    /// plain top-level types inside VeNCrypt too (TigerVNC lists VncAuth and RA2 there), under
+    /// their own numbers; those then run exactly as if chosen at the top level.
     var veNCryptSubtype: UInt32? {
+        if let type = topLevelType { return UInt32(type) }
         switch self {
-        case .none: return 1
-        case .vncAuth: return 2
         case .plain: return 256
         case .tlsNone: return 257
         case .tlsVnc: return 258
@@ -67,9 +68,12 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .x509None: return 260
         case .x509Vnc: return 261
         case .x509Plain: return 262
-        case .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII: return nil
+        default: return nil
         }
     }
+
+    /// True for methods that exist only as VeNCrypt subtypes (Plain and the TLS ones).
+    var onlyInsideVeNCrypt: Bool { topLevelType == nil }
 
     var usesTLS: Bool { [.x509None, .x509Vnc, .x509Plain, .tlsNone, .tlsVnc, .tlsPlain].contains(self) }
     var needsPassword: Bool { ![.none, .x509None, .tlsNone].contains(self) }

@@ -62,6 +62,8 @@ public struct PlaybackStatistics: Sendable, Codable, Equatable {
     /// Largest |output error| (µs) of a chunk's first frame after convergence.
     public var maxOutputErrorUs = 0.0
     public var outputErrorsMeasured = 0
+    /// Seconds of audio rendered from chunks (silence between streams not counted).
+    public var secondsPlayed = 0.0
 }
 
 /// Converts server time to client time; the time filter supplies it.
@@ -300,6 +302,7 @@ public struct PlaybackEngine: Sendable {
             chunk.position += n
             filled += n
             audible += n
+            statistics.secondsPlayed += Double(n) / Double(chunk.format.sampleRate)
             if chunk.position >= chunk.buffer.frameCount {
                 statistics.chunksPlayed += 1
                 popFront()

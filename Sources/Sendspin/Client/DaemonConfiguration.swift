@@ -49,7 +49,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.hasPrefix("\"") || value.hasSuffix("\"") {
+                guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\""), !value.dropFirst().dropLast().contains("\"") else {
+                    throw Problem(line: number, message: "unbalanced quotes in \(value): quote the whole value, \"like this\"")
+                }
+                value = String(value.dropFirst().dropLast())
+            }
             guard Self.keys.contains(key) else {
                 throw Problem(line: number, message: "unknown key '\(key)' (known: \(Self.keys.joined(separator: ", ")))")
             }

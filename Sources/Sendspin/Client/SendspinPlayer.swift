@@ -1,10 +1,11 @@
 import Crypto
+import FarcastNIO
 import FarcastSupport
 import Foundation
 import Logging
 import NIOCore
 import Synchronization
-import WSClient
+import WSCore
 
 /// A synchronized Sendspin player over a WebSocket it dials (client-initiated mode).
 ///
@@ -43,6 +44,9 @@ public final class SendspinPlayer: Sendable {
         public var roles = ["player@v1", "metadata@v1", "controller@v1"]
         /// Sees what each session receives (for recording tools such as the conformance adapter).
         public var observer: SessionObserver?
+        /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
+        /// answer to client/init, the encrypted handshake and the answer to client/hello.
+        public var openTimeout: Duration = .seconds(10)
         public init() {}
     }
 
@@ -70,6 +74,9 @@ public final class SendspinPlayer: Sendable {
         public var bufferedMs: Double
         public var statistics: PlaybackStatistics
         public var synchronized: Bool
+        /// The group the server has this player in, and its playback state.
+        public var groupName: String? = nil
+        public var groupState: String? = nil
     }
 
     /// The summary at exit (`--stats-json`).
@@ -97,7 +104,14 @@ public final class SendspinPlayer: Sendable {
         public var timeExchanges: Int
         public var serverName: String?
         public var endReason: String?
+        /// Seconds of audio played (not counting silence before or between streams).
         public var secondsPlayed: Double
+        /// Seconds from start to stop.
+        public var secondsConnected: Double
+        /// Times the player told the server it was no longer available after it had been.
+        public var availabilityWithdrawals: Int
+        /// The largest clock-filter error (µs) while available (jitter makes it swing).
+        public var filterErrorPeakWhileAvailableUs: Int64
         /// What the sound device granted, for a device output.
         public var outputDevice: String? = nil
         /// Underruns the sound device reported (and the player recovered from).
@@ -165,10 +179,15 @@ public final class SendspinPlayer: Sendable {
         self.options = options
     }
 
-    /// Asks a running session to say goodbye (with `reason`) and end.
+    /// Asks a running session to say goodbye (with `reason`) and end; a connection still being
+    /// opened is abandoned at once.
     public func stop(reason: String = "user_request") {
         stopRequest.withLock { if $0 == nil { $0 = reason } }
+        dialAbort.abort()
     }
+
+    /// Ends a dial in progress when `stop` is called (the server may be silent).
+    private let dialAbort = WebSocketDialer.Abort()
 
     private func nowUs() -> Int64 { clock.now().microseconds }
 
@@ -217,22 +236,28 @@ public final class SendspinPlayer: Sendable {
         dac.start()
         defer { _ = dac.stop() }
 
-        var wsConfiguration = WebSocketClientConfiguration(maxFrameSize: 1 << 17)
-        wsConfiguration.closeTimeout = .seconds(3)
         // The network side runs on its own thread: arrival times feed the clock filter, and a
         // busy shared pool must not delay them (nor starve the receive loop into late chunks).
         let executor = ThreadExecutor(name: "farcast-sendspin")
         defer { executor.shutdown() }
+        let openDeadline = nowUs() + Int64(options.openTimeout.components.seconds) * 1_000_000 + options.openTimeout.components.attoseconds / 1_000_000_000_000
         do {
-            _ = try await withTaskExecutorPreference(executor) {
-                try await WebSocketClient.connect(url: url, configuration: wsConfiguration, logger: Logger(label: "farcast.websocket")) { inbound, outbound, _ in
-                    try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started, telemetry: telemetry)
+            let target = try WebSocketDialer.Target(parsing: url)
+            if stopRequest.withLock({ $0 }) != nil { throw SendspinError.cancelled }
+            try await withTaskExecutorPreference(executor) {
+                try await WebSocketDialer.connect(to: target, openTimeout: options.openTimeout, abort: dialAbort,
+                                                  logger: Logger(label: "farcast.websocket")) { inbound, outbound in
+                    try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started,
+                                                 telemetry: telemetry, openDeadline: openDeadline)
                 }
             }
+        } catch SendspinError.cancelled {
+            // Stopped while the connection was opening: nothing was played, nothing failed.
+            if runtime.endReason == nil { runtime.end(nil) }
         } catch let error as SendspinError {
-            runtime.end(error)
+            if runtime.endReason == nil { runtime.end(error) }
         } catch {
-            if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeConnectError(error))")) }
+            if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeNetworkError(error))")) }
         }
         let outputError = dac.stop()
         settings = options.store?.settings() ?? settings
@@ -281,7 +306,7 @@ public final class SendspinPlayer: Sendable {
         do {
             listener = try await WebSocketListener.bind(host: host, port: port, path: path)
         } catch {
-            throw PlayerFailure(error: .connectFailed("cannot listen on \(host):\(port): \(describeConnectError(error))"),
+            throw PlayerFailure(error: .connectFailed("cannot listen on \(host):\(port): \(describeNetworkError(error))"),
                                 report: makeReport(runtime: nil, core: core, started: started))
         }
         logger.notice("listening for Sendspin servers on ws://\(host):\(listener.port)\(path)")
@@ -299,7 +324,7 @@ public final class SendspinPlayer: Sendable {
                         let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
                                               logger: logger, store: store, observer: observer, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
-                        logger.info("a server connected from \(peer)")
+                        logger.notice("a server connected from \(peer)")
                         // Provisional until the first server/activate: dropped without one in time.
                         let timeout = self.options.provisionalTimeout
                         let provisional = Task {
@@ -354,7 +379,8 @@ public final class SendspinPlayer: Sendable {
             if now >= nextTick {
                 nextTick += 1_000_000
                 if now - started >= 10_000_000 { core.sampleOffset(at: now) }
-                if let telemetry {
+                // Telemetry while a server holds the player; an idle listener stays quiet.
+                if let telemetry, let holder = arbiter.holder, !holder.isFinished {
                     let filter = core.filter
                     telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
                                         driftPPM: filter.drift * 1e6, bufferedMs: core.bufferedMilliseconds,
@@ -369,7 +395,7 @@ public final class SendspinPlayer: Sendable {
     /// Runs one session over an open WebSocket, whoever dialled: the single writer, the receive
     /// loop, clock synchronisation and supervision, until one of them ends it.
     func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, runtime: Runtime, started: Int64,
-                       telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true) async throws {
+                       telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true, openDeadline: Int64? = nil) async throws {
         let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
         runtime.attach(frameSink)
         // The one writer: frames leave in the order they were encrypted. It is not cancelled
@@ -382,7 +408,7 @@ public final class SendspinPlayer: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
             group.addTask { await self.timeSyncLoop(runtime) }
-            if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry) } }
+            if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry, openDeadline: openDeadline) } }
             // Any of them ending ends the session (a close, our goodbye, an error).
             try await group.next()
             group.cancelAll()
@@ -398,12 +424,6 @@ public final class SendspinPlayer: Sendable {
         /// The server closed without answering client/init (a legacy-only server does).
         public var closedAwaitingServerInit = false
         public var description: String { error.description }
-    }
-
-    private func describeConnectError(_ error: any Error) -> String {
-        let text = String(describing: error)
-        if text.contains("refused") || text.contains("Connection refused") { return "connection refused" }
-        return text.split(whereSeparator: \.isNewline).joined(separator: " ")
     }
 
     private func receiveLoop(_ inbound: WebSocketInboundStream, runtime: Runtime) async throws {
@@ -455,27 +475,40 @@ public final class SendspinPlayer: Sendable {
     }
 
     /// Telemetry once a second, offset sampling, duration and stop requests.
-    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?) async {
+    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, openDeadline: Int64?) async {
         var nextTick = started + 1_000_000
+        // --duration counts from the moment the session is open: a slow server's opening is not
+        // taken out of the time the user asked to play.
+        var openedAt: Int64?
         while !runtime.isFinished && !Task.isCancelled {
             let now = nowUs()
+            if openedAt == nil, runtime.withSessionValue({ $0.openingStep == nil }) { openedAt = now }
+            if let openDeadline, now >= openDeadline, let waitingFor = runtime.withSessionValue({ $0.openingStep }) {
+                let seconds = (options.openTimeout.components.seconds)
+                runtime.end(.timedOut("after \(seconds) s waiting for \(waitingFor)"))
+                return
+            }
             if let reason = stopRequest.withLock({ $0 }) ?? (outputFailure != nil ? "shutdown" : nil) {
                 runtime.logger.info("saying goodbye to \(runtime.serverName ?? "the server") (\(reason))")
                 runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
                 return
             }
-            if let duration = options.duration, Double(now - started) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
+            if let duration = options.duration, let openedAt,
+               Double(now - openedAt) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
                 runtime.perform(runtime.withSession { $0.goodbye(reason: "user_request") }, now: now)
                 return
             }
             if now >= nextTick {
                 nextTick += 1_000_000
                 if now - started >= 10_000_000 { runtime.core.sampleOffset(at: now) }
-                if let telemetry {
+                // Telemetry once the session is open; before that there is nothing to report.
+                if let telemetry, runtime.withSessionValue({ $0.openingStep == nil }) {
                     let filter = runtime.core.filter
+                    let group = runtime.group
                     telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
                                         driftPPM: filter.drift * 1e6, bufferedMs: runtime.core.bufferedMilliseconds,
-                                        statistics: runtime.core.statistics, synchronized: filter.isSynchronized))
+                                        statistics: runtime.core.statistics, synchronized: filter.isSynchronized,
+                                        groupName: group.name, groupState: group.state))
                 }
             }
             try? await Task.sleep(for: .milliseconds(50))
@@ -500,7 +533,9 @@ public final class SendspinPlayer: Sendable {
                       maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
                       framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime?.exchanges ?? 0,
                       serverName: runtime?.serverName, endReason: runtime?.endReason.map { "\($0)" },
-                      secondsPlayed: Double(nowUs() - started) / 1e6,
+                      secondsPlayed: stats.secondsPlayed, secondsConnected: Double(nowUs() - started) / 1e6,
+                      availabilityWithdrawals: runtime?.availabilityWithdrawals ?? 0,
+                      filterErrorPeakWhileAvailableUs: runtime?.peakErrorWhileAvailableUs ?? 0,
                       outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0)
     }
 }
@@ -519,7 +554,9 @@ final class Runtime: Sendable {
         var endReason: SendspinError?
         var endedCleanly = false
         var exchanges = 0
-        var available = false
+        var availability = Availability()
+        var groupName: String?
+        var groupState: String?
         var serverName: String?
         var volume = 100
         var muted = false
@@ -647,7 +684,7 @@ final class Runtime: Sendable {
             let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs, requiredLeadTimeMs: 250,
                                            minBufferMs: 250, supportedCommands: ["volume", "mute", "set_output_delay"],
                                            format: s.session.configuration.formats.first)
-            return s.session.sendState(available: s.available, player: player)
+            return s.session.sendState(available: s.availability.available, player: player)
         }
         perform(actions, now: 0)
     }
@@ -655,17 +692,23 @@ final class Runtime: Sendable {
     /// After each filter update: report availability once the clock has converged.
     func filterUpdated(now: Int64) {
         let filter = core.filter
-        let converged = filter.isSynchronized && (filter.error ?? .max) <= 5000
-        let changed = state.withLock { s -> Bool in
-            guard converged != s.available, s.session.isActive else { return false }
-            s.available = converged
-            return true
+        let (changed, available) = state.withLock { s -> (Bool, Bool) in
+            guard s.session.isActive else { return (false, s.availability.available) }
+            return (s.availability.update(synchronized: filter.isSynchronized, errorUs: filter.error), s.availability.available)
         }
         if changed {
-            logger.debug("clock synchronised", metadata: ["offset_us": "\(filter.offset)", "error_us": "\(filter.error ?? -1)"])
+            if available {
+                logger.debug("clock synchronised", metadata: ["offset_us": "\(filter.offset)", "error_us": "\(filter.error ?? -1)"])
+            } else {
+                logger.notice("the clock filter lost synchronisation: telling the server this player is unavailable until it converges again")
+            }
             reportState()
         }
     }
+
+    var availabilityWithdrawals: Int { state.withLock { $0.availability.withdrawals } }
+    var peakErrorWhileAvailableUs: Int64 { state.withLock { $0.availability.peakErrorWhileAvailableUs } }
+    var group: (name: String?, state: String?) { state.withLock { ($0.groupName, $0.groupState) } }
 
     private func handle(_ event: SendspinEvent, now: Int64) {
         switch event {
@@ -676,7 +719,7 @@ final class Runtime: Sendable {
         case .hello(let hello):
             state.withLock { $0.serverName = hello.name }
             observer?.hello?(hello, withSessionValue { $0.serverID })
-            logger.info("connected to \(hello.name)")
+            logger.notice("connected to \(hello.name)")
         case .activated(let activities, let roles):
             logger.debug("activated", metadata: ["activities": "\(activities)", "roles": "\(roles)"])
             if let admission, !admission(self, activities) {
@@ -705,7 +748,7 @@ final class Runtime: Sendable {
             }
             switch outcome {
             case .success(let isNewStream):
-                logger.info("stream: \(format.codec) \(format.sampleRate) Hz \(format.bitDepth.map { "\($0)-bit " } ?? "")\(format.channels) ch")
+                logger.notice("stream: \(format.codec) \(format.sampleRate) Hz \(format.bitDepth.map { "\($0)-bit " } ?? "")\(format.channels) ch")
                 // A new stream from empty snaps; a format change mid-stream keeps the queue.
                 if isNewStream { core.withEngine { $0.clear() } }
             case .failure(let error):
@@ -750,11 +793,21 @@ final class Runtime: Sendable {
             core.withEngine { $0.recordUndecodable() }
             logger.warning("\(detail)")
         case .groupUpdate(let update):
+            let previous = state.withLock { s -> (String?, String?) in
+                defer {
+                    s.groupName = update.groupName ?? s.groupName
+                    s.groupState = update.playbackState ?? s.groupState
+                }
+                return (s.groupName, s.groupState)
+            }
+            if previous.0 != nil || previous.1 != nil, previous.0 != (update.groupName ?? previous.0) || previous.1 != (update.playbackState ?? previous.1) {
+                logger.notice("group: \(update.groupName ?? previous.0 ?? "?") (\(update.playbackState ?? previous.1 ?? "?"))")
+            }
             logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
         case .metadata(let metadata):
             observer?.metadata?(metadata)
             let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }
-            if !title.isEmpty { logger.info("now playing: \(title.joined(separator: " – "))") }
+            if !title.isEmpty { logger.notice("now playing: \(title.joined(separator: " – "))") }
         case .controller(let controller):
             if let command = observer?.controller?(controller) {
                 perform(withSession { $0.sendCommand(command) }, now: now)

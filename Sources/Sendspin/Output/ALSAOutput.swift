@@ -49,6 +49,36 @@ public final class ALSASink: AudioSink {
     }
 }
 
+/// The ALSA playback devices this machine offers (what `aplay -L` lists), for `farcast doctor`.
+public enum ALSADevices {
+    public struct Device: Sendable, Equatable {
+        public var name: String
+        public var description: String
+    }
+
+    public static func playback() -> [Device] {
+        calsa_quiet_errors()
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
+        defer { snd_device_name_free_hint(hints) }
+        var devices: [Device] = []
+        var index = 0
+        while let hint = hints[index] {
+            index += 1
+            func field(_ id: String) -> String? {
+                guard let value = snd_device_name_get_hint(hint, id) else { return nil }
+                defer { free(value) }
+                return String(cString: value)
+            }
+            // IOID is absent for devices that do both directions, "Output" for playback only.
+            guard let name = field("NAME"), field("IOID").map({ $0 == "Output" }) ?? true else { continue }
+            let description = field("DESC")?.split(whereSeparator: \.isNewline).joined(separator: " — ") ?? ""
+            devices.append(Device(name: name, description: description))
+        }
+        return devices
+    }
+}
+
 /// Drives an ALSA device from the playback engine on a thread of its own.
 ///
 /// Timing: after each wait the device's status gives a timestamp and the frames queued ahead of

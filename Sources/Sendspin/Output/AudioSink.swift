@@ -78,7 +78,7 @@ public final class WAVSink: AudioSink, @unchecked Sendable {
         segment += 1
         let target = path(for: segment)
         guard FileManager.default.createFile(atPath: target, contents: nil), let h = FileHandle(forWritingAtPath: target) else {
-            throw SendspinError.protocolViolation("cannot write \(target)")
+            throw SendspinError.audioDevice("cannot write the WAV file \(target): \(String(cString: strerror(errno)).lowercased())")
         }
         handle = h
         self.format = format

@@ -16,6 +16,10 @@ public enum SendspinError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// The audio output failed (device missing, busy, or gone mid-stream).
     case audioDevice(String)
+    /// A server URL that cannot be dialled as written, with the fix.
+    case badURL(String)
+    /// Stopped on request before the connection was open.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -28,6 +32,8 @@ public enum SendspinError: Error, Equatable, Sendable, CustomStringConvertible {
         case .connectFailed(let detail): return "cannot connect: \(detail)"
         case .timedOut(let what): return "timed out \(what)"
         case .audioDevice(let detail): return "audio output: \(detail)"
+        case .badURL(let detail): return detail
+        case .cancelled: return "stopped before the connection was open"
         }
     }
 }

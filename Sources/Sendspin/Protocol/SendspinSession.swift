@@ -171,6 +171,19 @@ public struct SendspinSession: Sendable {
     public var isClosed: Bool { phase == .closed }
     public var isActive: Bool { phase == .active }
 
+    /// While the connection is still opening, what the client waits for from the server (for
+    /// timeout messages); nil once the server has answered the hello.
+    public var openingStep: String? {
+        switch phase {
+        case .idle: return "the session to start"
+        case .awaitingServerInit:
+            return "an answer to client/init (is it a Sendspin server that speaks the encrypted protocol? an older one may speak only the legacy wire: see --allow-legacy)"
+        case .awaitingHandshake: return "the server to finish the encrypted handshake"
+        case .awaitingHello: return configuration.legacyWire ? "an answer to the legacy client/hello" : "an answer to client/hello"
+        case .awaitingActivation, .active, .closed: return nil
+        }
+    }
+
     // MARK: - Starting
 
     /// The first message: client/init, as a text frame. Its exact text is half the prologue.

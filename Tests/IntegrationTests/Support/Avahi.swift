@@ -9,10 +9,8 @@ import Synchronization
 ///   once per process, so every test uses the same address and starts its own bus there.
 /// - avahi-daemon keeps its pid file and socket in /run/avahi-daemon, a path built into it. It
 ///   runs in a mount namespace of its own with a tmpfs over that folder, so it never meets a
-///   system avahi-daemon's files. It closes every descriptor it inherits (among them the one
-///   Foundation's Process watches for the child's exit), so `unshare --kill-child` stays the
-///   child: it forks avahi-daemon, waits for it with a plain waitpid, and takes it along if it
-///   is killed itself.
+///   system avahi-daemon's files. `unshare --kill-child` stays the child: it forks
+///   avahi-daemon, waits for it, and takes it along if it is killed itself.
 /// - mDNS on loopback: `lo` has no MULTICAST flag by default, and python-zeroconf (inside
 ///   aiosendspin) joins the group on the interface of the default route and advertises the
 ///   source address of the route to the internet. In the test namespace, which has nothing but
@@ -152,19 +150,15 @@ final class AvahiResponder: @unchecked Sendable {
         return services
     }
 
-    /// Children spawned by Foundation's Process here inherit the spawning thread's signal mask,
-    /// in which SIGTERM and SIGCHLD are blocked: a plain terminate never reaches unshare or
-    /// dbus-daemon (and a shell wrapper's `trap … TERM` / `wait` would never run or return).
-    /// avahi-daemon unblocks its signals, so it gets SIGTERM directly and unshare then exits with
-    /// it; dbus-daemon has nothing to clean up, so it gets SIGKILL.
+    /// avahi-daemon gets SIGTERM directly (unshare --kill-child then exits with it); dbus-daemon
+    /// has nothing to clean up.
     func stop() {
         if let avahi, avahi.isRunning {
-            let parent = avahi.process.processIdentifier
+            let parent = avahi.pid
             let children = (try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8)) ?? ""
             for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGTERM) }
         }
         avahi?.stop()
-        if let dbus, dbus.isRunning { kill(dbus.process.processIdentifier, SIGKILL) }
         dbus?.stop()
         try? FileManager.default.removeItem(atPath: Self.busFolder)
     }

@@ -96,44 +96,113 @@ struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// A long-running peer (a server) started for one test and stopped when the value goes away.
+///
+/// Spawned with posix_spawn and a clean signal state: Foundation's Process hands its children the
+/// signal mask of whatever thread launched them, and test threads block SIGTERM and SIGINT, so a
+/// peer (or a shell script's trap) started that way never saw `terminate()`. Here every child
+/// starts with no signal blocked and the usual signals at their default actions.
 final class BackgroundProcess: @unchecked Sendable {
-    // @unchecked: `process` is only touched from init/stop/deinit, which never overlap.
-    let process: Process
+    // @unchecked: `pid`, `logPath` and `name` are immutable; the exit status is behind a Mutex.
+    let pid: pid_t
     let logPath: String
     let name: String
+    private let exit = Mutex<Int32?>(nil)
 
     init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, logName: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
         name = logName
         logPath = NSTemporaryDirectory() + "farcast-\(logName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: logPath)!
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        pid = try spawn(executable, arguments, environment: environment, stdin: "/dev/null", output: logPath)
     }
 
-    var isRunning: Bool { process.isRunning }
+    /// True until the process has exited (it is reaped here the moment it has).
+    var isRunning: Bool { reap(blocking: false) == nil }
+
+    /// The exit code, or the number of the signal that ended it; waits for the exit.
+    var terminationStatus: Int32 { reap(blocking: true) ?? -1 }
+
+    /// Sends a signal (SIGINT for Ctrl-C, SIGTERM as systemd would).
+    func signal(_ number: Int32) { if isRunning { kill(pid, number) } }
+
+    /// Asks the process to end (SIGTERM) without waiting.
+    func terminate() { signal(SIGTERM) }
+
+    /// Waits up to `timeout` for the process to exit by itself; true if it did.
+    func waitForExit(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() >= deadline { return false }
+            usleep(10_000)
+        }
+        return true
+    }
 
     /// The peer's output so far, for failure messages.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// SIGTERM, up to 2 s to exit, then SIGKILL.
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        for _ in 0..<100 where process.isRunning { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        if !waitForExit(timeout: 2) {
+            kill(pid, SIGKILL)
+            _ = reap(blocking: true)
+        }
+    }
+
+    private func reap(blocking: Bool) -> Int32? {
+        exit.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            let result = waitpid(pid, &raw, blocking ? 0 : WNOHANG)
+            guard result == pid else { return result < 0 ? -1 : nil }
+            // WIFEXITED: the low 7 bits are 0, and the exit code is in bits 8–15.
+            status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : raw & 0x7F
+            return status
+        }
     }
 
     deinit {
         stop()
         try? FileManager.default.removeItem(atPath: logPath)
     }
+}
+
+/// Starts `executable` with stdin and stdout/stderr redirected, no signal blocked and SIGINT,
+/// SIGTERM, SIGHUP, SIGCHLD, SIGQUIT at their default actions. SIGPIPE stays ignored, as the test
+/// process has it and Foundation's Process passed it on: PulseAudio writes into its pipe sink
+/// before the test's reader has opened it, and a default SIGPIPE would kill it.
+func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?, stdin: String, output: String) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_APPEND | O_CREAT, 0o600)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = env.map { strdup($0) } + [nil]
+    defer {
+        for pointer in argv { free(pointer) }
+        for pointer in envp { free(pointer) }
+    }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else {
+        throw PeerFailed(name: executable, log: "posix_spawn failed: \(String(cString: strerror(result)))")
+    }
+    return pid
 }
 
 /// Waits until something accepts TCP connections on 127.0.0.1:port.
@@ -156,6 +225,44 @@ func waitForTCPPort(_ port: Int, timeout: TimeInterval = 20, process: Background
         usleep(50_000)
     }
     throw PeerFailed(name: process?.name ?? "port \(port)", log: "nothing accepted connections on 127.0.0.1:\(port) within \(Int(timeout)) s\n" + (process?.log ?? ""))
+}
+
+/// Waits until a connection to 127.0.0.1:port receives an RFB banner ("RFB 003.xxx\n"); each
+/// attempt waits up to 5 s for it. On failure the error carries the server's log and what listens.
+func waitForRFBBanner(_ port: Int, timeout: TimeInterval, process: BackgroundProcess) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    var lastAttempt = "no attempt"
+    while Date() < deadline {
+        guard process.isRunning else { throw PeerFailed(name: process.name, log: process.log) }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var wait = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        if connected {
+            var buffer = [UInt8](repeating: 0, count: 12)
+            var got = 0
+            while got < 12 {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, 12 - got) }
+                if n <= 0 { break }
+                got += n
+            }
+            if got == 12, buffer.starts(with: Array("RFB ".utf8)) { return }
+            lastAttempt = got == 0 ? "connected, nothing received within 5 s or closed" : "received \(buffer.prefix(got))"
+        } else {
+            lastAttempt = "connect: \(String(cString: strerror(errno)))"
+        }
+        usleep(200_000)
+    }
+    let listeners = (try? run("/bin/sh", ["-c", "ss -ltnp 2>&1 || netstat -ltnp 2>&1"]))?.stdout ?? "(ss unavailable)"
+    throw PeerFailed(name: process.name, log: "no RFB banner on 127.0.0.1:\(port) within \(Int(timeout)) s (last attempt: \(lastAttempt))\n"
+                     + "--- its log ---\n\(process.log)\n--- listening sockets ---\n\(listeners)")
 }
 
 struct PeerFailed: Error, CustomStringConvertible {

@@ -48,16 +48,12 @@ final class PulseAudioDAC: @unchecked Sendable {
         let environment = ["PATH": "/usr/bin:/bin", "HOME": "\(folder)/home", "XDG_RUNTIME_DIR": "\(folder)/runtime",
                            "XDG_CONFIG_HOME": "\(folder)/home/.config", "PULSE_RUNTIME_PATH": "\(folder)/runtime",
                            "PULSE_STATE_PATH": "\(folder)/state", "DBUS_SESSION_BUS_ADDRESS": "disabled:"]
-        // PulseAudio closes every descriptor it inherits, among them the one Foundation's Process
-        // watches to learn that a child exited — Foundation would then block in waitpid() for a
-        // child still running and stop noticing any other child's exit. A shell stays the child
-        // instead, with PulseAudio under it.
+        // A shell stays the child, with PulseAudio under it, and `stop()` kills PulseAudio by the
+        // pid the shell writes: PulseAudio (--daemonize=no) ignores the shell's end.
         let command = [pulseaudio, "-n", "--daemonize=no", "--system=no", "--use-pid-file=no", "--exit-idle-time=-1", "--disallow-exit",
                        "--disable-shm=yes", "--log-target=stderr", "--realtime=yes", "--high-priority=yes",
                        "-L", "'module-pipe-sink sink_name=out file=\(folder)/dac.fifo rate=\(rate) channels=2 format=s16le'",
                        "-L", "'module-native-protocol-unix auth-anonymous=1 socket=\(folder)/native'"].joined(separator: " ")
-        // Children of Foundation's Process start with SIGTERM blocked, so the shell could not
-        // pass a TERM on: `stop()` kills PulseAudio by the pid the shell writes.
         pulse = try BackgroundProcess("/bin/sh", ["-c", "\(command) </dev/null & echo $! > '\(folder)/pulse.pid'; wait"],
                                       environment: environment, logName: "pulseaudio")
         let deadline = Date().addingTimeInterval(10)
@@ -78,8 +74,6 @@ final class PulseAudioDAC: @unchecked Sendable {
 
     func stop() {
         oracle.stop()
-        // SIGKILL: these children inherit a blocked SIGTERM (see above).
-        if let keeper, keeper.isRunning { kill(keeper.process.processIdentifier, SIGKILL) }
         keeper?.stop()
         if let text = try? String(contentsOfFile: "\(folder)/pulse.pid", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
             kill(pid, SIGKILL)

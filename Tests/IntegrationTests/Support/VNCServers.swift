@@ -97,14 +97,23 @@ final class XvncServer: XDisplay, @unchecked Sendable {
     let port: Int
     let process: BackgroundProcess
 
-    init(geometry: String = "400x300", securityTypes: String = "VncAuth", passwords: PasswordFiles?, extra: [String] = []) throws {
+    /// `securityTypes` nil leaves Xvnc's own default (TLSVnc,VncAuth). With `pamUser`, Xvnc runs
+    /// in a private mount namespace where that user exists, for the Plain security types.
+    init(geometry: String = "400x300", securityTypes: String? = "VncAuth", passwords: PasswordFiles?, pamUser: PAMUser? = nil,
+         extra: [String] = []) throws {
         display = DisplayNumbers.allocate()
         port = 5900 + display
         var arguments = [":\(display)", "-rfbport", "\(port)", "-localhost", "-interface", "127.0.0.1",
-                         "-SecurityTypes", securityTypes, "-geometry", geometry, "-depth", "24", "-nolisten", "tcp",
-                         "-AlwaysShared"]
+                         "-geometry", geometry, "-depth", "24", "-nolisten", "tcp", "-AlwaysShared"]
+        if let securityTypes { arguments += ["-SecurityTypes", securityTypes] }
         if let passwords { arguments += ["-PasswordFile", passwords.tigervnc] }
-        process = try BackgroundProcess(try requireExecutable("Xvnc", package: "tigervnc-standalone-server"), arguments + extra, logName: "Xvnc")
+        let xvnc = try requireExecutable("Xvnc", package: "tigervnc-standalone-server")
+        if let pamUser {
+            arguments += ["-PlainUsers", pamUser.name, "-PAMService", "tigervnc"]
+            process = try pamUser.launch(xvnc, arguments + extra, logName: "Xvnc")
+        } else {
+            process = try BackgroundProcess(xvnc, arguments + extra, logName: "Xvnc")
+        }
         try waitForTCPPort(port, process: process)
     }
 
@@ -114,6 +123,69 @@ final class XvncServer: XDisplay, @unchecked Sendable {
     }
 
     deinit { stop() }
+}
+
+/// A self-signed certificate and key made with openssl, for servers' TLS.
+struct TestCertificate {
+    let cert: String
+    let key: String
+
+    init(name: String, in folder: TemporaryFolder, subject: String = "/CN=localhost") throws {
+        cert = folder.path + "/\(name).pem"
+        key = folder.path + "/\(name)-key.pem"
+        let result = try run(try requireExecutable("openssl", package: "openssl"),
+                             ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", subject])
+        guard result.status == 0 else { throw PeerFailed(name: "openssl req", log: result.stderr) }
+    }
+
+    var fingerprint: String { get throws { try Self.fingerprint(ofPEM: cert) } }
+
+    /// The SHA-256 of the certificate's DER, lowercase hex, as farcast pins it.
+    static func fingerprint(ofPEM pem: String) throws -> String {
+        let result = try run(try requireExecutable("openssl", package: "openssl"), ["x509", "-in", pem, "-noout", "-fingerprint", "-sha256"])
+        return String(result.stdout.split(separator: "=").last ?? "").replacingOccurrences(of: ":", with: "")
+            .trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+    }
+}
+
+/// A user that exists only for one server process: the server runs in a private mount namespace
+/// whose /etc/passwd and /etc/shadow are copies with the user added, so PAM (pam_unix) accepts
+/// its password and nothing on the machine's real accounts changes.
+struct PAMUser {
+    let name: String
+    let password: String
+    private let passwd: String
+    private let shadow: String
+
+    init(name: String = "fcplain", password: String = "pläin pass", in folder: TemporaryFolder) throws {
+        self.name = name
+        self.password = password
+        passwd = folder.path + "/passwd"
+        shadow = folder.path + "/shadow"
+        let hashed = try run(try requireExecutable("openssl", package: "openssl"), ["passwd", "-6", "-stdin"], stdin: Data((password + "\n").utf8))
+        guard hashed.status == 0 else { throw PeerFailed(name: "openssl passwd", log: hashed.stderr) }
+        let hash = hashed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try (try String(contentsOfFile: "/etc/passwd", encoding: .utf8) + "\(name):x:64123:64123:farcast test:/nonexistent:/usr/sbin/nologin\n")
+            .write(toFile: passwd, atomically: true, encoding: .utf8)
+        try (try String(contentsOfFile: "/etc/shadow", encoding: .utf8) + "\(name):\(hash):19000:0:99999:7:::\n")
+            .write(toFile: shadow, atomically: true, encoding: .utf8)
+        chmod(shadow, 0o640)
+    }
+
+    /// A file with the password, as farcast's --password-file reads it.
+    func passwordFile(in folder: TemporaryFolder) throws -> String {
+        let path = folder.path + "/\(name)-password.txt"
+        try (password + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        return path
+    }
+
+    func launch(_ executable: String, _ arguments: [String], logName: String) throws -> BackgroundProcess {
+        // unshare execs the shell, which execs the server: the process stopped is the server.
+        let script = "mount --bind \"$1\" /etc/passwd && mount --bind \"$2\" /etc/shadow && shift 2 && exec \"$@\""
+        return try BackgroundProcess(try requireExecutable("unshare", package: "util-linux"),
+                                     ["-m", "sh", "-c", script, "sh", passwd, shadow, executable] + arguments, logName: logName)
+    }
 }
 
 /// An X server killed before it could clean up leaves its lock file and socket behind; remove
@@ -135,7 +207,8 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
     let xvfb: BackgroundProcess
     let server: BackgroundProcess
 
-    init(geometry: String = "400x300", password: String?, folder: TemporaryFolder) throws {
+    init(geometry: String = "400x300", password: String?, folder: TemporaryFolder, extra: [String] = [],
+         startupTimeout: TimeInterval = 30) throws {
         display = DisplayNumbers.allocate()
         port = 5900 + DisplayNumbers.allocate()
         xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
@@ -150,8 +223,11 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
             guard stored.status == 0 else { throw PeerFailed(name: "x11vnc -storepasswd", log: stored.stderr) }
             arguments = arguments.filter { $0 != "-nopw" } + ["-rfbauth", file]
         }
-        server = try BackgroundProcess(x11vnc, arguments, logName: "x11vnc")
-        try waitForTCPPort(port, timeout: 30, process: server)
+        server = try BackgroundProcess(x11vnc, arguments + extra, logName: "x11vnc")
+        try waitForTCPPort(port, timeout: startupTimeout, process: server)
+        // x11vnc listens before its main loop runs: wait until it greets, and if it never does,
+        // fail here with its log rather than later with a client-side timeout.
+        try waitForRFBBanner(port, timeout: startupTimeout, process: server)
     }
 
     deinit {
@@ -288,7 +364,8 @@ final class X0vncServer: XDisplay, @unchecked Sendable {
         guard made.status == 0 else { throw PeerFailed(name: "openssl genrsa", log: made.stderr) }
     }
 
-    init(geometry: String = "320x240", securityTypes: String, rsaKey: String, passwords: PasswordFiles) throws {
+    /// `securityTypes` nil leaves the server's default.
+    init(geometry: String = "320x240", securityTypes: String?, rsaKey: String, passwords: PasswordFiles) throws {
         self.passwords = passwords
         display = DisplayNumbers.allocate()
         port = 5900 + DisplayNumbers.allocate()
@@ -300,13 +377,13 @@ final class X0vncServer: XDisplay, @unchecked Sendable {
     }
 
     /// (Re)starts the VNC server on the same display and port, e.g. with another key.
-    func start(securityTypes: String, rsaKey: String) throws {
+    func start(securityTypes: String?, rsaKey: String) throws {
         server?.stop()
         // -interface alone: -localhost would add [::1] as well.
-        let process = try BackgroundProcess(try Self.binary(), ["-display", ":\(display)", "-rfbport", "\(port)", "-interface", "127.0.0.1",
-                                                                "-SecurityTypes", securityTypes, "-PasswordFile", passwords.tigervnc,
-                                                                "-RSAKey", rsaKey],
-                                            logName: "x0vncserver")
+        var arguments = ["-display", ":\(display)", "-rfbport", "\(port)", "-interface", "127.0.0.1",
+                         "-PasswordFile", passwords.tigervnc, "-RSAKey", rsaKey]
+        if let securityTypes { arguments += ["-SecurityTypes", securityTypes] }
+        let process = try BackgroundProcess(try Self.binary(), arguments, logName: "x0vncserver")
         server = process
         try waitForTCPPort(port, process: process)
     }

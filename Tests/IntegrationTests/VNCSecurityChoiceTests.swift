@@ -1,0 +1,132 @@
+import FarcastSupport
+import Foundation
+import RFB
+import Testing
+
+/// Which security type farcast chooses against every configuration of the real servers here, and
+/// that the login then succeeds: the table the default-TigerVNC failure called for. Each row
+/// starts the server as a user would (defaults included), connects with farcast's default
+/// preference unless the row says otherwise, and checks the types offered, the method chosen
+/// and a complete first frame through it.
+@Suite(.serialized, .timeLimit(.minutes(8)))
+struct VNCSecurityChoiceTests {
+    /// One row: a server configuration and what must happen against it.
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        var server: @Sendable (TemporaryFolder, PasswordFiles) throws -> (any XDisplay, AnyObject)
+        var offered: [UInt8]
+        var subtypes: [UInt32]
+        var chosen: String
+        var preference: [SecurityMethod]? = nil
+        var username: String? = nil
+        var passwordOverride: (@Sendable (TemporaryFolder) throws -> String)? = nil
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "Xvnc 1.12 default (TLSVnc,VncAuth)",
+            server: { _, pw in let s = try XvncServer(securityTypes: nil, passwords: pw); return (s, s) },
+            offered: [19, 2], subtypes: [258, 2], chosen: "VncAuth"),
+        Row(name: "Xvnc 1.12 VncAuth",
+            server: { _, pw in let s = try XvncServer(securityTypes: "VncAuth", passwords: pw); return (s, s) },
+            offered: [2], subtypes: [], chosen: "VncAuth"),
+        Row(name: "Xvnc 1.12 TLSNone,VncAuth",
+            server: { _, pw in let s = try XvncServer(securityTypes: "TLSNone,VncAuth", passwords: pw); return (s, s) },
+            offered: [19, 2], subtypes: [257, 2], chosen: "VncAuth"),
+        Row(name: "Xvnc 1.12 X509Vnc,TLSVnc,X509Plain,TLSNone,VncAuth with a certificate",
+            server: { folder, pw in
+                let certificate = try TestCertificate(name: "xvnc", in: folder)
+                let s = try XvncServer(securityTypes: "X509Vnc,TLSVnc,X509Plain,TLSNone,VncAuth", passwords: pw,
+                                       extra: ["-X509Cert", certificate.cert, "-X509Key", certificate.key])
+                return (s, s)
+            },
+            offered: [19, 2], subtypes: [261, 258, 262, 257, 2], chosen: "X509Vnc"),
+        Row(name: "Xvnc 1.12 Plain with a PAM user (--security plain)",
+            server: { folder, pw in
+                let s = try XvncServer(securityTypes: "Plain", passwords: pw, pamUser: try PAMUser(in: folder))
+                return (s, s)
+            },
+            offered: [19], subtypes: [256], chosen: "Plain", preference: [.plain], username: "fcplain",
+            passwordOverride: { _ in "pläin pass" }),
+        Row(name: "Xvnc 1.12 X509Plain with a PAM user",
+            server: { folder, pw in
+                let certificate = try TestCertificate(name: "xvnc-plain", in: folder)
+                let s = try XvncServer(securityTypes: "X509Plain", passwords: pw, pamUser: try PAMUser(in: folder),
+                                       extra: ["-X509Cert", certificate.cert, "-X509Key", certificate.key])
+                return (s, s)
+            },
+            offered: [19], subtypes: [262], chosen: "X509Plain", username: "fcplain", passwordOverride: { _ in "pläin pass" }),
+        Row(name: "x0vncserver 1.15 default",
+            server: { folder, pw in
+                let key = folder.path + "/rsa.pem"
+                try X0vncServer.makeRSAKey(key)
+                let s = try X0vncServer(securityTypes: nil, rsaKey: key, passwords: pw)
+                return (s, s)
+            },
+            offered: [19, 2], subtypes: [258, 2], chosen: "VncAuth"),
+        Row(name: "x11vnc 0.9.16 -rfbauth",
+            server: { folder, pw in let s = try X11vncServer(password: pw.password, folder: folder); return (s, s) },
+            offered: [2], subtypes: [], chosen: "VncAuth"),
+        Row(name: "x11vnc 0.9.16 -ssl TMP (VeNCrypt and ANONTLS)",
+            server: { folder, pw in
+                let s = try X11vncServer(password: pw.password, folder: folder, extra: ["-ssl", "TMP"], startupTimeout: 60)
+                return (s, s)
+            },
+            offered: [19, 18], subtypes: [258, 261], chosen: "X509Vnc"),
+    ]
+
+    @Test(arguments: rows)
+    func chosenTypeAndLogin(_ row: Row) async throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let (server, keepAlive) = try row.server(folder, passwords)
+        defer { withExtendedLifetime(keepAlive) {} }
+        var options = VNCClient.Options()
+        options.trustStore = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
+        if let preference = row.preference { options.configuration.securityPreference = preference }
+        let password = try row.passwordOverride?(folder) ?? passwords.password
+        let username = row.username
+        let client = try await VNCClient.connect(to: server.endpoint, credentials: { request in
+            VNCCredentials(username: request.needsUsername ? username : nil, password: password)
+        }, options: options)
+        let info = await client.serverInfo
+        #expect(info?.securityTypes == row.offered, "\(row.name): offered \(String(describing: info?.securityTypes))")
+        #expect(info?.veNCryptSubtypes == row.subtypes, "\(row.name): subtypes \(String(describing: info?.veNCryptSubtypes))")
+        #expect(info?.security == row.chosen, "\(row.name): chose \(String(describing: info?.security))")
+        try await client.waitForFirstFrame(timeout: .seconds(20))
+        await client.close()
+    }
+
+    /// The first-contact failure as a user met it: `farcast vnc info` against Xvnc started with
+    /// no -SecurityTypes, with the right password, logs in (it used to report "authentication
+    /// failed").
+    @Test func infoAgainstADefaultXvncLogsIn() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(securityTypes: nil, passwords: passwords)
+        let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain, "--json"],
+                             environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("\"security\":\"VncAuth\""), "stdout: \(result.stdout)")
+    }
+
+    /// Plain with the wrong password: the server's refusal, promptly (it used to hang 30 s
+    /// waiting for an acknowledgement byte Xvnc never sends).
+    @Test func plainWithAWrongPasswordIsRefusedPromptly() async throws {
+        let folder = try TemporaryFolder()
+        let server = try XvncServer(securityTypes: "Plain", passwords: nil, pamUser: try PAMUser(in: folder))
+        var options = VNCClient.Options()
+        options.configuration.securityPreference = [.plain]
+        let started = ContinuousClock.now
+        do {
+            let client = try await VNCClient.connect(to: server.endpoint, credentials: { _ in
+                VNCCredentials(username: "fcplain", password: "not the password")
+            }, options: options)
+            await client.close()
+            Issue.record("a wrong Plain password was accepted")
+        } catch let error as RFBError {
+            guard case .authenticationFailed = error else { Issue.record("expected authenticationFailed, got \(error)"); return }
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+}
