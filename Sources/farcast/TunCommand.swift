@@ -54,25 +54,26 @@ struct TunDeviceOptions: ParsableArguments {
 
     /// Checks everything that needs no kernel (exit code 2 on a mistake).
     func parsed(tap: Bool = false) throws -> (TunDevice.Configuration, [IPPrefix], [IPPrefix]) {
-        do { try TunDevice.validate(name: name) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
+        do { try TunDevice.validate(name: name) } catch { throw ValidationError("\(error)") }
         var prefixes: [IPPrefix] = []
         for text in addresses {
-            do { prefixes.append(try IPPrefix(text)) } catch { throw CommandFailure(message: "--address: \(error)", exitCode: 2) }
+            do { prefixes.append(try IPPrefix(text)) } catch { throw ValidationError("--address: \(error)") }
         }
         var extra: [IPPrefix] = []
         for text in routes {
-            do { extra.append(try IPPrefix(text)) } catch { throw CommandFailure(message: "--route: \(error)", exitCode: 2) }
+            do { extra.append(try IPPrefix(text)) } catch { throw ValidationError("--route: \(error)") }
         }
         if let mtu {
-            guard (68...65535).contains(mtu) else { throw CommandFailure(message: "--mtu must be 68–65535, not \(mtu)", exitCode: 2) }
+            guard (68...65535).contains(mtu) else { throw ValidationError("--mtu must be 68–65535, not \(mtu)") }
             if mtu < 1280 && prefixes.contains(where: { !$0.address.isIPv4 }) {
-                throw CommandFailure(message: "--mtu \(mtu) is below IPv6's minimum of 1280 but an IPv6 address was given", exitCode: 2)
+                throw ValidationError("--mtu \(mtu) is below IPv6's minimum of 1280 but an IPv6 address was given")
             }
         }
-        guard (1...64).contains(queues) else { throw CommandFailure(message: "--queues must be 1–64, not \(queues)", exitCode: 2) }
-        if let duration, !(duration > 0) { throw CommandFailure(message: "--duration must be positive", exitCode: 2) }
-        guard netlinkTimeout > 0 else { throw CommandFailure(message: "--netlink-timeout must be positive", exitCode: 2) }
-        if tap && offload { throw CommandFailure(message: "--offload works on TUN devices only, not with --tap", exitCode: 2) }
+        guard (1...64).contains(queues) else { throw ValidationError("--queues must be 1–64, not \(queues)") }
+        // Upper bounds keep the conversions to whole milliseconds finite.
+        if let duration, !(duration > 0 && duration <= 100_000_000) { throw ValidationError("--duration must be a positive number of seconds") }
+        guard netlinkTimeout > 0 && netlinkTimeout <= 3600 else { throw ValidationError("--netlink-timeout must be within 0…3600 seconds") }
+        if tap && offload { throw ValidationError("--offload works on TUN devices only, not with --tap") }
         let configuration = TunDevice.Configuration(name: name, layer: tap ? .tap : .tun, queues: queues, offload: offload)
         return (configuration, prefixes, extra)
     }
@@ -354,12 +355,12 @@ struct TunPipeCommand: AsyncParsableCommand {
         try await reportingFailures {
             let (_, _, _) = try device.parsed()
             guard (1...65535).contains(listen), listen + device.queues - 1 <= 65535 else {
-                throw CommandFailure(message: "--listen must be a UDP port within 1–65535, with queue i using PORT+i (\(device.queues) queue\(device.queues == 1 ? "" : "s"))", exitCode: 2)
+                throw ValidationError("--listen must be a UDP port within 1–65535, with queue i using PORT+i (\(device.queues) queue\(device.queues == 1 ? "" : "s"))")
             }
-            guard (1...1024).contains(batch) else { throw CommandFailure(message: "--batch must be 1–1024", exitCode: 2) }
+            guard (1...1024).contains(batch) else { throw ValidationError("--batch must be 1–1024") }
             let remote = try resolvePeer()
             guard Int(remote.port) + device.queues - 1 <= 65535 else {
-                throw CommandFailure(message: "--peer's port plus \(device.queues - 1) (one port per queue) exceeds 65535", exitCode: 2)
+                throw ValidationError("--peer's port plus \(device.queues - 1) (one port per queue) exceeds 65535")
             }
             FileHandleOutput.stderr("farcast: WARNING: tun pipe is UNENCRYPTED and UNAUTHENTICATED: packets cross the network in clear text and anyone on the path can read or inject them. Use it for tests and benchmarks only.\n")
 
@@ -450,10 +451,10 @@ struct TunPipeCommand: AsyncParsableCommand {
     private func resolvePeer() throws -> UDPEndpoint {
         if let endpoint = UDPEndpoint(peer) { return endpoint }
         guard let colon = peer.lastIndex(of: ":"), let port = UInt16(peer[peer.index(after: colon)...]), port > 0 else {
-            throw CommandFailure(message: "--peer must be HOST:PORT, not '\(peer)'", exitCode: 2)
+            throw ValidationError("--peer must be HOST:PORT, not '\(peer)'")
         }
         let host = String(peer[..<colon])
-        guard !host.isEmpty, !host.contains(":") else { throw CommandFailure(message: "--peer must be HOST:PORT ([IPv6]:PORT), not '\(peer)'", exitCode: 2) }
+        guard !host.isEmpty, !host.contains(":") else { throw ValidationError("--peer must be HOST:PORT ([IPv6]:PORT), not '\(peer)'") }
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
         var result: UnsafeMutablePointer<addrinfo>?

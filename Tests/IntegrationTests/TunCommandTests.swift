@@ -203,11 +203,18 @@ struct TunCommandTests {
                           ["tun", "up", "ftok0", "--address", "fd00::1/64", "--mtu", "1000"],
                           ["tun", "up", "ftok0", "--tap", "--offload"],
                           ["tun", "pipe", "ftok0", "--peer", "nonsense", "--listen", "7000"],
-                          ["tun", "pipe", "ftok0", "--peer", "192.0.2.1:7000", "--listen", "70000"]] {
+                          ["tun", "pipe", "ftok0", "--peer", "192.0.2.1:7000", "--listen", "70000"],
+                          ["tun", "echo", "ftok0", "--duration", "inf"],
+                          ["tun", "echo", "ftok0", "--netlink-timeout", "0"],
+                          ["tun", "up", "ftok0", "--queues", "0"],
+                          ["tun", "pipe", "ftok0", "--peer", "192.0.2.1:7000", "--listen", "7000", "--batch", "0"],
+                          ["tun", "up", "ftok0", "--route", "10.0.0.0/8x"]] {
             let result = try run(farcast, arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
             #expect(result.stderr.hasPrefix("farcast: "), "\(arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("(see `farcast tun \(arguments[1]) --help`)"), "\(arguments): \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
         }
     }
 

@@ -27,11 +27,14 @@ public final class UDPBatchSocket: Sendable {
     /// Largest super-datagram payload: 64 KiB less the IPv6/IPv4 and UDP headers, rounded down.
     public static let maximumSuperDatagram = 65_000
 
-    /// Binds `localPort` (0: any) on the wildcard address of the remote's family and connects
-    /// to `remote`. `bufferBytes` sizes both socket buffers (forced past the system limit when
-    /// the process may).
-    public init(localPort: UInt16, remote: UDPEndpoint, segmentationOffload: Bool = true, receiveOffload: Bool = true,
-                bufferBytes: Int = 4 << 20) throws(TunnelError) {
+    /// Binds `localPort` (0: any) on `localAddress` (nil: the wildcard address of the remote's
+    /// family) and connects to `remote`. `bufferBytes` sizes both socket buffers (forced past the
+    /// system limit when the process may).
+    public init(localPort: UInt16, localAddress: IPAddress? = nil, remote: UDPEndpoint, segmentationOffload: Bool = true,
+                receiveOffload: Bool = true, bufferBytes: Int = 4 << 20) throws(TunnelError) {
+        if let localAddress, localAddress.isIPv4 != remote.address.isIPv4 {
+            throw .invalidConfiguration("the local address \(localAddress) and the peer \(remote) are of different IP versions")
+        }
         let family = remote.address.isIPv4 ? AF_INET : AF_INET6
         let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system(operation: "open a UDP socket", errno: errno) }
@@ -45,9 +48,9 @@ public final class UDPBatchSocket: Sendable {
                 _ = setsockopt(fd, SOL_SOCKET, plain, &size, socklen_t(MemoryLayout<CInt>.size))
             }
         }
-        let local = UDPEndpoint(address: remote.address.isIPv4 ? .v4(0) : .v6(high: 0, low: 0), port: localPort)
+        let local = UDPEndpoint(address: localAddress ?? (remote.address.isIPv4 ? .v4(0) : .v6(high: 0, low: 0)), port: localPort)
         let bound = local.withSocketAddress { bind(fd, $0, $1) }
-        guard bound == 0 else { throw .system(operation: "bind UDP port \(localPort)", errno: errno) }
+        guard bound == 0 else { throw .system(operation: "bind UDP \(localAddress == nil ? "port \(localPort)" : "\(local)")", errno: errno) }
         let connected = remote.withSocketAddress { connect(fd, $0, $1) }
         guard connected == 0 else { throw .system(operation: "connect to \(remote)", errno: errno) }
         var zero: CInt = 0
