@@ -225,6 +225,33 @@ struct TunCommandTests {
         }
     }
 
+    @Test func jsonIsOneObjectOnStdoutAndQuietLeavesStderrEmpty() throws {
+        let farcast = try farcastBinary()
+        let up = try run(farcast, ["tun", "up", "ftjson0", "--address", "10.85.0.1/24", "--address", "fd85::1/64",
+                                   "--duration", "0.3", "--json"])
+        #expect(up.status == 0, "\(up.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(up.stdout.utf8)) as? [String: Any], "stdout: \(up.stdout)")
+        #expect(object["name"] as? String == "ftjson0")
+        #expect(object["addresses"] as? [String] == ["10.85.0.1/24", "fd85::1/64"])
+        #expect(object["queues"] as? Int == 1 && object["layer"] as? String == "tun")
+        #expect(up.stderr.contains("ftjson0 is up"), "progress goes to stderr: \(up.stderr)")
+
+        let echo = try run(farcast, ["tun", "echo", "ftjson1", "--address", "10.86.0.1/24", "--duration", "0.3", "--json", "--quiet"])
+        #expect(echo.status == 0, "\(echo.stderr)")
+        #expect(echo.stderr.isEmpty, "--quiet: \(echo.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(echo.stdout.utf8)) as? [String: Any], "stdout: \(echo.stdout)")
+        #expect(report["echo_requests_answered"] as? Int == 0)
+        #expect((report["device"] as? [String: Any])?["name"] as? String == "ftjson1")
+        #expect(try run(try requireExecutable("ip", package: "iproute2"), ["link", "show", "dev", "ftjson1"]).status != 0)
+    }
+
+    @Test(arguments: ["up", "echo", "pipe"])
+    func helpShowsAnExample(verb: String) throws {
+        let help = try run(try farcastBinary(), ["tun", verb, "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("Example") && help.stdout.contains("farcast tun \(verb) "), "\(help.stdout)")
+    }
+
     @Test func withoutCapNetAdminTheFailureSaysSo() throws {
         let farcast = try farcastBinary()
         let setpriv = try requireExecutable("setpriv", package: "util-linux")
