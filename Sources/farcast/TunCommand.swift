@@ -198,11 +198,13 @@ struct TunUpCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let tun = try device.open(tap: tap)
-            defer { tun.close() }
+            // Watch for SIGINT/SIGTERM before the device exists: a signal during its
+            // configuration then ends the command the graceful way (exit 0) as soon as it is up.
             let latch = StopLatch()
             let signals = SignalWatcher { _ in latch.stop(signalled: true) }
             defer { signals.cancel() }
+            let tun = try device.open(tap: tap)
+            defer { tun.close() }
             if !global.quiet {
                 FileHandleOutput.stderr("\(tun.name) is up (\(device.addresses.joined(separator: ", "))); SIGINT or SIGTERM removes it\n")
             }
@@ -238,9 +240,13 @@ struct TunEchoCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            // Watch for SIGINT/SIGTERM before the device exists: a signal during its
+            // configuration then ends the command the graceful way (exit 0) as soon as it is up.
+            let latch = StopLatch()
+            let signals = SignalWatcher { _ in latch.stop(signalled: true) }
+            defer { signals.cancel() }
             let tun = try device.open()
             defer { tun.close() }
-            let latch = StopLatch()
             let answered = Atomic<Int>(0), ignored = Atomic<Int>(0)
             let workers = WorkerThreads()
             for (i, queue) in tun.queues.enumerated() {
@@ -273,8 +279,6 @@ struct TunEchoCommand: AsyncParsableCommand {
                     }
                 }
             }
-            let signals = SignalWatcher { _ in latch.stop(signalled: true) }
-            defer { signals.cancel() }
             if !global.quiet {
                 FileHandleOutput.stderr("\(tun.name) answers pings for \(device.addresses.joined(separator: ", ")); SIGINT or SIGTERM stops\n")
             }
@@ -364,6 +368,11 @@ struct TunPipeCommand: AsyncParsableCommand {
             }
             FileHandleOutput.stderr("farcast: WARNING: tun pipe is UNENCRYPTED and UNAUTHENTICATED: packets cross the network in clear text and anyone on the path can read or inject them. Use it for tests and benchmarks only.\n")
 
+            // Watch for SIGINT/SIGTERM before the device exists: a signal during its
+            // configuration then ends the command the graceful way (exit 0) as soon as it is up.
+            let latch = StopLatch()
+            let signals = SignalWatcher { _ in latch.stop(signalled: true) }
+            defer { signals.cancel() }
             let tun = try device.open()
             defer { tun.close() }
             var sockets: [UDPBatchSocket] = []
@@ -377,7 +386,6 @@ struct TunPipeCommand: AsyncParsableCommand {
                 throw CommandFailure(message: "\(error)")
             }
             defer { for s in sockets { s.close() } }
-            let latch = StopLatch()
             let workers = WorkerThreads()
             let slot = max(device.mtu ?? 1500, 576)
             let useGRO = device.offload && !noGRO
@@ -415,8 +423,6 @@ struct TunPipeCommand: AsyncParsableCommand {
                     }
                 }
             }
-            let signals = SignalWatcher { _ in latch.stop(signalled: true) }
-            defer { signals.cancel() }
             if !global.quiet {
                 FileHandleOutput.stderr("\(tun.name) piped to \(remote) from UDP port \(listen) (\(tun.queues.count) queue\(tun.queues.count == 1 ? "" : "s"), offload \(tun.offload), GRO \(useGRO ? "on" : "off"), UDP GSO \(sockets[0].segmentationOffload ? "on" : "off"), UDP GRO \(sockets[0].receiveOffload ? "on" : "off"))\n")
             }
