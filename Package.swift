@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Tunnel", targets: ["Tunnel"]),
         .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
         .library(name: "Punktfunk", targets: ["Punktfunk"]),
+        .library(name: "Jellyfin", targets: ["Jellyfin"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -26,6 +27,16 @@ let package = Package(
         // entry point, which may change in any minor release.
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", .upToNextMinor(from: "1.6.2")),
         .package(url: "https://github.com/attaswift/BigInt.git", from: "6.0.1"),
+        // Jellyfin: the generated client's runtime and transports (only the Jellyfin module uses them)
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // The Jellyfin stand-in server (an executable for tests and benchmarks, never a library product)
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         // System libraries: a module map over one shim header each, nothing else.
@@ -42,6 +53,12 @@ let package = Package(
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Linux UAPI headers for TUN/TAP, virtio-net and rtnetlink (ioctl numbers, struct sizes).
         .systemLibrary(name: "CTunnelLinux", providers: [.apt(["linux-libc-dev"])]),
+        // QUIC for punktfunk/1: ngtcp2 0.12 with its GnuTLS crypto helper (TLS 1.3, client
+        // certificates, our own pin check). Only the Punktfunk module links it.
+        .systemLibrary(name: "CNGTCP2", pkgConfig: "libngtcp2_crypto_gnutls",
+                       providers: [.apt(["libngtcp2-dev", "libngtcp2-crypto-gnutls-dev", "libgnutls28-dev"])]),
+        // Edwards25519 point arithmetic for SPAKE2 pairing (swift-crypto exposes no point addition).
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
 
         .target(
             name: "FarcastSupport",
@@ -106,17 +123,57 @@ let package = Package(
         .target(
             name: "Punktfunk",
             dependencies: [
-                "FarcastSupport", "COpus", "PunktfunkKernels",
+                "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
+        // Jellyfin: the generated layer (Generated/, package access) and the readable API above it.
+        // The generated code, swift-openapi-runtime and async-http-client stay in this module.
+        .target(
+            name: "Jellyfin",
+            dependencies: [
+                "FarcastSupport",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession", condition: .when(platforms: [.macOS, .iOS])),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The Jellyfin stand-in server for tests and benchmarks (scripts/jellyfin-standin): the
+        // generated server stubs on Hummingbird over an in-memory library. Test support, so it
+        // lives under Tests/ and is no library product.
+        .executableTarget(
+            name: "jellyfin-standin",
+            dependencies: [
+                "Jellyfin", "FarcastSupport",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/JellyfinStandIn",
+            // The generated server stubs import at package level; every other import is internal.
+            swiftSettings: [.enableUpcomingFeature("InternalImportsByDefault")]
+        ),
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Tunnel",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -128,6 +185,10 @@ let package = Package(
             name: "TunnelTests",
             dependencies: ["Tunnel", .target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "JellyfinTests",
+            dependencies: ["Jellyfin", "FarcastSupport", .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]
         ),
         .testTarget(
             name: "RFBTests",
@@ -147,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Tunnel", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "CZlib", "COpus", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],

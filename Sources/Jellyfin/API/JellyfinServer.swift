@@ -1,0 +1,202 @@
+internal import Foundation
+internal import OpenAPIRuntime
+
+/// One Jellyfin server as seen before signing in: its normalised address and this program's
+/// identity. Probing follows redirects and returns the server at its final address; signing in
+/// (by password or Quick Connect) returns a `JellyfinSession`.
+public struct JellyfinServer: Sendable {
+    public let address: ServerAddress
+    public let identity: ClientIdentity
+    public let transport: JellyfinTransport
+
+    public init(address: ServerAddress, identity: ClientIdentity, transport: JellyfinTransport = JellyfinTransport()) {
+        self.address = address
+        self.identity = identity
+        self.transport = transport
+    }
+
+    /// The generated client, speaking for `token` (nil before sign-in).
+    func client(token: String?) -> Client {
+        Client(serverURL: address.url, configuration: Configuration(dateTranscoder: JellyfinDateTranscoder()),
+               transport: transport.clientTransport,
+               middlewares: [AuthorizationMiddleware(identity: identity, token: token, serverURL: address.description),
+                             ResponseLimitMiddleware(maxBytes: transport.maxResponseBytes)])
+    }
+
+    /// Runs one generated operation, turning whatever it throws into a `JellyfinError`.
+    func perform<T>(_ operation: String, _ body: () async throws -> T) async throws(JellyfinError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw JellyfinError.from(error, operation: operation, url: address.description, timeout: transport.timeout)
+        }
+    }
+
+    /// The error for an answer the operation did not expect.
+    func unexpected(_ operation: String, status: Int, retryAfter: Int32? = nil, message: String? = nil) -> JellyfinError {
+        switch status {
+        case 401: return .signedOutByServer(url: address.description)
+        case 403: return .forbidden(operation: operation)
+        case 404: return .notFound(what: operation)
+        case 503: return .serverStarting(url: address.description, retryAfter: retryAfter.map(Int.init), message: message)
+        default: return .unexpectedStatus(operation: operation, status: status)
+        }
+    }
+
+    /// Asks `/System/Info/Public` (no sign-in needed), following redirects. Returns the server
+    /// at the address the redirects ended at (its base path included) and what it says of itself.
+    /// A 503 (the server is starting) and an answer that is not Jellyfin's are typed errors.
+    public func probe() async throws(JellyfinError) -> (server: JellyfinServer, info: ServerInfo) {
+        let url = address.url.appendingPathComponent("System/Info/Public")
+        let response: JellyfinTransport.PlainResponse
+        do {
+            response = try await transport.get(url, headers: ["Accept": "application/json",
+                                                              "Authorization": AuthorizationHeader.value(identity: identity, token: nil)])
+        } catch {
+            throw JellyfinError.transportError(error, operation: "GET /System/Info/Public", url: address.description, timeout: transport.timeout)
+        }
+        if response.status == 503 {
+            throw .serverStarting(url: address.description, retryAfter: response.headers["retry-after"].flatMap { Int($0) },
+                                  message: response.headers["message"])
+        }
+        guard response.status == 200 else {
+            throw .notJellyfin(url: address.description, reason: "/System/Info/Public answered HTTP \(response.status)")
+        }
+        let dto: Components.Schemas.PublicSystemInfo
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .custom { try JellyfinDateTranscoder().decode($0.singleValueContainer().decode(String.self)) }
+            dto = try decoder.decode(Components.Schemas.PublicSystemInfo.self, from: Data(response.body))
+        } catch {
+            throw .notJellyfin(url: address.description, reason: "/System/Info/Public is not Jellyfin's JSON (\(LiveMessage.reason(error)))")
+        }
+        guard let id = dto.id, !id.isEmpty, let version = dto.version else {
+            throw .notJellyfin(url: address.description, reason: "/System/Info/Public has no server id or version")
+        }
+        // Where the redirects ended, less the path we asked for, is the server's base.
+        var final = address
+        let path = response.finalURL.path
+        if let range = path.range(of: "/System/Info/Public", options: [.caseInsensitive, .backwards]) {
+            var components = URLComponents(url: response.finalURL, resolvingAgainstBaseURL: false)
+            components?.path = String(path[..<range.lowerBound])
+            components?.query = nil
+            if let rebuilt = components?.url, let moved = try? ServerAddress(url: rebuilt) { final = moved }
+        }
+        let info = ServerInfo(id: id, name: dto.serverName ?? "Jellyfin", version: version, productName: dto.productName,
+                              localAddress: dto.localAddress, operatingSystem: dto.operatingSystem, startupWizardCompleted: dto.startupWizardCompleted)
+        return (JellyfinServer(address: final, identity: identity, transport: transport), info)
+    }
+
+    /// The users the server shows on its sign-in screen (may be empty: servers can hide them).
+    public func publicUsers() async throws(JellyfinError) -> [UserSummary] {
+        let operation = "list users"
+        let output = try await perform(operation) { try await client(token: nil).getPublicUsers() }
+        switch output {
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }.map(UserSummary.init)
+        case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
+        case .undocumented(let status, _): throw unexpected(operation, status: status)
+        }
+    }
+
+    /// Signs in by name and password.
+    public func signIn(userName: String, password: String) async throws(JellyfinError) -> JellyfinSession {
+        let operation = "sign in"
+        let output = try await perform(operation) {
+            try await client(token: nil).authenticateUserByName(body: .json(.init(value1: .init(pw: password, username: userName))))
+        }
+        switch output {
+        case .ok(let ok): return try session(from: try await perform(operation) { try ok.body.json }, operation: operation)
+        case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
+        case .undocumented(let status, _):
+            if status == 401 || status == 400 { throw .wrongCredentials(user: userName) }
+            throw unexpected(operation, status: status)
+        }
+    }
+
+    private func session(from result: Components.Schemas.AuthenticationResult, operation: String) throws(JellyfinError) -> JellyfinSession {
+        guard let token = result.accessToken, !token.isEmpty, let user = result.user?.value1, let userId = user.id else {
+            throw .malformedResponse(operation: operation, reason: "no access token or user in the answer")
+        }
+        return JellyfinSession(server: self, userId: userId, userName: user.name ?? "", accessToken: token, serverId: result.serverId ?? user.serverId)
+    }
+
+    /// Resumes a session from a remembered token (nothing is sent until it is used).
+    public func session(userId: String, userName: String, accessToken: String, serverId: String?) -> JellyfinSession {
+        JellyfinSession(server: self, userId: userId, userName: userName, accessToken: accessToken, serverId: serverId)
+    }
+
+    // MARK: Quick Connect
+
+    public func isQuickConnectEnabled() async throws(JellyfinError) -> Bool {
+        let operation = "check Quick Connect"
+        let output = try await perform(operation) { try await client(token: nil).getQuickConnectEnabled() }
+        switch output {
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }
+        case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
+        case .undocumented(let status, _): throw unexpected(operation, status: status)
+        }
+    }
+
+    /// Starts a request: show `code` to the person; they approve it on a signed-in device.
+    public func initiateQuickConnect() async throws(JellyfinError) -> QuickConnectRequest {
+        let operation = "start Quick Connect"
+        let output = try await perform(operation) { try await client(token: nil).initiateQuickConnect() }
+        switch output {
+        case .ok(let ok):
+            let result = try await perform(operation) { try ok.body.json }
+            guard let code = result.code, let secret = result.secret else {
+                throw .malformedResponse(operation: operation, reason: "no code or secret")
+            }
+            return QuickConnectRequest(code: code, secret: secret, authenticated: result.authenticated ?? false)
+        case .unauthorized: throw .quickConnectDisabled(url: address.description)
+        case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
+        case .undocumented(let status, _): throw unexpected(operation, status: status)
+        }
+    }
+
+    /// Whether the request has been approved (false while waiting). An unknown or expired
+    /// secret is `quickConnectExpired`.
+    public func isQuickConnectApproved(_ request: QuickConnectRequest) async throws(JellyfinError) -> Bool {
+        let operation = "check the Quick Connect request"
+        let output = try await perform(operation) { try await client(token: nil).getQuickConnectState(query: .init(secret: request.secret)) }
+        switch output {
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }.authenticated ?? false
+        case .notFound: throw .quickConnectExpired(code: request.code)
+        case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
+        case .undocumented(let status, _): throw unexpected(operation, status: status)
+        }
+    }
+
+    /// Exchanges an approved request for a session.
+    public func completeQuickConnect(_ request: QuickConnectRequest) async throws(JellyfinError) -> JellyfinSession {
+        let operation = "sign in with Quick Connect"
+        let output = try await perform(operation) {
+            try await client(token: nil).authenticateWithQuickConnect(body: .json(.init(value1: .init(secret: request.secret))))
+        }
+        switch output {
+        case .ok(let ok): return try session(from: try await perform(operation) { try ok.body.json }, operation: operation)
+        case .badRequest: throw .quickConnectExpired(code: request.code)
+        case .serviceUnavailable(let s): throw unexpected(operation, status: 503, retryAfter: s.headers.retryAfter, message: s.headers.message)
+        case .undocumented(let status, _):
+            if status == 401 || status == 404 { throw .quickConnectExpired(code: request.code) }
+            throw unexpected(operation, status: status)
+        }
+    }
+
+    /// The whole Quick Connect flow: checks it is enabled, initiates, hands the code to
+    /// `showCode`, polls every `pollInterval` until approved (or `timeout`), and signs in.
+    public func signInWithQuickConnect(timeout: Duration = .seconds(600), pollInterval: Duration = .seconds(5),
+                                       showCode: @Sendable (String) -> Void) async throws(JellyfinError) -> JellyfinSession {
+        guard try await isQuickConnectEnabled() else { throw .quickConnectDisabled(url: address.description) }
+        let request = try await initiateQuickConnect()
+        showCode(request.code)
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            if try await isQuickConnectApproved(request) { break }
+            guard clock.now.advanced(by: pollInterval) < deadline else { throw .quickConnectExpired(code: request.code) }
+            do { try await Task.sleep(for: pollInterval) } catch { throw .quickConnectExpired(code: request.code) }
+        }
+        return try await completeQuickConnect(request)
+    }
+}

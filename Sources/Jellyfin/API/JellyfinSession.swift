@@ -1,0 +1,334 @@
+public import Foundation
+internal import OpenAPIRuntime
+
+/// A signed-in user on one server: browsing, search, user data, images, the live session.
+///
+/// Every call carries `Authorization: MediaBrowser …, Token="…"`; URLs that must carry the
+/// token themselves (the WebSocket) use `ApiKey=`, which 10.10, 10.11 and 12.0 servers accept
+/// (12.0 refuses `api_key=` by default). When the server answers 401 the token is gone (revoked,
+/// signed out elsewhere): every call then throws `JellyfinError.signedOutByServer`.
+public final class JellyfinSession: Sendable {
+    public let server: JellyfinServer
+    public let userId: String
+    public let userName: String
+    public let accessToken: String
+    public let serverId: String?
+    let client: Client
+
+    init(server: JellyfinServer, userId: String, userName: String, accessToken: String, serverId: String?) {
+        self.server = server
+        self.userId = userId
+        self.userName = userName
+        self.accessToken = accessToken
+        self.serverId = serverId
+        client = server.client(token: accessToken)
+    }
+
+    /// Runs one generated operation with errors made readable.
+    private func perform<T>(_ operation: String, _ body: () async throws -> T) async throws(JellyfinError) -> T {
+        try await server.perform(operation, body)
+    }
+
+    /// The error for an output case other than success (401, 403, 404, 503, …).
+    private func failure(_ operation: String, _ output: some Sendable) -> JellyfinError {
+        // Every generated Output is an enum whose case names are the documented statuses.
+        switch Mirror(reflecting: output).children.first?.label {
+        case "unauthorized": return .signedOutByServer(url: server.address.description)
+        case "forbidden": return .forbidden(operation: operation)
+        case "notFound": return .notFound(what: operation)
+        case "badRequest": return .unexpectedStatus(operation: operation, status: 400)
+        case "serviceUnavailable": return .serverStarting(url: server.address.description, retryAfter: nil, message: nil)
+        default: return .unexpectedStatus(operation: operation, status: 0)
+        }
+    }
+
+    /// The fields a listing asks for beyond the defaults: enough for tables and detail.
+    static let listFields: [Components.Schemas.ItemFields] = ["PrimaryImageAspectRatio", "ChildCount", "Genres", "DateCreated"]
+    static let detailFields: [Components.Schemas.ItemFields] = ["Overview", "Genres", "MediaStreams", "MediaSources", "Path", "DateCreated",
+                                                                "ChildCount", "PrimaryImageAspectRatio", "People", "Studios"]
+
+    // MARK: user
+
+    public func currentUser() async throws(JellyfinError) -> UserSummary {
+        let operation = "read the signed-in user"
+        let output = try await perform(operation) { try await client.getCurrentUser() }
+        guard case .ok(let ok) = output else {
+            if case .undocumented(let status, _) = output { throw server.unexpected(operation, status: status) }
+            throw failure(operation, output)
+        }
+        return UserSummary(try await perform(operation) { try ok.body.json })
+    }
+
+    // MARK: browse
+
+    /// The user's libraries (Movies, Shows, Music, …).
+    public func views() async throws(JellyfinError) -> [JellyfinItem] {
+        let operation = "list libraries"
+        let output = try await perform(operation) { try await client.getUserViews(query: .init(userId: userId)) }
+        switch output {
+        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// The pages of a listing, fetched as they are consumed.
+    public func itemPages(_ query: ItemQuery) -> ItemPageSequence {
+        ItemPageSequence(query: query) { [self] query, start, count, wantTotal in
+            try await self.page(query, start: start, count: count, wantTotal: wantTotal)
+        }
+    }
+
+    /// The items of a listing one by one (pages fetched as they are consumed).
+    public func items(_ query: ItemQuery) -> ItemSequence { ItemSequence(pages: itemPages(query)) }
+
+    func page(_ query: ItemQuery, start: Int, count: Int, wantTotal: Bool) async throws(JellyfinError) -> ItemPage {
+        let operation = "list items"
+        var q = Operations.GetItems.Input.Query()
+        q.userId = userId
+        q.parentId = query.parentId
+        q.recursive = query.recursive
+        q.includeItemTypes = query.types.isEmpty ? nil : query.types.map(\.rawValue)
+        q.sortBy = query.sortBy.isEmpty ? nil : query.sortBy.map(\.rawValue)
+        q.sortOrder = query.sortBy.isEmpty ? nil : [query.descending ? "Descending" : "Ascending"]
+        q.searchTerm = query.searchTerm
+        q.isFavorite = query.favouritesOnly ? true : nil
+        q.isPlayed = query.played
+        q.fields = Self.listFields + query.fields
+        q.startIndex = Int32(clamping: start)
+        q.limit = Int32(clamping: count)
+        q.enableTotalRecordCount = wantTotal
+        q.enableImageTypes = ["Primary", "Backdrop", "Thumb"]
+        q.imageTypeLimit = 1
+        let output = try await perform(operation) { try await client.getItems(query: q) }
+        switch output {
+        case .ok(let ok):
+            let result = try await perform(operation) { try ok.body.json }
+            let items = result.items ?? []
+            return ItemPage(items: items.map(JellyfinItem.init), startIndex: Int(result.startIndex ?? Int32(clamping: start)),
+                            totalRecordCount: wantTotal ? result.totalRecordCount.map(Int.init) : nil)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// One item with everything a detail page shows (media streams, overview, genres, images).
+    public func item(_ id: String) async throws(JellyfinError) -> JellyfinItem {
+        let operation = "read item \(id)"
+        let output = try await perform(operation) { try await client.getItem(path: .init(itemId: id), query: .init(userId: userId)) }
+        switch output {
+        case .ok(let ok): return JellyfinItem(try await perform(operation) { try ok.body.json })
+        case .undocumented(let status, _):
+            if status == 404 || status == 400 { throw .notFound(what: "item \(id)") }
+            throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    public func seasons(seriesId: String) async throws(JellyfinError) -> [JellyfinItem] {
+        let operation = "list seasons"
+        let output = try await perform(operation) {
+            try await client.getSeasons(path: .init(seriesId: seriesId), query: .init(userId: userId, fields: Self.listFields))
+        }
+        switch output {
+        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    public func episodes(seriesId: String, seasonId: String? = nil) async throws(JellyfinError) -> [JellyfinItem] {
+        let operation = "list episodes"
+        let output = try await perform(operation) {
+            try await client.getEpisodes(path: .init(seriesId: seriesId), query: .init(userId: userId, fields: Self.listFields, seasonId: seasonId))
+        }
+        switch output {
+        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// Started but unfinished items (Continue Watching).
+    public func resumeItems(limit: Int = 20) async throws(JellyfinError) -> [JellyfinItem] {
+        let operation = "list items to resume"
+        let output = try await perform(operation) {
+            try await client.getResumeItems(query: .init(userId: userId, limit: Int32(clamping: limit), fields: Self.listFields))
+        }
+        switch output {
+        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// The next episode of each series in progress (or of one series).
+    public func nextUp(limit: Int = 20, seriesId: String? = nil) async throws(JellyfinError) -> [JellyfinItem] {
+        let operation = "list next-up episodes"
+        let output = try await perform(operation) {
+            try await client.getNextUp(query: .init(userId: userId, limit: Int32(clamping: limit), fields: Self.listFields, seriesId: seriesId))
+        }
+        switch output {
+        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// The newest items of a library (a bare array on the wire, not a page).
+    public func latest(parentId: String? = nil, limit: Int = 20) async throws(JellyfinError) -> [JellyfinItem] {
+        let operation = "list the latest items"
+        let output = try await perform(operation) {
+            try await client.getLatestMedia(query: .init(userId: userId, parentId: parentId, fields: Self.listFields, limit: Int32(clamping: limit)))
+        }
+        switch output {
+        case .ok(let ok): return try await perform(operation) { try ok.body.json }.map(JellyfinItem.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// Search hints: quick matches by name across the libraries.
+    public func searchHints(_ text: String, limit: Int = 20) async throws(JellyfinError) -> [SearchHint] {
+        let operation = "search"
+        let output = try await perform(operation) {
+            try await client.getSearchHints(query: .init(limit: Int32(clamping: limit), userId: userId, searchTerm: text))
+        }
+        switch output {
+        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.searchHints ?? []).map(SearchHint.init)
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    // MARK: user data
+
+    /// Marks an item played or unplayed; returns the new user data.
+    @discardableResult
+    public func setPlayed(_ itemId: String, _ played: Bool) async throws(JellyfinError) -> UserItemData {
+        let operation = played ? "mark played" : "mark unplayed"
+        if played {
+            let output = try await perform(operation) { try await client.markPlayedItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
+            switch output {
+            case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
+            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+            default: throw failure(operation, output)
+            }
+        } else {
+            let output = try await perform(operation) { try await client.markUnplayedItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
+            switch output {
+            case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
+            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+            default: throw failure(operation, output)
+            }
+        }
+    }
+
+    /// Marks an item favourite or not; returns the new user data.
+    @discardableResult
+    public func setFavourite(_ itemId: String, _ favourite: Bool) async throws(JellyfinError) -> UserItemData {
+        let operation = favourite ? "mark favourite" : "unmark favourite"
+        if favourite {
+            let output = try await perform(operation) { try await client.markFavoriteItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
+            switch output {
+            case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
+            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+            default: throw failure(operation, output)
+            }
+        } else {
+            let output = try await perform(operation) { try await client.unmarkFavoriteItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
+            switch output {
+            case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
+            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+            default: throw failure(operation, output)
+            }
+        }
+    }
+
+    // MARK: images
+
+    /// An image's bytes and whether they came from the cache.
+    public struct Image: Sendable {
+        public var bytes: [UInt8]
+        public var fromCache: Bool
+    }
+
+    /// An item's image by tag, through `cache` when one is given (images are immutable per tag).
+    /// The image endpoint needs no token; the header is sent anyway, as clients do.
+    public func image(itemId: String, type: ImageType = .primary, tag: String? = nil, maxWidth: Int? = nil,
+                      cache: ImageCache? = nil) async throws(JellyfinError) -> Image {
+        let key = tag.map { ImageCache.Key(itemId: itemId, imageType: type.rawValue, tag: $0, maxWidth: maxWidth) }
+        if let cache, let key, let bytes = cache.bytes(for: key) { return Image(bytes: bytes, fromCache: true) }
+        let operation = "fetch the \(type) image"
+        let limit = server.transport.maxResponseBytes
+        let output = try await perform(operation) {
+            try await client.getItemImage(path: .init(itemId: itemId, imageType: .init(value1: type.rawValue)),
+                                          query: .init(maxWidth: maxWidth.map { Int32(clamping: $0) }, tag: tag))
+        }
+        let bytes: [UInt8]
+        switch output {
+        case .ok(let ok):
+            let body = try await perform(operation) { try ok.body.image_Ast_ }
+            bytes = try await perform(operation) { try await [UInt8](collecting: body, upTo: limit) }
+        case .notFound: throw .notFound(what: "the \(type) image of item \(itemId)")
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+        if let cache, let key { try? cache.store(bytes, for: key) }
+        return Image(bytes: bytes, fromCache: false)
+    }
+
+    // MARK: sessions
+
+    /// Tells the server what this client can do, so it shows up as remote-controllable.
+    public func postCapabilities(supportsMediaControl: Bool = true, playableMediaTypes: [String] = ["Audio", "Video"],
+                                 supportedCommands: [String] = ["DisplayMessage", "SetVolume", "Mute", "Unmute", "ToggleMute"]) async throws(JellyfinError) {
+        let operation = "post capabilities"
+        var capabilities = Components.Schemas.ClientCapabilitiesDto()
+        capabilities.playableMediaTypes = playableMediaTypes
+        capabilities.supportedCommands = supportedCommands
+        capabilities.supportsMediaControl = supportsMediaControl
+        capabilities.supportsPersistentIdentifier = true
+        let output = try await perform(operation) { try await client.postFullCapabilities(body: .json(.init(value1: capabilities))) }
+        switch output {
+        case .noContent: return
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// The server's active sessions (what a remote-control picker lists).
+    public func sessions() async throws(JellyfinError) -> [LiveSessionSummary] {
+        let operation = "list sessions"
+        let output = try await perform(operation) { try await client.getSessions() }
+        switch output {
+        case .ok(let ok):
+            return try await perform(operation) { try ok.body.json }.map { dto in
+                LiveSessionSummary(id: dto.id ?? "", userName: dto.userName, client: dto.client, deviceName: dto.deviceName,
+                                   deviceId: dto.deviceId, nowPlaying: dto.nowPlayingItem?.value1.name,
+                                   supportsRemoteControl: dto.supportsRemoteControl ?? false)
+            }
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// Signs out: the server revokes this token.
+    public func signOut() async throws(JellyfinError) {
+        let operation = "sign out"
+        let output = try await perform(operation) { try await client.reportSessionEnded() }
+        switch output {
+        case .noContent: return
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// A URL on this server that carries the token as `ApiKey=` (for players and sockets that
+    /// cannot send headers). Never `api_key=`: 12.0 servers refuse it by default.
+    public func authenticatedURL(path: String, query: [(String, String)] = [], webSocket: Bool = false) -> URL? {
+        var components = URLComponents(string: (webSocket ? server.address.webSocketBase : server.address.description) + path)
+        components?.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } + [URLQueryItem(name: "ApiKey", value: accessToken)]
+        return components?.url
+    }
+}

@@ -1,0 +1,160 @@
+internal import Foundation
+import HTTPTypes
+package import OpenAPIRuntime
+
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+import NIOCore
+import OpenAPIAsyncHTTPClient
+#else
+import OpenAPIURLSession
+#endif
+
+/// How the generated client reaches the network: async-http-client on Linux, URLSession on
+/// Apple platforms, both behind the generated code's `ClientTransport`. Also the one place that
+/// does plain GETs outside the generated operations (the probe, which must see redirects).
+public struct JellyfinTransport: Sendable {
+    /// Time allowed for one request, connection included.
+    public var timeout: Duration
+    /// The largest response body accepted (a hostile server's endless array is refused here).
+    public var maxResponseBytes: Int
+
+    /// Replaces the network for the generated operations (tests feed canned answers here).
+    let injected: (any ClientTransport)?
+
+    public init(timeout: Duration = .seconds(30), maxResponseBytes: Int = 64 << 20) {
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+        injected = nil
+    }
+
+    package init(clientTransport: any ClientTransport, timeout: Duration = .seconds(30), maxResponseBytes: Int = 64 << 20) {
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+        injected = clientTransport
+    }
+
+    var clientTransport: any ClientTransport {
+        if let injected { return injected }
+        #if canImport(AsyncHTTPClient)
+        return AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .nanoseconds(timeout.nanoseconds)))
+        #else
+        return URLSessionTransport()
+        #endif
+    }
+
+    /// The result of a plain GET: the status, the URL it ended at after redirects, a header
+    /// lookup and the body (bounded).
+    struct PlainResponse: Sendable {
+        var status: Int
+        var finalURL: URL
+        var headers: [String: String]
+        var body: [UInt8]
+    }
+
+    #if canImport(AsyncHTTPClient)
+    /// One client for the process, never shut down (like `HTTPClient.shared`), configured to
+    /// follow up to five redirects without cycles and to give up connecting after 10 s.
+    static let httpClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.decompression = .enabled(limit: .ratio(50))
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
+    func get(_ url: URL, headers: [String: String]) async throws -> PlainResponse {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await Self.httpClient.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+        var body = try await response.body.collect(upTo: maxResponseBytes)
+        var lookup: [String: String] = [:]
+        for header in response.headers { lookup[header.name.lowercased()] = header.value }
+        return PlainResponse(status: Int(response.status.code), finalURL: response.url ?? url, headers: lookup,
+                             body: body.readBytes(length: body.readableBytes) ?? [])
+    }
+    #else
+    func get(_ url: URL, headers: [String: String]) async throws -> PlainResponse {
+        var request = URLRequest(url: url)
+        request.timeoutInterval = Double(timeout.components.seconds)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw JellyfinError.notJellyfin(url: url.absoluteString, reason: "not an HTTP answer") }
+        guard data.count <= maxResponseBytes else { throw JellyfinError.responseTooLarge(operation: "GET \(url.path)", limit: maxResponseBytes) }
+        var lookup: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { lookup[String(describing: name).lowercased()] = String(describing: value) }
+        return PlainResponse(status: http.statusCode, finalURL: http.url ?? url, headers: lookup, body: Array(data))
+    }
+    #endif
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// Adds `Authorization: MediaBrowser …` to every request (the generator ignores the spec's
+/// security scheme) and turns a 401 on a request that carried a token into
+/// `signedOutByServer`: the token is gone, whatever the operation was.
+struct AuthorizationMiddleware: ClientMiddleware {
+    let identity: ClientIdentity
+    let token: String?
+    let serverURL: String
+
+    func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+                   next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+        var request = request
+        request.headerFields[.authorization] = AuthorizationHeader.value(identity: identity, token: token)
+        let (response, responseBody) = try await next(request, body, baseURL)
+        if response.status.code == 401, token != nil {
+            throw JellyfinError.signedOutByServer(url: serverURL)
+        }
+        return (response, responseBody)
+    }
+}
+
+/// Refuses response bodies over a bound: by `Content-Length` before reading, and by counting
+/// while the generated code reads (for chunked answers that never say how long they are).
+struct ResponseLimitMiddleware: ClientMiddleware {
+    let maxBytes: Int
+
+    func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+                   next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+        let (response, responseBody) = try await next(request, body, baseURL)
+        guard let responseBody else { return (response, nil) }
+        if case .known(let length) = responseBody.length, length > maxBytes {
+            throw JellyfinError.responseTooLarge(operation: operationID, limit: maxBytes)
+        }
+        let limited = HTTPBody(LimitedBytes(base: responseBody, limit: maxBytes, operation: operationID),
+                               length: responseBody.length, iterationBehavior: responseBody.iterationBehavior)
+        return (response, limited)
+    }
+}
+
+/// Passes chunks through and throws once more than `limit` bytes went by.
+struct LimitedBytes: AsyncSequence, Sendable {
+    typealias Element = HTTPBody.ByteChunk
+    let base: HTTPBody
+    let limit: Int
+    let operation: String
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: HTTPBody.AsyncIterator
+        let limit: Int
+        let operation: String
+        var seen = 0
+
+        mutating func next() async throws -> HTTPBody.ByteChunk? {
+            guard let chunk = try await base.next() else { return nil }
+            seen += chunk.count
+            if seen > limit { throw JellyfinError.responseTooLarge(operation: operation, limit: limit) }
+            return chunk
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), limit: limit, operation: operation)
+    }
+}

@@ -1,0 +1,1088 @@
+import ArgumentParser
+import FarcastSupport
+import Foundation
+import Jellyfin
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct JellyfinCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jellyfin",
+        abstract: "Browse Jellyfin media servers: sign in, list, search, images, live session.",
+        discussion: """
+            Sign in once with `farcast jellyfin login URL`; the server, user and access token are remembered in the state directory (jellyfin/servers.json, mode 0600) and every other command uses them. With several servers or users remembered, pick one with --server and --user (a name, an id, or for servers the URL).
+
+            Passwords come from a prompt on the terminal, --password-file or FARCAST_JELLYFIN_PASSWORD; never from the command line. Quick Connect (--quick-connect) signs in without a password: approve the 6-digit code from a device already signed in.
+            """,
+        subcommands: [
+            JellyfinDiscoverCommand.self, JellyfinLoginCommand.self, JellyfinLogoutCommand.self, JellyfinServersCommand.self,
+            JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
+            JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
+            JellyfinEventsCommand.self,
+        ]
+    )
+}
+
+// MARK: - Shared pieces
+
+/// Which remembered server and user a command uses, and how long it may wait.
+struct JellyfinTarget: ParsableArguments {
+    @Option(help: ArgumentHelp("The remembered server to use: its name, id or URL (default: the last one signed in to).", valueName: "server"))
+    var server: String?
+
+    @Option(help: ArgumentHelp("The remembered user to use on that server: name or id (default: the last one).", valueName: "user"))
+    var user: String?
+
+    @Option(help: ArgumentHelp("Seconds to wait for each request.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+    }
+
+    /// The remembered session, or a failure that says how to sign in.
+    func session() throws -> JellyfinSession {
+        let store = try JellyfinCLI.store()
+        let remembered = try store.load()
+        guard !remembered.servers.isEmpty else {
+            throw CommandFailure(message: "not signed in to any Jellyfin server: run `farcast jellyfin login URL` first")
+        }
+        guard let entry = remembered.server(matching: server) else {
+            throw CommandFailure(message: "no remembered server matches '\(server ?? "")' (see `farcast jellyfin servers`)", exitCode: 2)
+        }
+        guard let account = entry.user(matching: user) else {
+            throw CommandFailure(message: "no remembered user '\(user ?? "")' on \(entry.name) (see `farcast jellyfin servers`)", exitCode: 2)
+        }
+        let address: ServerAddress
+        do { address = try ServerAddress(parsing: entry.url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
+        let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: JellyfinTransport(timeout: .milliseconds(Int64(timeout * 1000))))
+        return server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id)
+    }
+}
+
+enum JellyfinCLI {
+    static func state() throws -> StateDirectory {
+        let state = try StateDirectory.resolve()
+        try state.ensureExists()
+        return state
+    }
+
+    static func store() throws -> FileCredentialStore { FileCredentialStore(directory: try state()) }
+
+    /// This installation's identity: a device id made once and kept in the state directory.
+    static func identity() throws -> ClientIdentity {
+        let state = try state()
+        let name = "jellyfin/device-id"
+        var deviceId = try state.read(name).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        if deviceId.count != 32 || !deviceId.allSatisfy(\.isHexDigit) {
+            deviceId = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            try state.write(Array(deviceId.utf8), to: name)
+        }
+        var host = [CChar](repeating: 0, count: 256)
+        let device = gethostname(&host, host.count) == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "Linux"
+        return ClientIdentity(client: "Farcast", device: device.isEmpty ? "Linux" : device, deviceId: deviceId, version: FarcastInfo.version)
+    }
+
+    /// `$XDG_CACHE_HOME/farcast/jellyfin-images`, else `~/.cache/farcast/jellyfin-images`.
+    static func imageCache(maxMegabytes: Int) throws -> ImageCache {
+        let env = ProcessInfo.processInfo.environment
+        let base: String
+        if let xdg = env["XDG_CACHE_HOME"], xdg.hasPrefix("/") { base = xdg } else if let home = env["HOME"], home.hasPrefix("/") { base = home + "/.cache" } else {
+            throw CommandFailure(message: "cannot find a cache folder: set XDG_CACHE_HOME or HOME, or use --no-cache")
+        }
+        return try ImageCache(directory: base + "/farcast/jellyfin-images", maxBytes: maxMegabytes << 20)
+    }
+
+    /// Finds an item by id (32 hex digits, or a dashed GUID) or by name: a library view first,
+    /// then anything whose name matches exactly, then the first search hint.
+    static func resolveItem(_ text: String, in session: JellyfinSession) async throws -> JellyfinItem {
+        let compact = text.replacingOccurrences(of: "-", with: "")
+        if compact.count == 32, compact.allSatisfy(\.isHexDigit) {
+            return try await session.item(compact.lowercased())
+        }
+        let views = try await session.views()
+        if let view = views.first(where: { $0.name.caseInsensitiveCompare(text) == .orderedSame }) { return view }
+        let hints = try await session.searchHints(text, limit: 20)
+        guard let hint = hints.first(where: { $0.name.caseInsensitiveCompare(text) == .orderedSame }) ?? hints.first else {
+            throw CommandFailure(message: "nothing called '\(text)' on the server (try `farcast jellyfin search`)")
+        }
+        return try await session.item(hint.id)
+    }
+
+    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
+}
+
+/// One item as the listing commands print it (JSON keys become snake_case).
+struct ItemRow: Encodable {
+    var id: String
+    var name: String
+    var type: String
+    var year: Int?
+    var series: String?
+    var season: Int?
+    var episode: Int?
+    var runtimeSeconds: Double?
+    var played: Bool?
+    var favourite: Bool?
+    var positionSeconds: Double?
+    var childCount: Int?
+    var collectionType: String?
+
+    init(_ item: JellyfinItem) {
+        id = item.id
+        name = item.name
+        type = item.kind.rawValue
+        year = item.productionYear
+        series = item.seriesName
+        season = item.parentIndexNumber
+        episode = item.indexNumber
+        runtimeSeconds = item.runTimeTicks.map { Double($0) / 10_000_000 }
+        played = item.userData?.played
+        favourite = item.userData?.isFavorite
+        positionSeconds = item.userData.flatMap { $0.playbackPositionTicks > 0 ? Double($0.playbackPositionTicks) / 10_000_000 : nil }
+        childCount = item.childCount
+        collectionType = item.collectionType
+    }
+}
+
+/// Prints rows as an aligned table (long cells cut with "…").
+func printTable(_ header: [String], _ rows: [[String]], maxWidth: Int = 48) {
+    let cut: ([String]) -> [String] = { $0.map { $0.count > maxWidth ? String($0.prefix(maxWidth - 1)) + "…" : $0 } }
+    let all = [header] + rows.map(cut)
+    var widths = [Int](repeating: 0, count: header.count)
+    for row in all { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
+    for row in all {
+        let line = row.enumerated().map { i, cell in i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
+        var text = line.joined(separator: "  ")
+        while text.hasSuffix(" ") { text.removeLast() }
+        print(text)
+    }
+}
+
+func itemTable(_ items: [JellyfinItem], total: Int? = nil) {
+    printTable(["ID", "TYPE", "NAME", "YEAR", "RUNTIME", "STATE"], items.map { item in
+        var name = item.name
+        if item.kind == .episode, let series = item.seriesName {
+            name = "\(series) S\(item.parentIndexNumber.map(String.init) ?? "?")E\(item.indexNumber.map(String.init) ?? "?") \(item.name)"
+        }
+        var state: [String] = []
+        if item.userData?.played == true { state.append("played") }
+        if item.userData?.isFavorite == true { state.append("favourite") }
+        if let ticks = item.userData?.playbackPositionTicks, ticks > 0 { state.append("at \(formatTicks(ticks))") }
+        if let count = item.childCount, item.isFolder { state.append("\(count) items") }
+        return [item.id, item.kind.rawValue, name, item.productionYear.map(String.init) ?? "", item.runTimeTicks.map(formatTicks) ?? "", state.joined(separator: ", ")]
+    })
+    if let total, total > items.count { print("(\(items.count) of \(total); use --limit for more)") }
+}
+
+/// Table rows with fixed columns, for output printed page by page.
+func printItemRows(_ items: [JellyfinItem], header: Bool) {
+    func pad(_ text: String, _ width: Int) -> String {
+        let cut = text.count > width ? String(text.prefix(width - 1)) + "…" : text
+        return cut.padding(toLength: width, withPad: " ", startingAt: 0)
+    }
+    if header { print(pad("ID", 32) + "  " + pad("TYPE", 12) + "  " + pad("NAME", 48) + "  " + pad("YEAR", 4) + "  RUNTIME") }
+    for item in items {
+        var name = item.name
+        if item.kind == .episode, let series = item.seriesName {
+            name = "\(series) S\(item.parentIndexNumber.map(String.init) ?? "?")E\(item.indexNumber.map(String.init) ?? "?") \(item.name)"
+        }
+        print(pad(item.id, 32) + "  " + pad(item.kind.rawValue, 12) + "  " + pad(name, 48) + "  " + pad(item.productionYear.map(String.init) ?? "", 4)
+              + "  " + (item.runTimeTicks.map(formatTicks) ?? ""))
+    }
+}
+
+func formatTicks(_ ticks: Int64) -> String {
+    let seconds = Int(ticks / 10_000_000)
+    return seconds >= 3600 ? String(format: "%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60) : String(format: "%d:%02d", seconds / 60, seconds % 60)
+}
+
+// MARK: - discover
+
+struct JellyfinDiscoverCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "discover",
+        abstract: "Find Jellyfin servers on the local network (UDP broadcast on port 7359).",
+        discussion: """
+            Sends "who is JellyfinServer?" to the broadcast address (or to each --address) and lists the servers that answer within the timeout. Servers answer only when their Auto Discovery setting is on.
+
+            Examples:
+              farcast jellyfin discover
+              farcast jellyfin discover --timeout 3 --json
+              farcast jellyfin discover --address 192.168.1.20
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: ArgumentHelp("Seconds to collect answers.", valueName: "seconds"))
+    var timeout: Double = 2
+
+    @Option(name: .customLong("address"), help: ArgumentHelp("Ask this IPv4 address[:port] instead of broadcasting (repeatable).", valueName: "address"))
+    var addresses: [String] = []
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be between 0 and 60 seconds") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            var targets: [(host: String, port: UInt16)] = []
+            for address in addresses {
+                let parts = address.split(separator: ":", omittingEmptySubsequences: false)
+                var probe = in_addr()
+                guard parts.count <= 2, inet_pton(AF_INET, String(parts[0]), &probe) == 1 else {
+                    throw CommandFailure(message: "--address \(address): expected an IPv4 address, optionally with :port", exitCode: 2)
+                }
+                var port = UDPBroadcastDiscovery.port
+                if parts.count == 2 {
+                    guard let value = UInt16(parts[1]), value > 0 else { throw CommandFailure(message: "--address \(address): bad port", exitCode: 2) }
+                    port = value
+                }
+                targets.append((String(parts[0]), port))
+            }
+            let discovery = targets.isEmpty ? UDPBroadcastDiscovery() : UDPBroadcastDiscovery(targets: targets)
+            let servers = try await discovery.discover(timeout: JellyfinCLI.duration(timeout))
+            if global.json {
+                try printJSON(servers.map { DiscoveredRow(id: $0.id, name: $0.name, address: $0.address, answeredFrom: $0.endpointAddress) })
+            } else if servers.isEmpty {
+                FileHandleOutput.stderr("no Jellyfin server answered within \(timeout.formatted()) s\n")
+            } else {
+                printTable(["NAME", "ADDRESS", "ID"], servers.map { [$0.name, $0.address, $0.id] })
+            }
+        }
+    }
+
+    struct DiscoveredRow: Encodable {
+        var id: String
+        var name: String
+        var address: String
+        var answeredFrom: String?
+    }
+}
+
+// MARK: - login / logout / servers
+
+struct JellyfinLoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Sign in to a server and remember it (by password or Quick Connect).",
+        discussion: """
+            URL may be a host name (http and port 8096 are assumed), host:port, or a full URL with a base path (https://example.org/jellyfin). Redirects are followed and the final address is remembered. Without --user you are asked for the name (the server's public users are listed).
+
+            Examples:
+              farcast jellyfin login myserver --user alice
+              farcast jellyfin login https://media.example.org --user alice --password-file ~/.config/jellyfin-pw
+              farcast jellyfin login myserver --quick-connect
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The server's address.")
+    var url: String
+
+    @Option(help: ArgumentHelp("The user name.", valueName: "name"))
+    var user: String?
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "path"))
+    var passwordFile: String?
+
+    @Flag(name: .customLong("quick-connect"), help: "Sign in with a Quick Connect code approved from another signed-in device.")
+    var quickConnect = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for each request, and for Quick Connect approval ten times as long.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    @Option(name: .customLong("poll-interval"), help: ArgumentHelp("Seconds between Quick Connect checks.", valueName: "seconds"))
+    var pollInterval: Double = 5
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+        guard pollInterval >= 0.1, pollInterval <= 60 else { throw ValidationError("--poll-interval must be between 0.1 and 60 seconds") }
+        if quickConnect && passwordFile != nil { throw ValidationError("--quick-connect needs no password; drop --password-file") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let address: ServerAddress
+            do { address = try ServerAddress(parsing: url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
+            var password: String?
+            if let passwordFile {
+                let (value, warning) = try Secrets.readFirstLine(ofFile: passwordFile)
+                if let warning { FileHandleOutput.stderr("farcast: warning: \(warning)\n") }
+                password = value
+            }
+            let transport = JellyfinTransport(timeout: JellyfinCLI.duration(timeout))
+            let probed = try await JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport).probe()
+            let server = probed.server
+            if global.verbose > 0 { FileHandleOutput.stderr("\(probed.info.name) (Jellyfin \(probed.info.version)) at \(server.address)\n") }
+
+            let session: JellyfinSession
+            if quickConnect {
+                let watcher = SignalWatcher { _ in Foundation.exit(130) }
+                defer { watcher.cancel() }
+                session = try await server.signInWithQuickConnect(timeout: JellyfinCLI.duration(timeout * 10), pollInterval: JellyfinCLI.duration(pollInterval)) { code in
+                    FileHandleOutput.stderr("Quick Connect code: \(code)\nApprove it from a signed-in Jellyfin app (Settings → Quick Connect); waiting…\n")
+                }
+            } else {
+                var name = user
+                if name == nil {
+                    let users = (try? await server.publicUsers()) ?? []
+                    if !users.isEmpty { FileHandleOutput.stderr("users: \(users.map(\.name).joined(separator: ", "))\n") }
+                    name = Secrets.prompt("User name: ", echo: true)
+                }
+                guard let name, !name.isEmpty else {
+                    throw CommandFailure(message: "no user name: pass --user NAME (or use --quick-connect)", exitCode: 2)
+                }
+                if password == nil { password = ProcessInfo.processInfo.environment["FARCAST_JELLYFIN_PASSWORD"] }
+                if password == nil { password = Secrets.prompt("Password for \(name) on \(probed.info.name): ") }
+                guard let password else {
+                    throw CommandFailure(message: "no password: there is no terminal to ask on; use --password-file or FARCAST_JELLYFIN_PASSWORD", exitCode: 2)
+                }
+                session = try await server.signIn(userName: name, password: password)
+            }
+            let store = try JellyfinCLI.store()
+            var remembered = try store.load()
+            remembered.remember(server: .init(id: session.serverId ?? probed.info.id, name: probed.info.name, url: server.address.description),
+                                user: RememberedUser(id: session.userId, name: session.userName, token: session.accessToken))
+            try store.save(remembered)
+            let result = LoginResult(server: probed.info.name, serverId: session.serverId ?? probed.info.id, url: server.address.description,
+                                     version: probed.info.version, user: session.userName, userId: session.userId)
+            if global.json { try printJSON(result) } else { print("signed in to \(result.server) as \(result.user)") }
+        }
+    }
+
+    struct LoginResult: Encodable {
+        var server: String
+        var serverId: String
+        var url: String
+        var version: String
+        var user: String
+        var userId: String
+    }
+}
+
+struct JellyfinLogoutCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logout",
+        abstract: "Sign out (the server revokes the token) and forget the user.",
+        discussion: """
+            The user is forgotten even when the server cannot be reached (the token then stays valid on the server until an administrator revokes it; you are told so).
+
+            Examples:
+              farcast jellyfin logout
+              farcast jellyfin logout --server Living-Room --user bob
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            var warning: String?
+            do {
+                try await session.signOut()
+            } catch JellyfinError.signedOutByServer {
+                // Already gone on the server: nothing to revoke.
+            } catch {
+                warning = "could not tell the server (\(error)); the token stays valid there until revoked"
+            }
+            let store = try JellyfinCLI.store()
+            var remembered = try store.load()
+            remembered.forget(serverId: session.serverId ?? "", userId: session.userId)
+            try store.save(remembered)
+            if let warning { FileHandleOutput.stderr("farcast: warning: \(warning)\n") }
+            if global.json {
+                try printJSON(LogoutResult(user: session.userName, server: session.server.address.description, serverNotified: warning == nil))
+            } else {
+                print("signed out \(session.userName) from \(session.server.address)")
+            }
+        }
+    }
+
+    struct LogoutResult: Encodable {
+        var user: String
+        var server: String
+        var serverNotified: Bool
+    }
+}
+
+struct JellyfinServersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "servers",
+        abstract: "List the remembered servers and users (tokens are not shown).",
+        discussion: """
+            The current server and user (used when --server/--user are not given) are marked with *.
+
+            Examples:
+              farcast jellyfin servers
+              farcast jellyfin servers --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let remembered = try JellyfinCLI.store().load()
+            let rows = remembered.servers.map { server in
+                ServerRow(id: server.id, name: server.name, url: server.url, current: server.id == remembered.current,
+                          users: server.users.map { UserRow(id: $0.id, name: $0.name, current: $0.id == server.currentUser) })
+            }
+            if global.json { try printJSON(rows); return }
+            guard !rows.isEmpty else { print("no servers remembered; sign in with `farcast jellyfin login URL`"); return }
+            printTable(["", "SERVER", "URL", "USERS", "ID"], rows.map { row in
+                [row.current ? "*" : "", row.name, row.url, row.users.map { ($0.current ? "*" : "") + $0.name }.joined(separator: ", "), row.id]
+            })
+        }
+    }
+
+    struct ServerRow: Encodable {
+        var id: String
+        var name: String
+        var url: String
+        var current: Bool
+        var users: [UserRow]
+    }
+
+    struct UserRow: Encodable {
+        var id: String
+        var name: String
+        var current: Bool
+    }
+}
+
+// MARK: - browse
+
+struct JellyfinLibrariesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "libraries",
+        abstract: "List the user's libraries (views).",
+        discussion: """
+            Examples:
+              farcast jellyfin libraries
+              farcast jellyfin libraries --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    func run() async throws {
+        try await reportingFailures {
+            let views = try await target.session().views()
+            if global.json { try printJSON(views.map(ItemRow.init)); return }
+            printTable(["ID", "NAME", "KIND"], views.map { [$0.id, $0.name, $0.collectionType ?? $0.kind.rawValue] })
+        }
+    }
+}
+
+struct JellyfinListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List a library, a folder, a series, a season or an album; or everything of a type.",
+        discussion: """
+            VIEW|ITEM is a library name (Movies), an item's name (a series, an album) or its id. Without it, items of every library are listed (use --type to narrow). Items are fetched page by page as they are printed.
+
+            Examples:
+              farcast jellyfin ls Movies
+              farcast jellyfin ls --type episode --sort added --descending --limit 20
+              farcast jellyfin ls "Signal Tests"              # its seasons
+              farcast jellyfin ls Shows --type episode --recursive --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Argument(help: ArgumentHelp("A library or item: name or id.", valueName: "VIEW|ITEM"))
+    var parent: String?
+
+    @Option(name: .customLong("type"), parsing: .upToNextOption,
+            help: ArgumentHelp("Only items of these types: movie, series, season, episode, audio, album, artist, video, boxset, playlist, folder…", valueName: "type"))
+    var types: [String] = []
+
+    @Option(help: ArgumentHelp("Order by: name, year, added, premiere, played, rating, runtime, random (or a server field name).", valueName: "field"))
+    var sort: String?
+
+    @Flag(help: "Largest/newest first.")
+    var descending = false
+
+    @Flag(help: "Include items in sub-folders (implied by --type without VIEW|ITEM).")
+    var recursive = false
+
+    @Flag(help: "Only favourites.")
+    var favourites = false
+
+    @Option(help: ArgumentHelp("At most this many items (0: all).", valueName: "n"))
+    var limit: Int = 100
+
+    @Option(name: .customLong("page-size"), help: ArgumentHelp("Items fetched per request.", valueName: "n"))
+    var pageSize: Int = 200
+
+    func validate() throws {
+        guard limit >= 0 else { throw ValidationError("--limit must be 0 or more") }
+        guard (1...10_000).contains(pageSize) else { throw ValidationError("--page-size must be between 1 and 10000") }
+        for type in types where ItemKind.parse(type) == nil {
+            throw ValidationError("--type \(type): not an item type (movie, series, season, episode, audio, album, artist, video, boxset, playlist, folder)")
+        }
+        if let sort, ItemSortField.parse(sort) == nil {
+            throw ValidationError("--sort \(sort): use name, year, added, premiere, played, rating, runtime or random")
+        }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            var query = ItemQuery()
+            query.types = types.compactMap(ItemKind.parse)
+            if let sort { query.sortBy = [ItemSortField.parse(sort) ?? .sortName] }
+            query.descending = descending
+            query.favouritesOnly = favourites
+            query.pageSize = pageSize
+            query.limit = limit == 0 ? nil : limit
+            if let parent {
+                let item = try await JellyfinCLI.resolveItem(parent, in: session)
+                guard item.isFolder else { throw CommandFailure(message: "'\(item.name)' is a \(item.kind) and holds nothing to list; try `farcast jellyfin info`") }
+                query.parentId = item.id
+                query.recursive = recursive
+            } else {
+                query.recursive = recursive || !query.types.isEmpty
+            }
+            // Streamed page by page (memory stays at a page or two whatever the library's size):
+            // one JSON object written as the pages arrive, or table rows with fixed columns.
+            var first = true
+            var printed = 0
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            for try await page in session.itemPages(query) {
+                if global.json {
+                    if first { print("{\"total\":\(page.totalRecordCount.map(String.init) ?? "null"),\"items\":[", terminator: "") }
+                    for item in page.items {
+                        print((printed == 0 ? "" : ",") + String(decoding: try encoder.encode(ItemRow(item)), as: UTF8.self), terminator: "")
+                        printed += 1
+                    }
+                } else {
+                    if first && page.items.isEmpty {
+                        print("(nothing)")
+                        break
+                    }
+                    printItemRows(page.items, header: first)
+                    printed += page.items.count
+                    if let total = page.totalRecordCount, first, total > (query.limit ?? Int.max) {
+                        FileHandleOutput.stderr("(\(min(total, query.limit ?? total)) of \(total); use --limit for more, 0 for all)\n")
+                    }
+                }
+                first = false
+            }
+            if global.json { print("]}") }
+        }
+    }
+}
+
+struct JellyfinSearchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Search the server's libraries by name.",
+        discussion: """
+            Examples:
+              farcast jellyfin search tone
+              farcast jellyfin search "signal tests" --limit 5 --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Argument(help: "What to look for.")
+    var text: String
+
+    @Option(help: ArgumentHelp("At most this many results.", valueName: "n"))
+    var limit: Int = 20
+
+    func validate() throws {
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the search text is empty") }
+        guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let hints = try await target.session().searchHints(text, limit: limit)
+            if global.json {
+                try printJSON(hints.map { HintRow(id: $0.id, name: $0.name, type: $0.kind.rawValue, year: $0.productionYear, series: $0.series, album: $0.album) })
+            } else if hints.isEmpty {
+                print("(nothing matches '\(text)')")
+            } else {
+                printTable(["ID", "TYPE", "NAME", "YEAR", "IN"], hints.map { [$0.id, $0.kind.rawValue, $0.name, $0.productionYear.map(String.init) ?? "", $0.series ?? $0.album ?? ""] })
+            }
+        }
+    }
+
+    struct HintRow: Encodable {
+        var id: String
+        var name: String
+        var type: String
+        var year: Int?
+        var series: String?
+        var album: String?
+    }
+}
+
+struct JellyfinInfoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show one item in detail: metadata, media streams, images, the user's state.",
+        discussion: """
+            Examples:
+              farcast jellyfin info "Test Pattern"
+              farcast jellyfin info 5d9c1e0f3a2b4c6d8e7f901a2b3c4d5e --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Argument(help: ArgumentHelp("The item: name or id.", valueName: "ITEM"))
+    var item: String
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            let item = try await JellyfinCLI.resolveItem(item, in: session)
+            let detail = InfoResult(item)
+            if global.json { try printJSON(detail); return }
+            print("\(item.name)  [\(item.kind)]")
+            var lines: [(String, String)] = [("id", item.id)]
+            if let series = item.seriesName { lines.append(("series", series + (item.parentIndexNumber.map { ", season \($0)" } ?? "") + (item.indexNumber.map { ", episode \($0)" } ?? ""))) }
+            if let album = item.album { lines.append(("album", album + (item.albumArtist.map { " by \($0)" } ?? ""))) }
+            if let year = item.productionYear { lines.append(("year", String(year))) }
+            if let ticks = item.runTimeTicks { lines.append(("runtime", formatTicks(ticks))) }
+            if !item.genres.isEmpty { lines.append(("genres", item.genres.joined(separator: ", "))) }
+            if let container = item.container { lines.append(("container", container)) }
+            for stream in item.mediaStreams {
+                var text = "\(stream.type) \(stream.codec ?? "?")"
+                if let w = stream.width, let h = stream.height { text += " \(w)×\(h)" }
+                if let range = stream.videoRangeType, stream.type == "Video" { text += " \(range)" }
+                if let channels = stream.channels { text += " \(channels) ch" }
+                if let rate = stream.sampleRate { text += " \(rate) Hz" }
+                lines.append(("stream", text))
+            }
+            for (type, tag) in item.imageTags.sorted(by: { $0.key < $1.key }) {
+                lines.append(("image", "\(type) tag \(tag)" + (item.blurHash(for: ImageType(rawValue: type)).map { " blurhash \($0)" } ?? "")))
+            }
+            if let data = item.userData {
+                var state = [data.played ? "played" : "not played"]
+                if data.isFavorite { state.append("favourite") }
+                if data.playbackPositionTicks > 0 { state.append("resume at \(formatTicks(data.playbackPositionTicks))") }
+                if data.playCount > 0 { state.append("played \(data.playCount)×") }
+                lines.append(("state", state.joined(separator: ", ")))
+            }
+            if let overview = item.overview { lines.append(("overview", overview)) }
+            for (key, value) in lines { print("  \(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(value)") }
+        }
+    }
+
+    struct InfoResult: Encodable {
+        var id: String
+        var name: String
+        var type: String
+        var year: Int?
+        var series: String?
+        var season: Int?
+        var episode: Int?
+        var album: String?
+        var albumArtist: String?
+        var runtimeSeconds: Double?
+        var overview: String?
+        var genres: [String]
+        var container: String?
+        var streams: [StreamRow]
+        var images: [String: String]
+        var blurHashes: [String: String]
+        var played: Bool?
+        var favourite: Bool?
+        var positionSeconds: Double?
+        var playCount: Int?
+        var parentId: String?
+
+        init(_ item: JellyfinItem) {
+            id = item.id
+            name = item.name
+            type = item.kind.rawValue
+            year = item.productionYear
+            series = item.seriesName
+            season = item.parentIndexNumber
+            episode = item.indexNumber
+            album = item.album
+            albumArtist = item.albumArtist
+            runtimeSeconds = item.runTimeTicks.map { Double($0) / 10_000_000 }
+            overview = item.overview
+            genres = item.genres
+            container = item.container
+            streams = item.mediaStreams.map {
+                StreamRow(type: $0.type, codec: $0.codec, width: $0.width, height: $0.height, channels: $0.channels,
+                          sampleRate: $0.sampleRate, videoRange: $0.videoRangeType?.rawValue, language: $0.language)
+            }
+            images = item.imageTags
+            var hashes: [String: String] = [:]
+            for type in item.imageTags.keys { if let hash = item.blurHash(for: ImageType(rawValue: type)) { hashes[type] = hash } }
+            blurHashes = hashes
+            played = item.userData?.played
+            favourite = item.userData?.isFavorite
+            positionSeconds = item.userData.map { Double($0.playbackPositionTicks) / 10_000_000 }
+            playCount = item.userData?.playCount
+            parentId = item.parentId
+        }
+    }
+
+    struct StreamRow: Encodable {
+        var type: String
+        var codec: String?
+        var width: Int?
+        var height: Int?
+        var channels: Int?
+        var sampleRate: Int?
+        var videoRange: String?
+        var language: String?
+    }
+}
+
+struct JellyfinResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "List items started but not finished (Continue Watching).",
+        discussion: """
+            Examples:
+              farcast jellyfin resume
+              farcast jellyfin resume --limit 5 --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Option(help: ArgumentHelp("At most this many items.", valueName: "n"))
+    var limit: Int = 20
+
+    func validate() throws { guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") } }
+
+    func run() async throws {
+        try await reportingFailures {
+            let items = try await target.session().resumeItems(limit: limit)
+            if global.json { try printJSON(items.map(ItemRow.init)) } else if items.isEmpty { print("(nothing to resume)") } else { itemTable(items) }
+        }
+    }
+}
+
+struct JellyfinNextUpCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "next-up",
+        abstract: "List the next episode to watch in each series you have started.",
+        discussion: """
+            Examples:
+              farcast jellyfin next-up
+              farcast jellyfin next-up --series "Signal Tests" --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Option(help: ArgumentHelp("Only this series (name or id).", valueName: "series"))
+    var series: String?
+
+    @Option(help: ArgumentHelp("At most this many items.", valueName: "n"))
+    var limit: Int = 20
+
+    func validate() throws { guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") } }
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            var seriesId: String?
+            if let series { seriesId = try await JellyfinCLI.resolveItem(series, in: session).id }
+            let items = try await session.nextUp(limit: limit, seriesId: seriesId)
+            if global.json { try printJSON(items.map(ItemRow.init)) } else if items.isEmpty { print("(nothing up next)") } else { itemTable(items) }
+        }
+    }
+}
+
+struct JellyfinMarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mark",
+        abstract: "Mark an item played, unplayed, favourite or not favourite.",
+        discussion: """
+            Examples:
+              farcast jellyfin mark "Pilot Tone" played
+              farcast jellyfin mark "Test Pattern" favourite
+              farcast jellyfin mark 5d9c1e0f3a2b4c6d8e7f901a2b3c4d5e unfavourite --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Argument(help: ArgumentHelp("The item: name or id.", valueName: "ITEM"))
+    var item: String
+
+    @Argument(help: ArgumentHelp("played, unplayed, favourite or unfavourite.", valueName: "STATE"))
+    var state: String
+
+    func validate() throws {
+        guard ["played", "unplayed", "favourite", "favorite", "unfavourite", "unfavorite"].contains(state.lowercased()) else {
+            throw ValidationError("STATE must be played, unplayed, favourite or unfavourite")
+        }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            let resolved = try await JellyfinCLI.resolveItem(item, in: session)
+            let data: UserItemData
+            switch state.lowercased() {
+            case "played": data = try await session.setPlayed(resolved.id, true)
+            case "unplayed": data = try await session.setPlayed(resolved.id, false)
+            case "favourite", "favorite": data = try await session.setFavourite(resolved.id, true)
+            default: data = try await session.setFavourite(resolved.id, false)
+            }
+            if global.json {
+                try printJSON(MarkResult(id: resolved.id, name: resolved.name, played: data.played, favourite: data.isFavorite, playCount: data.playCount))
+            } else {
+                print("\(resolved.name): \(data.played ? "played" : "not played")\(data.isFavorite ? ", favourite" : "")")
+            }
+        }
+    }
+
+    struct MarkResult: Encodable {
+        var id: String
+        var name: String
+        var played: Bool
+        var favourite: Bool
+        var playCount: Int
+    }
+}
+
+struct JellyfinImageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image",
+        abstract: "Save an item's image (poster, backdrop, …) to a file.",
+        discussion: """
+            Images are kept in a cache bounded in size ($XDG_CACHE_HOME/farcast/jellyfin-images, else ~/.cache/…), keyed by the image's tag, which changes when the image does.
+
+            Examples:
+              farcast jellyfin image "Test Pattern" -o poster.jpg
+              farcast jellyfin image "Signal Tests" --type Primary --max-width 300 -o show.jpg --json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Argument(help: ArgumentHelp("The item: name or id.", valueName: "ITEM"))
+    var item: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the image.", valueName: "file"))
+    var output: String
+
+    @Option(name: .customLong("type"), help: ArgumentHelp("Primary, Backdrop, Thumb, Logo, Banner, Art, Disc or Screenshot.", valueName: "type"))
+    var imageType: String = "Primary"
+
+    @Option(name: .customLong("max-width"), help: ArgumentHelp("Ask the server to scale the image down to this width.", valueName: "pixels"))
+    var maxWidth: Int?
+
+    @Flag(name: .customLong("no-cache"), help: "Neither read nor fill the image cache.")
+    var noCache = false
+
+    @Option(name: .customLong("cache-size"), help: ArgumentHelp("The cache's bound in MiB.", valueName: "MiB"))
+    var cacheMegabytes: Int = 256
+
+    func validate() throws {
+        guard ImageType.matching(imageType) != nil else { throw ValidationError("--type must be one of \(ImageType.known.map(\.rawValue).joined(separator: ", "))") }
+        if let maxWidth { guard (1...20_000).contains(maxWidth) else { throw ValidationError("--max-width must be between 1 and 20000") } }
+        guard (1...100_000).contains(cacheMegabytes) else { throw ValidationError("--cache-size must be between 1 and 100000 MiB") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            let resolved = try await JellyfinCLI.resolveItem(item, in: session)
+            let type = ImageType.matching(imageType) ?? .primary
+            guard let tag = resolved.imageTags[type.rawValue] else {
+                throw CommandFailure(message: "'\(resolved.name)' has no \(type) image")
+            }
+            let cache = noCache ? nil : try JellyfinCLI.imageCache(maxMegabytes: cacheMegabytes)
+            let image = try await session.image(itemId: resolved.id, type: type, tag: tag, maxWidth: maxWidth, cache: cache)
+            guard FileManager.default.createFile(atPath: output, contents: Data(image.bytes)) else {
+                throw CommandFailure(message: "cannot write \(output): \(String(cString: strerror(errno)))")
+            }
+            if global.json {
+                try printJSON(ImageResult(id: resolved.id, name: resolved.name, type: type.rawValue, tag: tag, bytes: image.bytes.count,
+                                          file: output, fromCache: image.fromCache, blurHash: resolved.blurHash(for: type)))
+            } else {
+                print("wrote \(output) (\(image.bytes.count) bytes\(image.fromCache ? ", from the cache" : ""))")
+            }
+        }
+    }
+
+    struct ImageResult: Encodable {
+        var id: String
+        var name: String
+        var type: String
+        var tag: String
+        var bytes: Int
+        var file: String
+        var fromCache: Bool
+        var blurHash: String?
+    }
+}
+
+// MARK: - events
+
+struct JellyfinEventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Print the live session's messages (sessions, user data, library changes, remote-control commands).",
+        discussion: """
+            Connects the WebSocket (/socket with ApiKey=), posts this client's capabilities so it can be remote-controlled, keeps the connection alive as the server asks and reconnects with back-off when it drops. Runs until Ctrl-C, --count messages or --duration seconds. With --json one array of all events is printed at the end.
+
+            Examples:
+              farcast jellyfin events
+              farcast jellyfin events --count 5 --json
+              farcast jellyfin events --duration 60 --no-sessions
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: JellyfinTarget
+
+    @Option(help: ArgumentHelp("Stop after this many messages.", valueName: "n"))
+    var count: Int?
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @Flag(name: .customLong("no-sessions"), help: "Do not subscribe to the periodic Sessions message.")
+    var noSessions = false
+
+    @Flag(name: .customLong("keep-alives"), help: "Also print ForceKeepAlive and KeepAlive messages.")
+    var keepAlives = false
+
+    func validate() throws {
+        if let count { guard count > 0 else { throw ValidationError("--count must be positive") } }
+        if let duration { guard duration > 0 else { throw ValidationError("--duration must be positive") } }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let session = try target.session()
+            var options = LiveSessionCore.Options()
+            options.subscribeToSessions = !noSessions
+            let stream = session.liveEvents(options: options)
+            let collected = Locked<[EventRow]>([])
+            let json = global.json
+            let (stop, stopSink) = AsyncStream.makeStream(of: Void.self)
+            let watcher = SignalWatcher { _ in stopSink.yield() }
+            defer { watcher.cancel() }
+            let limit = count
+            let showKeepAlives = keepAlives
+            // Each task answers with the failure to report, if any (a description: errors are not Sendable).
+            let failure: String? = await withTaskGroup(of: String?.self) { group in
+                group.addTask {
+                    var delivered = 0
+                    do {
+                        for try await event in stream {
+                            let row = EventRow(event)
+                            if case .message(let message) = event {
+                                if !showKeepAlives, message == .keepAlive || message.messageType == "ForceKeepAlive" { continue }
+                                delivered += 1
+                            }
+                            if json { collected.withLock { $0.append(row) } } else { printEvent(row) }
+                            if let limit, delivered >= limit { return nil }
+                        }
+                        return nil
+                    } catch {
+                        return describe(error)
+                    }
+                }
+                group.addTask {
+                    for await _ in stop { return nil }
+                    return nil
+                }
+                if let duration {
+                    group.addTask {
+                        try? await Task.sleep(for: JellyfinCLI.duration(duration))
+                        return nil
+                    }
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                stopSink.finish()
+                return first
+            }
+            if json { try printJSON(collected.value) }
+            if let failure { throw CommandFailure(message: failure) }
+        }
+    }
+
+    struct EventRow: Encodable {
+        var event: String
+        var messageType: String?
+        var detail: String?
+        var time: String
+
+        init(_ event: LiveEvent) {
+            time = JellyfinDateTranscoder.format(Date())
+            switch event {
+            case .connected(let url):
+                self.event = "connected"
+                detail = url
+            case .disconnected(let reason, let retry):
+                self.event = "disconnected"
+                detail = "\(reason); reconnecting in \(Double(retry.components.seconds) + Double(retry.components.attoseconds) / 1e18) s"
+            case .problem(let error):
+                self.event = "problem"
+                detail = error.description
+            case .message(let message):
+                self.event = "message"
+                messageType = message.messageType
+                detail = describe(message)
+            }
+        }
+    }
+}
+
+private func describe(_ message: LiveMessage) -> String? {
+    switch message {
+    case .forceKeepAlive(let seconds): return "keep alive within \(seconds) s"
+    case .keepAlive, .serverRestarting, .serverShuttingDown, .other: return nil
+    case .sessions(let sessions):
+        return sessions.map { "\($0.userName ?? "?")@\($0.deviceName ?? "?") (\($0.client ?? "?"))" + ($0.nowPlaying.map { " playing \($0)" } ?? "") }.joined(separator: "; ")
+    case .userDataChanged(_, let changes):
+        return changes.map { change in
+            var parts = [change.itemId]
+            if let played = change.played { parts.append(played ? "played" : "unplayed") }
+            if let favourite = change.isFavorite { parts.append(favourite ? "favourite" : "not favourite") }
+            return parts.joined(separator: " ")
+        }.joined(separator: "; ")
+    case .libraryChanged(let change):
+        return "added \(change.itemsAdded.count), updated \(change.itemsUpdated.count), removed \(change.itemsRemoved.count)"
+    case .play(let request): return "\(request.playCommand) \(request.itemIds.joined(separator: ","))"
+    case .playstate(let request): return request.command + (request.seekPositionTicks.map { " to \(formatTicks($0))" } ?? "")
+    case .generalCommand(let command):
+        return command.name + (command.arguments.isEmpty ? "" : " " + command.arguments.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    }
+}
+
+private func printEvent(_ row: JellyfinEventsCommand.EventRow) {
+    var line = "\(row.time.prefix(19).replacingOccurrences(of: "T", with: " "))  \(row.messageType ?? row.event)"
+    if let detail = row.detail, !detail.isEmpty { line += "  \(detail)" }
+    // Unbuffered: a person (or a pipe) watching the stream sees each message as it arrives.
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}

@@ -1,0 +1,321 @@
+import Foundation
+import Testing
+
+/// Every `farcast jellyfin` verb against the stand-in server (no real Jellyfin server can run on
+/// these machines; see JellyfinStandInServer), as a user runs them: human output, `--json`,
+/// exit codes and one-line failures. Each test has a state directory of its own.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct JellyfinCLITests {
+    /// A farcast user: their own state and cache folders.
+    struct User {
+        let folder: TemporaryFolder
+        let environment: [String: String]
+
+        init() throws {
+            folder = try TemporaryFolder()
+            var env = ProcessInfo.processInfo.environment
+            env["XDG_STATE_HOME"] = folder.path + "/state"
+            env["XDG_CACHE_HOME"] = folder.path + "/cache"
+            env.removeValue(forKey: "FARCAST_JELLYFIN_PASSWORD")
+            environment = env
+        }
+
+        func farcast(_ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
+            try run(try farcastBinary(), ["jellyfin"] + arguments, environment: environment, timeout: timeout)
+        }
+
+        /// Runs with --json and parses stdout; records the stderr on failure.
+        func json(_ arguments: [String]) throws -> Any {
+            let result = try farcast(arguments + ["--json"])
+            #expect(result.status == 0, "farcast jellyfin \(arguments.joined(separator: " ")): \(result.stderr)")
+            return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        }
+
+        func login(_ server: JellyfinStandInServer) throws {
+            let result = try farcast(["login", server.url, "--user", "demo", "--password-file", try server.passwordFile(in: folder)])
+            #expect(result.status == 0, "login: \(result.stderr)")
+        }
+    }
+
+    @Test func signInBrowseSearchAndSignOut() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+
+        // login (human output, then servers as JSON)
+        let login = try user.farcast(["login", server.url, "--user", "demo", "--password-file", try server.passwordFile(in: user.folder)])
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout.contains("signed in to Farcast Stand-in as demo"))
+        let stateFile = user.folder.path + "/state/farcast/jellyfin/servers.json"
+        let mode = (try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+
+        let servers = try user.json(["servers"]) as? [[String: Any]]
+        #expect(servers?.count == 1)
+        #expect(servers?.first?["url"] as? String == server.url)
+        #expect((servers?.first?["users"] as? [[String: Any]])?.first?["name"] as? String == "demo")
+        #expect(!(try String(contentsOfFile: stateFile, encoding: .utf8)).isEmpty)
+        let serversText = try user.farcast(["servers"])
+        #expect(serversText.stdout.contains("Farcast Stand-in") && !serversText.stdout.contains("token"))
+
+        // libraries
+        let libraries = try user.json(["libraries"]) as? [[String: Any]]
+        #expect(libraries?.compactMap { $0["name"] as? String } == ["Movies", "Shows", "Music"])
+        let librariesText = try user.farcast(["libraries"])
+        #expect(librariesText.stdout.contains("tvshows"))
+
+        // ls: a library, a series (its seasons), everything of a type, sorted and limited
+        let movies = try user.json(["ls", "Movies"]) as? [String: Any]
+        #expect((movies?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Colour Bars", "Mandelbrot Zoom", "Test Pattern"])
+        #expect(movies?["total"] as? Int == 3)
+        let seasons = try user.json(["ls", "Signal Tests"]) as? [String: Any]
+        #expect((seasons?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Season 1", "Season 2"])
+        let episodes = try user.json(["ls", "--type", "episode", "--sort", "name", "--limit", "2"]) as? [String: Any]
+        #expect((episodes?["items"] as? [[String: Any]])?.count == 2)
+        #expect(episodes?["total"] as? Int == 5)
+        let byYear = try user.json(["ls", "Movies", "--sort", "year", "--descending"]) as? [String: Any]
+        #expect((byYear?["items"] as? [[String: Any]])?.compactMap { $0["year"] as? Int } == [2024, 2021, 2019])
+        let lsText = try user.farcast(["ls", "--type", "episode"])
+        #expect(lsText.status == 0)
+        #expect(lsText.stdout.contains("Signal Tests S1E1 Pilot Tone"))
+        let album = try user.json(["ls", "Test Tones"]) as? [String: Any]
+        #expect((album?["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String } == ["Audio", "Audio", "Audio"])
+
+        // search
+        let hits = try user.json(["search", "signal"]) as? [[String: Any]]
+        #expect(hits?.first?["name"] as? String == "Signal Tests")
+        #expect(hits?.first?["type"] as? String == "Series")
+        let noHits = try user.farcast(["search", "zzzz-nothing"])
+        #expect(noHits.status == 0 && noHits.stdout.contains("nothing matches"))
+
+        // info: real probed streams and a real BlurHash
+        let info = try user.json(["info", "Test Pattern"]) as? [String: Any]
+        #expect(info?["type"] as? String == "Movie")
+        #expect(info?["year"] as? Int == 2021)
+        let runtime = info?["runtime_seconds"] as? Double ?? 0
+        #expect(runtime > 1.5 && runtime < 2.5)
+        let streams = info?["streams"] as? [[String: Any]] ?? []
+        #expect(streams.contains { $0["type"] as? String == "Video" && $0["codec"] as? String == "h264" && $0["width"] as? Int == 320 })
+        #expect(streams.contains { $0["type"] as? String == "Audio" && $0["codec"] as? String == "aac" })
+        #expect(((info?["blur_hashes"] as? [String: String])?["Primary"]?.count ?? 0) >= 20)
+        let infoText = try user.farcast(["info", "Pilot Tone"])
+        #expect(infoText.stdout.contains("Signal Tests, season 1, episode 1"))
+
+        // mark, resume, next-up
+        let played = try user.json(["mark", "Pilot Tone", "played"]) as? [String: Any]
+        #expect(played?["played"] as? Bool == true)
+        let nextUp = try user.json(["next-up"]) as? [[String: Any]]
+        #expect(nextUp?.first?["name"] as? String == "Carrier Wave")
+        let favourite = try user.json(["mark", "Test Pattern", "favourite"]) as? [String: Any]
+        #expect(favourite?["favourite"] as? Bool == true)
+        let favourites = try user.json(["ls", "Movies", "--favourites"]) as? [String: Any]
+        #expect((favourites?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Test Pattern"])
+        let unplayed = try user.json(["mark", "Pilot Tone", "unplayed"]) as? [String: Any]
+        #expect(unplayed?["played"] as? Bool == false)
+        let colourBars = try user.json(["info", "Colour Bars"]) as? [String: Any]
+        try server.hook("/StandIn/Position?item=\(colourBars?["id"] as? String ?? "")&ticks=10000000")
+        let resume = try user.json(["resume"]) as? [[String: Any]]
+        #expect(resume?.first?["name"] as? String == "Colour Bars")
+        #expect(resume?.first?["position_seconds"] as? Double == 1)
+        let resumeText = try user.farcast(["resume"])
+        #expect(resumeText.stdout.contains("at 0:01"))
+
+        // image: written, then served from the cache, byte for byte the poster
+        let poster = user.folder.path + "/poster.jpg"
+        let image = try user.json(["image", "Test Pattern", "-o", poster]) as? [String: Any]
+        #expect(image?["from_cache"] as? Bool == false)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: poster))
+        #expect(bytes.starts(with: [0xFF, 0xD8, 0xFF]))
+        #expect(bytes == (try Data(contentsOf: URL(fileURLWithPath: server.dataDirectory + "/media/movie1-poster.jpg"))))
+        let again = try user.json(["image", "Test Pattern", "-o", poster]) as? [String: Any]
+        #expect(again?["from_cache"] as? Bool == true)
+        let noImage = try user.farcast(["image", "Season 1", "-o", poster])
+        #expect(noImage.status == 1 && noImage.stderr.contains("has no Primary image"))
+
+        // logout: the server revokes the token, the user is forgotten
+        let tokenBefore = try tokenInState(user)
+        let logout = try user.json(["logout"]) as? [String: Any]
+        #expect(logout?["server_notified"] as? Bool == true)
+        let after = try server.get("/Users/Me", headers: ["Authorization": "MediaBrowser Client=\"x\", Device=\"y\", DeviceId=\"z\", Version=\"1\", Token=\"\(tokenBefore)\""])
+        #expect(after.status == 401)
+        let notSignedIn = try user.farcast(["libraries"])
+        #expect(notSignedIn.status == 1)
+        #expect(notSignedIn.stderr.contains("not signed in"))
+    }
+
+    private func tokenInState(_ user: User) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: user.folder.path + "/state/farcast/jellyfin/servers.json"))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let servers = object?["servers"] as? [[String: Any]]
+        return ((servers?.first?["users"] as? [[String: Any]])?.first?["token"] as? String) ?? ""
+    }
+
+    @Test func quickConnectSignsInOnceTheCodeIsApproved() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try farcastBinary())
+        process.arguments = ["jellyfin", "login", server.url, "--quick-connect", "--poll-interval", "0.2", "--timeout", "5"]
+        process.environment = user.environment
+        let err = Pipe(), out = Pipe()
+        process.standardError = err
+        process.standardOutput = out
+        try process.run()
+        // Read stderr until the code shows.
+        var seen = ""
+        let deadline = Date().addingTimeInterval(20)
+        var code: String?
+        while code == nil && Date() < deadline {
+            let chunk = err.fileHandleForReading.availableData
+            if chunk.isEmpty { usleep(50_000); continue }
+            seen += String(decoding: chunk, as: UTF8.self)
+            if let range = seen.range(of: #"Quick Connect code: (\d{6})"#, options: .regularExpression) {
+                code = String(seen[range].suffix(6))
+            }
+        }
+        guard let code else {
+            process.terminate()
+            Issue.record("no Quick Connect code shown: \(seen)")
+            return
+        }
+        usleep(500_000)
+        #expect(process.isRunning, "still waiting for approval")
+        try server.hook("/StandIn/QuickConnect/Approve?code=\(code)")
+        let finish = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < finish { usleep(50_000) }
+        #expect(!process.isRunning)
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(seen)\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+        #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("as demo"))
+        let libraries = try user.json(["libraries"]) as? [[String: Any]]
+        #expect(libraries?.count == 3)
+    }
+
+    @Test func anUnapprovedQuickConnectCodeTimesOut() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        let result = try user.farcast(["login", server.url, "--quick-connect", "--poll-interval", "0.2", "--timeout", "0.2"], timeout: 30)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("was not approved in time"))
+        #expect(result.stderr.hasSuffix("\n") && result.stderr.split(separator: "\n").last?.hasPrefix("farcast: ") == true)
+    }
+
+    @Test func aTokenRevokedMidSessionIsReportedAsSignedOutByTheServer() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        try user.login(server)
+        #expect(try user.farcast(["libraries"]).status == 0)
+        try server.hook("/StandIn/Revoke?user=demo")
+        let result = try user.farcast(["ls", "Movies"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("signed out by the server"), "\(result.stderr)")
+        #expect(result.stderr.contains("farcast jellyfin login"))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func wrongPasswordAndUsageErrors() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        let wrong = user.folder.path + "/wrong"
+        try "not-the-password\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        chmod(wrong, 0o600)
+        let refused = try user.farcast(["login", server.url, "--user", "demo", "--password-file", wrong])
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "farcast: the server rejected the user name or password for 'demo'\n")
+        // Usage errors fail before any network activity: a bad address exits 2; a bad flag value
+        // exits 2, the usage code of every farcast command (docs/cli.md).
+        #expect(try user.farcast(["login", "ftp://host"]).status == 2)
+        let badType = try user.farcast(["ls", "--type", "spaceship"])
+        #expect(badType.status == 2 && badType.stderr.contains("not an item type"))
+        let badState = try user.farcast(["mark", "x", "loved"])
+        #expect(badState.status == 2 && badState.stderr.contains("STATE must be"))
+        // Nothing listens here: a one-line failure with the OS reason.
+        let port = SendspinServer.reservePort()
+        let unreachable = try user.farcast(["login", "http://127.0.0.1:\(port)", "--user", "demo", "--password-file", wrong])
+        #expect(unreachable.status == 1)
+        #expect(unreachable.stderr.contains("cannot reach http://127.0.0.1:\(port)"), "\(unreachable.stderr)")
+        #expect(unreachable.stderr.lowercased().contains("refused"), "\(unreachable.stderr)")
+    }
+
+    @Test func aStartingServerSaysSoAndARedirectedOneIsFollowed() throws {
+        let starting = try JellyfinStandInServer(extra: ["--starting-seconds", "30"])
+        let user = try User()
+        let busy = try user.farcast(["login", starting.url, "--user", "demo", "--password-file", try starting.passwordFile(in: user.folder)])
+        #expect(busy.status == 1)
+        #expect(busy.stderr.contains("is starting up or busy (503"), "\(busy.stderr)")
+        #expect(busy.stderr.contains("try again in"))
+
+        let behindProxy = try JellyfinStandInServer(extra: ["--base-path", "/jellyfin"])
+        let result = try user.farcast(["login", "127.0.0.1:\(behindProxy.port)", "--user", "demo", "--password-file", try behindProxy.passwordFile(in: user.folder), "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(object?["url"] as? String == "http://127.0.0.1:\(behindProxy.port)/jellyfin")
+        let libraries = try user.json(["libraries"]) as? [[String: Any]]
+        #expect(libraries?.count == 3)
+    }
+
+    @Test func eventsPrintsLiveSessionMessages() throws {
+        let server = try JellyfinStandInServer(keepAlive: 2)
+        let user = try User()
+        try user.login(server)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try farcastBinary())
+        process.arguments = ["jellyfin", "events", "--json", "--count", "3", "--no-sessions", "--duration", "40"]
+        process.environment = user.environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Wait for the socket, then push: a Play command, a user-data change (by marking), a general command.
+        var sockets = "0"
+        let deadline = Date().addingTimeInterval(20)
+        while sockets == "0" && Date() < deadline {
+            usleep(100_000)
+            sockets = try server.get("/StandIn/Sockets").body
+        }
+        #expect(sockets == "1")
+        try server.hook("/StandIn/Send", body: #"{"MessageType":"Play","MessageId":"m1","Data":{"ItemIds":["abc"],"PlayCommand":"PlayNow","StartPositionTicks":0}}"#)
+        #expect(try user.farcast(["mark", "Dead Air", "favourite"]).status == 0)
+        try server.hook("/StandIn/Send", body: #"{"MessageType":"GeneralCommand","MessageId":"m2","Data":{"Name":"DisplayMessage","Arguments":{"Header":"Hi","Text":"from the test"}}}"#)
+        let finish = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < finish { usleep(50_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+        let events = (try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [[String: Any]]) ?? []
+        let messages = events.filter { $0["event"] as? String == "message" }
+        #expect(events.first?["event"] as? String == "connected")
+        #expect(messages.compactMap { $0["message_type"] as? String } == ["Play", "UserDataChanged", "GeneralCommand"])
+        #expect((messages.last?["detail"] as? String)?.contains("Text=from the test") == true)
+        #expect(!stdout.contains(try tokenInState(user)), "the token never appears in output")
+    }
+
+    @Test func eventsStopsOnSIGTERMAndExitsZero() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        try user.login(server)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try farcastBinary())
+        process.arguments = ["jellyfin", "events"]
+        process.environment = user.environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var sockets = "0"
+        let deadline = Date().addingTimeInterval(20)
+        while sockets == "0" && Date() < deadline {
+            usleep(100_000)
+            sockets = try server.get("/StandIn/Sockets").body
+        }
+        let stopped = Date()
+        kill(process.processIdentifier, SIGTERM)
+        while process.isRunning && Date().timeIntervalSince(stopped) < 5 { usleep(20_000) }
+        #expect(!process.isRunning)
+        #expect(Date().timeIntervalSince(stopped) < 1.5)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("connected"))
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Synchronization
+
+/// The stand-in's media: real files made with Debian's ffmpeg at first run (movies, a series
+/// with two seasons, an album, a poster for each), probed with ffprobe, and remembered in
+/// `DIR/media/catalog.json` so later runs start at once.
+struct MediaCatalog: Codable {
+    struct Stream: Codable {
+        var type: String          // Video, Audio
+        var codec: String
+        var width: Int?
+        var height: Int?
+        var channels: Int?
+        var sampleRate: Int?
+        var bitRate: Int?
+        var index: Int
+    }
+
+    struct Entry: Codable {
+        var key: String           // stable identity, hashed into the item id
+        var kind: String          // Movie, Series, Season, Episode, MusicAlbum, Audio
+        var name: String
+        var year: Int?
+        var parentKey: String?    // season → series, episode → season, audio → album
+        var indexNumber: Int?
+        var parentIndexNumber: Int?
+        var overview: String?
+        var genres: [String]
+        var path: String?
+        var container: String?
+        var size: Int?
+        var runTimeTicks: Int64?
+        var bitrate: Int?
+        var streams: [Stream]
+        var poster: String?
+        var posterBlurHash: String?
+        var posterWidth: Int?
+        var posterHeight: Int?
+        var artist: String?
+    }
+
+    var version = 1
+    var entries: [Entry]
+
+    static func loadOrMake(dataDirectory: String, log: (String) -> Void) throws -> MediaCatalog {
+        let mediaDir = dataDirectory + "/media"
+        let catalogPath = mediaDir + "/catalog.json"
+        if let data = FileManager.default.contents(atPath: catalogPath),
+           let catalog = try? JSONDecoder().decode(MediaCatalog.self, from: data), catalog.version == 1,
+           catalog.entries.allSatisfy({ $0.path.map { FileManager.default.fileExists(atPath: mediaDir + "/" + $0) } ?? true }) {
+            return catalog
+        }
+        try FileManager.default.createDirectory(atPath: mediaDir, withIntermediateDirectories: true)
+        let ffmpeg = try Tool.find("ffmpeg"), ffprobe = try Tool.find("ffprobe")
+        log("making the stand-in's media with \(ffmpeg) in \(mediaDir) (first run)…")
+        var entries: [Entry] = []
+
+        func poster(_ name: String, source: String) throws -> (String, String, Int, Int) {
+            let file = name + ".jpg"
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "\(source)=size=200x300", "-frames:v", "1", "-q:v", "5", mediaDir + "/" + file])
+            let raw = try Tool.run(ffmpeg, ["-v", "error", "-i", mediaDir + "/" + file, "-vf", "scale=20:30", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+            return (file, BlurHash.encode(rgb: Array(raw), width: 20, height: 30), 200, 300)
+        }
+        func video(_ file: String, source: String, tone: Int, seconds: Int) throws {
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "\(source)=size=320x240:rate=25",
+                                  "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=48000:duration=\(seconds)",
+                                  "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k",
+                                  "-t", "\(seconds)", mediaDir + "/" + file])
+        }
+        func audio(_ file: String, tone: Int, seconds: Int) throws {
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=44100:duration=\(seconds)",
+                                  "-c:a", "flac", mediaDir + "/" + file])
+        }
+        func probed(_ entry: Entry) throws -> Entry {
+            var entry = entry
+            guard let path = entry.path else { return entry }
+            let json = try Tool.run(ffprobe, ["-v", "error", "-of", "json", "-show_format", "-show_streams", mediaDir + "/" + path])
+            let probe = try JSONDecoder().decode(Probe.self, from: json)
+            entry.container = probe.format.format_name.split(separator: ",").first.map(String.init)
+            if entry.container == "mov" { entry.container = "mp4" }
+            if entry.container == "matroska" { entry.container = "mkv" }
+            entry.size = Int(probe.format.size ?? "")
+            entry.bitrate = Int(probe.format.bit_rate ?? "")
+            if let seconds = Double(probe.format.duration ?? "") { entry.runTimeTicks = Int64(seconds * 10_000_000) }
+            entry.streams = probe.streams.map { s in
+                Stream(type: s.codec_type == "video" ? "Video" : s.codec_type == "audio" ? "Audio" : "Data", codec: s.codec_name ?? "",
+                       width: s.width, height: s.height, channels: s.channels, sampleRate: Int(s.sample_rate ?? ""),
+                       bitRate: Int(s.bit_rate ?? ""), index: s.index)
+            }
+            return entry
+        }
+
+        let movies: [(String, Int, String, Int, String)] = [
+            ("Test Pattern", 2021, "testsrc", 440, "A calm study of a test card, with a steady tone."),
+            ("Colour Bars", 2019, "smptebars", 1000, "Seven bars and a reference tone: the broadcast classic."),
+            ("Mandelbrot Zoom", 2024, "mandelbrot", 330, "An endless coastline, rendered frame by frame."),
+        ]
+        for (n, movie) in movies.enumerated() {
+            let file = "movie\(n + 1).mp4"
+            try video(file, source: movie.2, tone: movie.3, seconds: 2)
+            let art = try poster("movie\(n + 1)-poster", source: movie.2)
+            entries.append(try probed(Entry(key: "movie/\(movie.0)", kind: "Movie", name: movie.0, year: movie.1, overview: movie.4,
+                                            genres: n == 1 ? ["Documentary", "History"] : ["Documentary"], path: file, streams: [],
+                                            poster: art.0, posterBlurHash: art.1, posterWidth: art.2, posterHeight: art.3)))
+        }
+        let seriesArt = try poster("series-poster", source: "rgbtestsrc")
+        entries.append(Entry(key: "series/Signal Tests", kind: "Series", name: "Signal Tests", year: 2020,
+                             overview: "Each week a new signal is put through its paces.", genres: ["Science"], streams: [],
+                             poster: seriesArt.0, posterBlurHash: seriesArt.1, posterWidth: seriesArt.2, posterHeight: seriesArt.3))
+        let seasons: [[String]] = [["Pilot Tone", "Carrier Wave", "Phase Shift"], ["Return Path", "Dead Air"]]
+        for (s, episodes) in seasons.enumerated() {
+            let seasonKey = "season/Signal Tests/\(s + 1)"
+            entries.append(Entry(key: seasonKey, kind: "Season", name: "Season \(s + 1)", year: 2020 + s, parentKey: "series/Signal Tests",
+                                 indexNumber: s + 1, genres: [], streams: []))
+            for (e, title) in episodes.enumerated() {
+                let file = "s\(s + 1)e\(e + 1).mkv"
+                try video(file, source: "testsrc2", tone: 200 + 100 * e, seconds: 1)
+                entries.append(try probed(Entry(key: "episode/Signal Tests/\(s + 1)/\(e + 1)", kind: "Episode", name: title, year: 2020 + s,
+                                                parentKey: seasonKey, indexNumber: e + 1, parentIndexNumber: s + 1,
+                                                overview: "Episode \(e + 1) of season \(s + 1).", genres: ["Science"], path: file, streams: [])))
+            }
+        }
+        let albumArt = try poster("album-cover", source: "cellauto")
+        entries.append(Entry(key: "album/Test Tones", kind: "MusicAlbum", name: "Test Tones", year: 2023, genres: ["Ambient"], streams: [],
+                             poster: albumArt.0, posterBlurHash: albumArt.1, posterWidth: albumArt.2, posterHeight: albumArt.3,
+                             artist: "Farcast Test Orchestra"))
+        for (t, track) in [("A 220", 220), ("E 330", 330), ("A 440", 440)].enumerated() {
+            let file = "track\(t + 1).flac"
+            try audio(file, tone: track.1, seconds: 2)
+            entries.append(try probed(Entry(key: "audio/Test Tones/\(t + 1)", kind: "Audio", name: track.0, year: 2023, parentKey: "album/Test Tones",
+                                            indexNumber: t + 1, parentIndexNumber: 1, genres: ["Ambient"], path: file, streams: [],
+                                            artist: "Farcast Test Orchestra")))
+        }
+        let catalog = MediaCatalog(entries: entries)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(catalog).write(to: URL(fileURLWithPath: catalogPath), options: .atomic)
+        return catalog
+    }
+
+    private struct Probe: Decodable {
+        struct Format: Decodable { var format_name: String; var duration: String?; var size: String?; var bit_rate: String? }
+        struct S: Decodable {
+            var index: Int; var codec_type: String?; var codec_name: String?; var width: Int?; var height: Int?
+            var channels: Int?; var sample_rate: String?; var bit_rate: String?
+        }
+        var format: Format
+        var streams: [S]
+    }
+}
+
+/// Runs the external tools the stand-in needs.
+enum Tool {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func find(_ name: String) throws -> String {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") + ["/usr/bin", "/usr/local/bin"] {
+            let path = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw Failure(description: "\(name) not found: install Debian's ffmpeg (scripts/setup does)")
+    }
+
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String]) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Drain stderr on another thread so a chatty tool never blocks on a full pipe.
+        let errData = Mutex(Data())
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            let bytes = err.fileHandleForReading.readDataToEndOfFile()
+            errData.withLock { $0 = bytes }
+            group.leave()
+        }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        group.wait()
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed: \(String(decoding: errData.withLock { $0 }, as: UTF8.self))")
+        }
+        return data
+    }
+}
