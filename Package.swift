@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RFB", targets: ["RFB"]),
         .library(name: "Sendspin", targets: ["Sendspin"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "Tunnel", targets: ["Tunnel"]),
         .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
         .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .library(name: "Jellyfin", targets: ["Jellyfin"]),
@@ -50,6 +51,8 @@ let package = Package(
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        // Linux UAPI headers for TUN/TAP, virtio-net and rtnetlink (ioctl numbers, struct sizes).
+        .systemLibrary(name: "CTunnelLinux", providers: [.apt(["linux-libc-dev"])]),
         // QUIC for punktfunk/1: ngtcp2 0.12 with its GnuTLS crypto helper (TLS 1.3, client
         // certificates, our own pin check). Only the Punktfunk module links it.
         .systemLibrary(name: "CNGTCP2", pkgConfig: "libngtcp2_crypto_gnutls",
@@ -105,6 +108,12 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // TUN/TAP devices: create or adopt, rtnetlink configuration, batch I/O, GSO/GRO offload.
+        // No package dependencies: an app embedding only the tunnel pays for nothing else.
+        .target(
+            name: "Tunnel",
+            dependencies: [.target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))]
         ),
         // punktfunk/1 game streaming: DataPlane/ (sealed datagrams, FEC, reassembly, input and feedback
         // planes: pure), Media/ (access units, audio), Session/ (QUIC, control, pairing).
@@ -164,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -172,6 +181,11 @@ let package = Package(
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(
+            name: "TunnelTests",
+            dependencies: ["Tunnel", .target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "JellyfinTests",
             dependencies: ["Jellyfin", "FarcastSupport", .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]
@@ -194,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "CZlib", "COpus", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "CZlib", "COpus", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],

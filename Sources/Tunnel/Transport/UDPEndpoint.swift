@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An IP address and UDP port: `192.0.2.1:51820`, `[2001:db8::1]:51820`.
+public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
+    public var address: IPAddress
+    public var port: UInt16
+
+    public init(address: IPAddress, port: UInt16) {
+        self.address = address
+        self.port = port
+    }
+
+    /// Parses `ADDRESS:PORT` with an IPv6 address in brackets; nil for anything else (host
+    /// names are resolved by the caller).
+    public init?(_ text: String) {
+        let host: Substring, port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon else { return nil }
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        }
+        guard let address = IPAddress(host), let number = UInt16(port), port.allSatisfy(\.isASCII) else { return nil }
+        self.init(address: address, port: number)
+    }
+
+    public var description: String {
+        address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)"
+    }
+
+    /// The `sockaddr_in`/`sockaddr_in6` for this endpoint and its length.
+    public func withSocketAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> T) rethrows -> T {
+        switch address {
+        case .v4(let value):
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = port.bigEndian
+            a.sin_addr.s_addr = value.bigEndian
+            return try withUnsafePointer(to: &a) {
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        case .v6:
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = port.bigEndian
+            let bytes = address.bytes
+            withUnsafeMutableBytes(of: &a.sin6_addr) { for i in 0..<16 { $0[i] = bytes[i] } }
+            return try withUnsafePointer(to: &a) {
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# TUN tunnel throughput: iperf3 TCP and UDP between two network namespaces joined by a veth pair,
+# through each forwarder in turn, all in one run. Called by scripts/bench inside `unshare -n`;
+# do not run directly.
+#   veth            the two namespaces talking directly: the kernel's ceiling
+#   farcast         `farcast tun pipe` at each end: offload off/on, 1 and 2 queues
+#   socat           socat TUN <-> UDP-DATAGRAM at each end (Debian's socat)
+#   openvpn         OpenVPN point-to-point, no TLS, no cipher, no auth (Debian's openvpn)
+# Every tunnel has the same inner MTU (TUN_MTU, default 1420) over a 1500-byte veth. For each run:
+# Gbit/s received, and CPU seconds per Gbit moved, counting the forwarders and both iperf3
+# processes (their own and their system time); the machine-wide figure from /proc/stat follows.
+set -euo pipefail
+FARCAST=$1 JSON=$2 WORK=$3
+SECONDS_PER=${SECONDS_PER:-10}
+MTU=${TUN_MTU:-1420}
+say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
+HZ=$(getconf CLK_TCK)
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  PIDS=()
+}
+trap cleanup EXIT
+
+ip link set lo up
+
+# new_pair: namespaces A and B (sleep holders), veth 192.0.2.1/24 <-> 192.0.2.2/24.
+new_pair() {
+  unshare -n sleep 3600 & A=$!
+  unshare -n sleep 3600 & B=$!   # unshare execs sleep: $! is the holder in the new namespace
+  PIDS+=("$A" "$B")
+  for _ in $(seq 100); do
+    [ "$(readlink /proc/$A/ns/net)" != "$(readlink /proc/self/ns/net)" ] && [ "$(readlink /proc/$B/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break
+    sleep 0.02
+  done
+  ip link add veth-a netns "$A" type veth peer name veth-b netns "$B"
+  inA ip link set lo up; inB ip link set lo up
+  inA ip addr add 192.0.2.1/24 dev veth-a; inB ip addr add 192.0.2.2/24 dev veth-b
+  inA ip link set veth-a up; inB ip link set veth-b up
+}
+inA() { nsenter -t "$A" -n -- "$@"; }
+inB() { nsenter -t "$B" -n -- "$@"; }
+# Background commands call nsenter directly (not through a function, which would fork a
+# subshell): nsenter execs the command, so $! is the forwarder's own pid, whose CPU is counted.
+
+# Forwarder pids of the current scenario (their CPU is counted).
+FWD=()
+start_farcast() { # extra flags...
+  nsenter -t "$A" -n -- "$FARCAST" tun pipe fb0 --address 10.90.0.1/24 --mtu "$MTU" --listen 7000 --peer 192.0.2.2:7000 --quiet "$@" \
+    > "$WORK/fa.json" 2> "$WORK/fa.err" & FWD+=($!); PIDS+=($!)
+  nsenter -t "$B" -n -- "$FARCAST" tun pipe fb0 --address 10.90.0.2/24 --mtu "$MTU" --listen 7000 --peer 192.0.2.1:7000 --quiet "$@" \
+    > "$WORK/fb.json" 2> "$WORK/fb.err" & FWD+=($!); PIDS+=($!)
+}
+start_socat() {
+  nsenter -t "$A" -n -- socat -b 65536 TUN:10.90.0.1/24,tun-type=tun,iff-no-pi,iff-up,tun-name=sc0 \
+    UDP-DATAGRAM:192.0.2.2:7300,bind=192.0.2.1:7300,rcvbuf=4194304,sndbuf=4194304 2> "$WORK/sa.err" & FWD+=($!); PIDS+=($!)
+  nsenter -t "$B" -n -- socat -b 65536 TUN:10.90.0.2/24,tun-type=tun,iff-no-pi,iff-up,tun-name=sc0 \
+    UDP-DATAGRAM:192.0.2.1:7300,bind=192.0.2.2:7300,rcvbuf=4194304,sndbuf=4194304 2> "$WORK/sb.err" & FWD+=($!); PIDS+=($!)
+  for _ in $(seq 100); do inA ip link show sc0 >/dev/null 2>&1 && inB ip link show sc0 >/dev/null 2>&1 && break; sleep 0.05; done
+  inA ip link set sc0 mtu "$MTU"; inB ip link set sc0 mtu "$MTU"
+}
+start_openvpn() {
+  local common=(--dev ovpn0 --dev-type tun --proto udp --lport 7200 --rport 7200 --tun-mtu "$MTU" --cipher none --auth none
+                --sndbuf 4194304 --rcvbuf 4194304 --verb 1)
+  nsenter -t "$A" -n -- openvpn "${common[@]}" --ifconfig 10.90.0.1 10.90.0.2 --remote 192.0.2.2 > "$WORK/oa.log" 2>&1 & FWD+=($!); PIDS+=($!)
+  nsenter -t "$B" -n -- openvpn "${common[@]}" --ifconfig 10.90.0.2 10.90.0.1 --remote 192.0.2.1 > "$WORK/ob.log" 2>&1 & FWD+=($!); PIDS+=($!)
+}
+
+proc_jiffies() { # pids... -> utime+stime summed
+  local total=0 p
+  for p in "$@"; do
+    if [ -r "/proc/$p/stat" ]; then
+      local s; s=$(sed 's/^.*) //' "/proc/$p/stat")
+      total=$((total + $(echo "$s" | awk '{print $12 + $13}')))
+    fi
+  done
+  echo "$total"
+}
+machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+
+# measure NAME TARGET PROTO -> appends a JSON line to $WORK/results.jsonl
+measure() {
+  local name=$1 target=$2 proto=$3
+  local udp=()
+  [ "$proto" = udp ] && udp=(-u -b 0 -l $((MTU - 28)))
+  nsenter -t "$B" -n -- iperf3 -s -1 -B "$target" -p 5201 > /dev/null 2>&1 & local server=$!; PIDS+=($server)
+  for _ in $(seq 100); do inB ss -ltn 'sport = :5201' | grep -q 5201 && break; sleep 0.05; done
+  local f0 m0
+  f0=$(proc_jiffies "${FWD[@]}" "$server"); m0=$(machine_busy)
+  nsenter -t "$A" -n -- iperf3 -c "$target" -p 5201 -t "$SECONDS_PER" "${udp[@]}" -J > "$WORK/iperf.json" 2>> "$WORK/iperf.err" & local client=$!
+  # The client's CPU is read just before it exits: sample until it does.
+  local c1=0
+  while kill -0 "$client" 2>/dev/null; do
+    local now; now=$(proc_jiffies "$client"); [ "$now" -gt 0 ] && c1=$now
+    sleep 0.2
+  done
+  wait "$client" || true
+  local f1 m1
+  f1=$(proc_jiffies "${FWD[@]}" "$server"); m1=$(machine_busy)
+  wait "$server" 2>/dev/null || true
+  python3 - "$WORK/iperf.json" "$name" "$proto" $((f1 - f0)) "$c1" $((m1 - m0)) "$HZ" "${#FWD[@]}" "$(proc_jiffies "${FWD[@]}")" >> "$WORK/results.jsonl" <<'PY'
+import json, sys
+path, name, proto, fwd_server, client, machine, hz, nfwd, _ = sys.argv[1:]
+d = json.load(open(path))
+end = d.get("end", {})
+recv = end.get("sum_received", {})
+seconds = recv.get("seconds") or 0
+bps = recv.get("bits_per_second") or 0
+gbit = bps * seconds / 1e9
+cpu = (int(fwd_server) + int(client)) / int(hz)
+out = {"name": name, "proto": proto, "gbps": round(bps / 1e9, 3), "seconds": round(seconds, 2),
+       "cpu_seconds": round(cpu, 2), "cpu_s_per_gbit": round(cpu / gbit, 4) if gbit else None,
+       "machine_cpu_s_per_gbit": round(int(machine) / int(hz) / gbit, 4) if gbit else None}
+if proto == "udp":
+    out["lost_percent"] = round(recv.get("lost_percent", 0), 2)
+if "error" in d:
+    out["error"] = d["error"]
+print(json.dumps(out))
+PY
+}
+
+# scenario NAME TARGET start-function [flags...]
+scenario() {
+  local name=$1 target=$2 start=$3; shift 3
+  new_pair
+  FWD=()
+  [ "$start" != none ] && "$start" "$@"
+  local ready=0
+  for _ in $(seq 100); do inA ping -c 1 -W 1 "$target" >/dev/null 2>&1 && { ready=1; break; }; sleep 0.1; done
+  if [ "$ready" != 1 ]; then
+    say "  $name: the tunnel never carried a ping; skipping"
+    echo "{\"name\": \"$name\", \"error\": \"tunnel did not come up\"}" >> "$WORK/results.jsonl"
+  else
+    say "  $name: TCP…"; measure "$name" "$target" tcp
+    say "  $name: UDP…"; measure "$name" "$target" udp
+  fi
+  for p in "${FWD[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.5
+  cleanup
+}
+
+: > "$WORK/results.jsonl"
+say "TUN throughput, ${SECONDS_PER} s per run, inner MTU $MTU; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+scenario veth 192.0.2.2 none
+scenario "farcast offload off, 1 queue" 10.90.0.2 start_farcast --queues 1
+scenario "farcast offload off, 2 queues" 10.90.0.2 start_farcast --queues 2
+scenario "farcast offload on, 1 queue" 10.90.0.2 start_farcast --queues 1 --offload
+scenario "farcast offload on, 2 queues" 10.90.0.2 start_farcast --queues 2 --offload
+scenario socat 10.90.0.2 start_socat
+scenario "openvpn (no cipher)" 10.90.0.2 start_openvpn
+
+python3 - "$WORK/results.jsonl" "$JSON" "$SECONDS_PER" "$MTU" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+import json, sys
+path, as_json, seconds, mtu, load = sys.argv[1:]
+rows = [json.loads(l) for l in open(path) if l.strip()]
+def get(name, proto):
+    for r in rows:
+        if r.get("name") == name and r.get("proto") == proto:
+            return r.get("gbps") or 0
+    return 0
+ratios = {}
+for proto in ("tcp", "udp"):
+    peers = max(get("socat", proto), get("openvpn (no cipher)", proto))
+    plain = max(get("farcast offload off, 1 queue", proto), get("farcast offload off, 2 queues", proto))
+    offload = max(get("farcast offload on, 1 queue", proto), get("farcast offload on, 2 queues", proto))
+    veth = get("veth", proto)
+    ratios[f"{proto}_no_offload_vs_best_peer"] = round(plain / peers, 2) if peers else None
+    ratios[f"{proto}_offload_vs_veth"] = round(offload / veth, 2) if veth else None
+summary = {"benchmark": "tun", "seconds_per_run": int(seconds), "inner_mtu": int(mtu), "load_after": load,
+           "results": rows, "ratios": ratios,
+           "goals": {"tcp_no_offload_vs_best_peer": 1.5, "tcp_offload_vs_veth": 0.5}}
+if as_json == "1":
+    print(json.dumps(summary))
+else:
+    print(f"{'path':34} {'proto':5} {'Gbit/s':>8} {'CPU s/Gbit':>11} {'machine':>8} {'loss %':>7}")
+    for r in rows:
+        if "error" in r and "gbps" not in r:
+            print(f"{r['name']:34} {'':5} {'failed':>8}  {r['error']}")
+            continue
+        print(f"{r['name']:34} {r['proto']:5} {r['gbps']:8.2f} {r['cpu_s_per_gbit'] or 0:11.3f} {r['machine_cpu_s_per_gbit'] or 0:8.3f} {str(r.get('lost_percent', '')):>7}")
+    print()
+    for k, v in ratios.items():
+        print(f"{k:32} {v}")
+    print(f"(goals: TCP without offload >= 1.5x the best of socat and OpenVPN; TCP with offload >= 0.5x veth; load after: {load})")
+PY
