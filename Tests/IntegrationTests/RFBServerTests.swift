@@ -58,6 +58,28 @@ struct RFBServerTests {
         }
     }
 
+    /// TightVNC 1.3.10 serves Raw, RRE, CoRRE, Hextile, Zlib and Tight (ZRLE and TRLE fall back to
+    /// Raw), and offers VncAuth beside its own Tight security type: the login takes VncAuth.
+    @Test func tightVNCEveryEncodingMatchesTheXServerExactly() async throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try TightVNCServer(passwords: passwords)
+        let viewer = try server.drawTestContent(in: folder)
+        defer { viewer.stop() }
+        let client = try await Self.connect(server, password: passwords.password) { _ in }
+        let info = await client.serverInfo
+        await client.close()
+        #expect(info?.securityTypes == [2, 16] && info?.security == "VncAuth", "\(String(describing: info))")
+        let served: Set<RFBEncoding> = [.raw, .rre, .coRRE, .hextile, .zlib, .tight]
+        for name in ["raw", "rre", "corre", "hextile", "zlib", "tight", "zrle", "trle"] {
+            let encoding = RFBEncoding(name: name)!
+            let (framebuffer, screen, used, _) = try await Self.frame(server, password: passwords.password, encoding: encoding)
+            let expected: RFBEncoding = served.contains(encoding) ? encoding : .raw
+            #expect(used[expected, default: 0] > 0, "Xtightvnc sent \(used) for \(name)")
+            #expect(Self.differingPixels(framebuffer, screen) == 0, "\(name): framebuffer differs from xwd -root")
+        }
+    }
+
     /// x11vnc 0.9.16 serves all of these, CoRRE and Zlib included.
     @Test func x11vncEveryEncodingMatchesTheXServerExactly() async throws {
         let folder = try TemporaryFolder()

@@ -125,6 +125,31 @@ final class XvncServer: XDisplay, @unchecked Sendable {
     deinit { stop() }
 }
 
+/// TightVNC 1.3.10's Xtightvnc on 127.0.0.1 (Debian's tightvncserver): an X server with its own
+/// RFB 3.8 server, offering VncAuth and the Tight security type.
+final class TightVNCServer: XDisplay, @unchecked Sendable {
+    // @unchecked: immutable after init; the process is only stopped by deinit.
+    let display: Int
+    let port: Int
+    let process: BackgroundProcess
+
+    init(geometry: String = "400x300", passwords: PasswordFiles) throws {
+        display = DisplayNumbers.allocate()
+        port = 5900 + display
+        let server = try requireExecutable("Xtightvnc", package: "tightvncserver")
+        process = try BackgroundProcess(server, [":\(display)", "-rfbport", "\(port)", "-localhost", "-nolisten", "tcp",
+                                                 "-geometry", geometry, "-depth", "24", "-rfbauth", passwords.tigervnc],
+                                        logName: "Xtightvnc")
+        try waitForTCPPort(port, process: process)
+        try waitForRFBBanner(port, timeout: 20, process: process)
+    }
+
+    deinit {
+        process.stop()
+        removeStaleXFiles(display)
+    }
+}
+
 /// A self-signed certificate and key made with openssl, for servers' TLS.
 struct TestCertificate {
     let cert: String
