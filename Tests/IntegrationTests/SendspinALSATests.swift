@@ -95,10 +95,12 @@ struct SendspinALSATests {
         #expect(errors.count >= expected, "pulses measured at the DAC: \(summary)", sourceLocation: sourceLocation)
         let sorted = errors.map(abs).sorted()
         if !sorted.isEmpty {
-            // Half the pulses within 1 ms, nine in ten within 2 ms; none off by more than 5 ms
-            // (the sound server's own scheduling hiccups on a busy machine land in the tail).
-            #expect(sorted[sorted.count / 2] <= 1000, "\(summary)", sourceLocation: sourceLocation)
-            #expect(sorted[sorted.count * 9 / 10] <= 2000, "\(summary)", sourceLocation: sourceLocation)
+            // Half the pulses within 2 ms, nine in ten within 3 ms; none off by more than 5 ms.
+            // On an idle machine the median is about 0.5 ms; these bounds hold on a two-core
+            // machine under a parallel build (measured: median 1.5 ms, p90 2.1 ms), where the
+            // sound server's own scheduling adds the rest. A broken compensation is tens of ms off.
+            #expect(sorted[sorted.count / 2] <= 2000, "\(summary)", sourceLocation: sourceLocation)
+            #expect(sorted[sorted.count * 9 / 10] <= 3000, "\(summary)", sourceLocation: sourceLocation)
             #expect(sorted.last! <= 5000, "\(summary)", sourceLocation: sourceLocation)
         }
         // The render itself followed the server's timestamps.
