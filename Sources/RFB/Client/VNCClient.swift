@@ -34,7 +34,10 @@ public actor VNCClient {
         public var trustStore: TrustStore?
         /// Accept (and re-pin) a certificate that differs from its pin (the user said `--trust`).
         public var acceptChangedCertificate = false
-        public var jpegDecoder: (any JPEGDecoding)? = makeDefaultJPEGDecoder()
+        /// Makes the JPEG decoder for one connection (Tight JPEG); nil declines JPEG. A factory,
+        /// not an instance: options are copied between clients, and a decoder (a libturbojpeg
+        /// handle) must never serve two connections at once.
+        public var makeJPEGDecoder: @Sendable () -> (any JPEGDecoding)? = { makeDefaultJPEGDecoder() }
         /// Sees every byte received from the server after TLS decryption (recording, tests).
         public var inboundTap: (@Sendable ([UInt8]) -> Void)?
 
@@ -85,7 +88,7 @@ public actor VNCClient {
         self.endpoint = endpoint
         self.options = options
         self.logger = logger
-        core = RFBConnection(configuration: options.configuration, jpegDecoder: options.jpegDecoder)
+        core = RFBConnection(configuration: options.configuration, jpegDecoder: options.makeJPEGDecoder())
         (events, eventSink) = AsyncStream.makeStream(of: RFBEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
 
