@@ -39,6 +39,9 @@ public func describeNetworkError(_ error: any Error) -> String {
         default: return "TLS error (\(tls))"
         }
     }
+    if let boring = error as? BoringSSLError {
+        return "the TLS handshake failed (\(describeBoringSSL(boring)))"
+    }
     if let extra = error as? NIOSSLExtraError, extra == .cannotUseIPAddressInSNI {
         return "a TLS server name cannot be an IP address"
     }
@@ -55,7 +58,11 @@ private func describeBoringSSL(_ error: BoringSSLError) -> String {
         let fields = part.split(separator: ":")
         if fields.count >= 4 {
             let reason = fields[3].split(separator: " ").first.map(String.init) ?? String(fields[3])
-            reasons.append(reason.lowercased().split(separator: "_").joined(separator: " "))
+            var words = reason.lowercased().split(separator: "_").joined(separator: " ")
+            // "TLSV1_ALERT_UNKNOWN_CA": an alert the other side sent.
+            if words.hasPrefix("tlsv1 alert ") { words = "the peer's alert: " + words.dropFirst("tlsv1 alert ".count) }
+            else if words.hasPrefix("sslv3 alert ") { words = "the peer's alert: " + words.dropFirst("sslv3 alert ".count) }
+            reasons.append(words)
         }
     }
     return reasons.isEmpty ? "no reason given" : reasons.joined(separator: "; ")

@@ -54,6 +54,12 @@ struct VNCConnectionOptions: ParsableArguments {
     @Flag(name: .customLong("tls-first"), help: "Start TLS before the RFB banner, as x11vnc -sslonly and servers behind stunnel expect (the same as a vncs:// address).")
     var tlsFirst = false
 
+    @Option(name: .customLong("client-cert"), help: ArgumentHelp("A PEM certificate to present when the server asks for one during TLS (with --client-key).", valueName: "path"))
+    var clientCert: String?
+
+    @Option(name: .customLong("client-key"), help: ArgumentHelp("The unencrypted PEM private key of --client-cert.", valueName: "path"))
+    var clientKey: String?
+
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for the TCP connection, and again for the RFB handshake (time at a password prompt not counted).", valueName: "seconds"))
     var connectTimeout: Double = 10
 
@@ -87,6 +93,18 @@ struct VNCConnectionOptions: ParsableArguments {
             do { _ = try Secrets.readFirstLine(ofFile: passwordFile) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
         }
         guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
+        _ = try clientIdentity()
+    }
+
+    /// The client certificate and key, read and matched before connecting.
+    func clientIdentity() throws -> TLSClientIdentity? {
+        switch (clientCert, clientKey) {
+        case (nil, nil): return nil
+        case (_?, nil): throw ValidationError("--client-cert needs --client-key (the certificate's private key)")
+        case (nil, _?): throw ValidationError("--client-key needs --client-cert")
+        case let (cert?, key?):
+            do { return try TLSClientIdentity(certificateFile: cert, keyFile: key) } catch { throw ValidationError(error.description) }
+        }
     }
 
     /// Options for `VNCClient.connect`, starting from `configuration`.
@@ -101,6 +119,7 @@ struct VNCConnectionOptions: ParsableArguments {
         options.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
         options.handshakeTimeout = .milliseconds(Int(connectTimeout * 1000))
         options.acceptChangedCertificate = trust
+        options.clientIdentity = try clientIdentity()
         return options
     }
 

@@ -110,6 +110,34 @@ struct VNCSecurityChoiceTests {
         #expect(result.stdout.contains("\"security\":\"VncAuth\""), "stdout: \(result.stdout)")
     }
 
+    /// A server that verifies clients (x11vnc -ssl -sslverify, like QEMU's verify-peer): the
+    /// certificate given with --client-cert/--client-key logs in; without one, or with one the
+    /// server does not know, the failure says which; a key that is not the certificate's is
+    /// refused before connecting (exit 2).
+    @Test func clientCertificatesForServersThatVerifyThem() throws {
+        let folder = try TemporaryFolder()
+        let mine = try TestCertificate(name: "client", in: folder, subject: "/CN=farcast-client")
+        let stranger = try TestCertificate(name: "stranger", in: folder, subject: "/CN=stranger")
+        let server = try X11vncServer(password: nil, folder: folder, extra: ["-ssl", "TMP", "-sslverify", mine.cert], startupTimeout: 60)
+        func info(_ extra: [String]) throws -> ProcessResult {
+            try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--json"] + extra,
+                    environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
+        }
+        let accepted = try info(["--client-cert", mine.cert, "--client-key", mine.key])
+        #expect(accepted.status == 0, "stderr: \(accepted.stderr)")
+        #expect(accepted.stdout.contains("\"security\":\"X509None\"") || accepted.stdout.contains("\"security\":\"X509Vnc\""),
+                "stdout: \(accepted.stdout)")
+        let without = try info([])
+        #expect(without.status == 1)
+        #expect(without.stderr.contains("requires a client certificate") && without.stderr.contains("--client-cert"), "stderr: \(without.stderr)")
+        let unknown = try info(["--client-cert", stranger.cert, "--client-key", stranger.key])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("unknown ca"), "stderr: \(unknown.stderr)")
+        let mismatched = try info(["--client-cert", mine.cert, "--client-key", stranger.key])
+        #expect(mismatched.status == 2)
+        #expect(mismatched.stderr.contains("does not belong to the certificate"), "stderr: \(mismatched.stderr)")
+    }
+
     /// Plain with the wrong password: the server's refusal, promptly (it used to hang 30 s
     /// waiting for an acknowledgement byte Xvnc never sends).
     @Test func plainWithAWrongPasswordIsRefusedPromptly() async throws {

@@ -34,6 +34,8 @@ public actor VNCClient {
         public var trustStore: TrustStore?
         /// Accept (and re-pin) a certificate that differs from its pin (the user said `--trust`).
         public var acceptChangedCertificate = false
+        /// Presented when the server asks for a client certificate during TLS.
+        public var clientIdentity: TLSClientIdentity?
         /// Makes the JPEG decoder for one connection (Tight JPEG); nil declines JPEG. A factory,
         /// not an instance: options are copied between clients, and a decoder (a libturbojpeg
         /// handle) must never serve two connections at once.
@@ -659,6 +661,10 @@ public actor VNCClient {
         // Certificates are checked against the trust-on-first-use pin below instead of a CA
         // chain (VNC servers use self-signed certificates); hostname checks need a chain.
         tls.certificateVerification = .noHostnameVerification
+        if let identity = options.clientIdentity {
+            tls.certificateChain = identity.certificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(identity.privateKey)
+        }
         let context = try NIOSSLContext(configuration: tls)
         try await channel.eventLoop.submit {
             let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { certificates, promise in
@@ -698,7 +704,17 @@ public actor VNCClient {
         case .failed(let reason):
             return .tlsFailed(reason)
         case nil:
-            if error is NIOSSLError { return .tlsFailed(describeNetworkError(error)) }
+            if error is NIOSSLError || error is BoringSSLError {
+                let reason = describeNetworkError(error)
+                // A server that verifies clients ends the handshake with an alert the client
+                // reads as one of these.
+                let lowered = reason.lowercased()
+                if options.clientIdentity == nil,
+                   ["alert: certificate required", "alert: handshake failure"].contains(where: lowered.contains) {
+                    return .tlsFailed("\(reason) — the server requires a client certificate: give one with --client-cert and --client-key")
+                }
+                return .tlsFailed(reason)
+            }
             // Say where the session was when the connection broke, and the OS reason.
             if case .close(let reason)? = core.connectionClosed(cause: describeNetworkError(error)).first { return reason }
             return .connectionClosed("with an error: \(describeNetworkError(error))")
