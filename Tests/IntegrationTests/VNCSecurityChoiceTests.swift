@@ -26,13 +26,16 @@ struct VNCSecurityChoiceTests {
     static let rows: [Row] = [
         Row(name: "Xvnc 1.12 default (TLSVnc,VncAuth)",
             server: { _, pw in let s = try XvncServer(securityTypes: nil, passwords: pw); return (s, s) },
-            offered: [19, 2], subtypes: [258, 2], chosen: "VncAuth"),
+            offered: [19, 2], subtypes: [258, 2], chosen: "TLSVnc"),
+        Row(name: "Xvnc 1.12 default, VncAuth asked for (--security vncauth)",
+            server: { _, pw in let s = try XvncServer(securityTypes: nil, passwords: pw); return (s, s) },
+            offered: [19, 2], subtypes: [], chosen: "VncAuth", preference: [.vncAuth]),
         Row(name: "Xvnc 1.12 VncAuth",
             server: { _, pw in let s = try XvncServer(securityTypes: "VncAuth", passwords: pw); return (s, s) },
             offered: [2], subtypes: [], chosen: "VncAuth"),
         Row(name: "Xvnc 1.12 TLSNone,VncAuth",
             server: { _, pw in let s = try XvncServer(securityTypes: "TLSNone,VncAuth", passwords: pw); return (s, s) },
-            offered: [19, 2], subtypes: [257, 2], chosen: "VncAuth"),
+            offered: [19, 2], subtypes: [257, 2], chosen: "TLSNone"),
         Row(name: "Xvnc 1.12 X509Vnc,TLSVnc,X509Plain,TLSNone,VncAuth with a certificate",
             server: { folder, pw in
                 let certificate = try TestCertificate(name: "xvnc", in: folder)
@@ -63,7 +66,7 @@ struct VNCSecurityChoiceTests {
                 let s = try X0vncServer(securityTypes: nil, rsaKey: key, passwords: pw)
                 return (s, s)
             },
-            offered: [19, 2], subtypes: [258, 2], chosen: "VncAuth"),
+            offered: [19, 2], subtypes: [258, 2], chosen: "TLSVnc"),
         Row(name: "x11vnc 0.9.16 -rfbauth",
             server: { folder, pw in let s = try X11vncServer(password: pw.password, folder: folder); return (s, s) },
             offered: [2], subtypes: [], chosen: "VncAuth"),
@@ -107,7 +110,8 @@ struct VNCSecurityChoiceTests {
         let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain, "--json"],
                              environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        #expect(result.stdout.contains("\"security\":\"VncAuth\""), "stdout: \(result.stdout)")
+        // TLSVnc: anonymous TLS, then VNC authentication inside it.
+        #expect(result.stdout.contains("\"security\":\"TLSVnc\""), "stdout: \(result.stdout)")
     }
 
     /// A server that verifies clients (x11vnc -ssl -sslverify, like QEMU's verify-peer): the

@@ -652,6 +652,15 @@ public actor VNCClient {
 
     private func startTLS() async throws {
         guard let channel else { throw RFBError.notConnected }
+        #if os(Linux)
+        if let method = core.chosenMethod, method.isAnonymousTLS {
+            logger.info("anonymous TLS (\(method)): the session is encrypted, but without a certificate the server is not authenticated")
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.addHandler(AnonymousTLSHandler(), position: .first)
+            }.get()
+            return
+        }
+        #endif
         let store = try options.trustStore ?? TrustStore(directory: StateDirectory.resolve(), fileName: "vnc/pins.json")
         let peer = endpoint.pinKey
         let accept = options.acceptChangedCertificate
@@ -704,6 +713,9 @@ public actor VNCClient {
         case .failed(let reason):
             return .tlsFailed(reason)
         case nil:
+            #if os(Linux)
+            if let anonymous = error as? AnonymousTLSHandler.Failure { return .tlsFailed(anonymous.description) }
+            #endif
             if error is NIOSSLError || error is BoringSSLError {
                 let reason = describeNetworkError(error)
                 // A server that verifies clients ends the handshake with an alert the client

@@ -30,15 +30,26 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// never tried unless listed.
     case msLogonII = "mslogon2"
 
-    /// Methods in the default order: certificate-protected and RSA-AES first, then Apple's and
-    /// plain VNC Authentication, no authentication last. Clear-text Plain and the weak MS-Logon
-    /// II are never tried unless asked for.
+    /// Methods in the default order: certificate-protected and RSA-AES first, then anonymous TLS
+    /// (encrypted, but the server unauthenticated), then Apple's and plain VNC Authentication, no
+    /// authentication last. Clear-text Plain (and TLSPlain) and the weak MS-Logon II are never
+    /// tried unless asked for.
     public static let defaultPreference: [SecurityMethod] = [.x509Vnc, .x509Plain, .x509None, .ra2_256, .ra2, .ra2ne_256, .ra2ne,
-                                                             .vncAuth, .appleDH, .none]
+                                                             .tlsVnc, .tlsNone, .vncAuth, .appleDH, .none].filter(implemented.contains)
 
     /// The methods this engine can carry out.
-    public static let implemented: Set<SecurityMethod> = [.none, .vncAuth, .plain, .x509None, .x509Vnc, .x509Plain,
-                                                          .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII]
+    /// Anonymous TLS (TLSNone, TLSVnc, TLSPlain) runs on OpenSSL's libssl, Linux only.
+    public static let implemented: Set<SecurityMethod> = {
+        var methods: Set<SecurityMethod> = [.none, .vncAuth, .plain, .x509None, .x509Vnc, .x509Plain,
+                                            .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII]
+        #if os(Linux)
+        methods.formUnion([.tlsNone, .tlsVnc, .tlsPlain])
+        #endif
+        return methods
+    }()
+
+    /// The anonymous-TLS subtypes (no certificate: encrypted, the server not authenticated).
+    public var isAnonymousTLS: Bool { [.tlsNone, .tlsVnc, .tlsPlain].contains(self) }
 
     /// The top-level security type, when this method is one.
     var topLevelType: UInt8? {
