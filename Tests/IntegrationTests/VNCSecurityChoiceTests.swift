@@ -142,6 +142,27 @@ struct VNCSecurityChoiceTests {
         #expect(mismatched.stderr.contains("does not belong to the certificate"), "stderr: \(mismatched.stderr)")
     }
 
+    /// x11vnc -sslonly speaks TLS from the first byte (as servers behind stunnel do): a vncs://
+    /// address (or --tls-first) logs in; a plain vnc:// address gets the hint to use one.
+    @Test func tlsFromTheFirstByteWithVncsAddresses() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try X11vncServer(password: passwords.password, folder: folder, extra: ["-ssl", "TMP", "-sslonly"],
+                                      startupTimeout: 60, tlsFromTheFirstByte: true)
+        func info(_ address: String, _ extra: [String] = [], timeout: Int = 15) throws -> ProcessResult {
+            try run(try farcastBinary(), ["vnc", "info", address, "--password-file", passwords.plain, "--json", "--connect-timeout", "\(timeout)"] + extra,
+                    environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
+        }
+        let viaURL = try info("vncs://127.0.0.1:\(server.port)")
+        #expect(viaURL.status == 0, "stderr: \(viaURL.stderr)")
+        #expect(viaURL.stdout.contains("\"security\":\"VncAuth\""), "stdout: \(viaURL.stdout)")
+        let viaFlag = try info("127.0.0.1::\(server.port)", ["--tls-first"])
+        #expect(viaFlag.status == 0, "stderr: \(viaFlag.stderr)")
+        let plain = try info("vnc://127.0.0.1:\(server.port)", timeout: 3)
+        #expect(plain.status == 1)
+        #expect(plain.stderr.contains("vncs://"), "stderr: \(plain.stderr)")
+    }
+
     /// Plain with the wrong password: the server's refusal, promptly (it used to hang 30 s
     /// waiting for an acknowledgement byte Xvnc never sends).
     @Test func plainWithAWrongPasswordIsRefusedPromptly() async throws {

@@ -232,8 +232,10 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
     let xvfb: BackgroundProcess
     let server: BackgroundProcess
 
+    /// `tlsFromTheFirstByte`: the server speaks TLS before the banner (`-sslonly`), so readiness
+    /// is the port alone.
     init(geometry: String = "400x300", password: String?, folder: TemporaryFolder, extra: [String] = [],
-         startupTimeout: TimeInterval = 30) throws {
+         startupTimeout: TimeInterval = 30, tlsFromTheFirstByte: Bool = false) throws {
         display = DisplayNumbers.allocate()
         port = 5900 + DisplayNumbers.allocate()
         xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
@@ -252,7 +254,7 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
         try waitForTCPPort(port, timeout: startupTimeout, process: server)
         // x11vnc listens before its main loop runs: wait until it greets, and if it never does,
         // fail here with its log rather than later with a client-side timeout.
-        try waitForRFBBanner(port, timeout: startupTimeout, process: server)
+        if !tlsFromTheFirstByte { try waitForRFBBanner(port, timeout: startupTimeout, process: server) }
     }
 
     deinit {
