@@ -9,10 +9,7 @@ import Testing
 struct RSAAESTests {
     @Test func everyRSAAESTypeLogsInAndAnEncryptedSessionIsPixelExact() async throws {
         let folder = try TemporaryFolder()
-        let passwords = try PasswordFiles(in: folder)
-        let key = folder.path + "/rsa.pem"
-        try X0vncServer.makeRSAKey(key)
-        let server = try X0vncServer(securityTypes: "RA2,RA2ne,RA2_256,RA2ne_256", rsaKey: key, passwords: passwords)
+        let (server, passwords) = try X0vncServer.start(securityTypes: "RA2,RA2ne,RA2_256,RA2ne_256", in: folder)
         let viewer = try server.drawTestContent(width: 200, height: 120, in: folder)
         defer { viewer.stop() }
         let store = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
@@ -51,10 +48,7 @@ struct RSAAESTests {
     /// session up, and the last pointer position sent must be where the X pointer ends.
     @Test func twoTasksSendingTenThousandMessagesEachArriveInOrder() async throws {
         let folder = try TemporaryFolder()
-        let passwords = try PasswordFiles(in: folder)
-        let key = folder.path + "/rsa.pem"
-        try X0vncServer.makeRSAKey(key)
-        let server = try X0vncServer(securityTypes: "RA2", rsaKey: key, passwords: passwords)
+        let (server, passwords) = try X0vncServer.start(securityTypes: "RA2", in: folder)
         var options = VNCClient.Options()
         options.configuration.securityPreference = [.ra2]
         options.trustStore = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
@@ -88,10 +82,7 @@ struct RSAAESTests {
 
     @Test func wrongPasswordGetsTheServersReason() async throws {
         let folder = try TemporaryFolder()
-        let passwords = try PasswordFiles(in: folder)
-        let key = folder.path + "/rsa.pem"
-        try X0vncServer.makeRSAKey(key)
-        let server = try X0vncServer(securityTypes: "RA2_256", rsaKey: key, passwords: passwords)
+        let (server, _) = try X0vncServer.start(securityTypes: "RA2_256", in: folder)
         var options = VNCClient.Options()
         options.trustStore = TrustStore(directory: StateDirectory(path: folder.path + "/state"), fileName: "vnc/pins.json")
         do {

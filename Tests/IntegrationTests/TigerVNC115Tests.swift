@@ -10,10 +10,7 @@ import Testing
 struct TigerVNC115Tests {
     @Test func buttonsBeyondEightArriveThroughExtendedMouseButtons() async throws {
         let folder = try TemporaryFolder()
-        let passwords = try PasswordFiles(in: folder)
-        let key = folder.path + "/rsa.pem"
-        try X0vncServer.makeRSAKey(key)
-        let server = try X0vncServer(securityTypes: "VncAuth", rsaKey: key, passwords: passwords)
+        let (server, passwords) = try X0vncServer.start(securityTypes: "VncAuth", in: folder)
         let echo = try InputEcho(on: server)
         let client = try await VNCClient.connect(to: server.endpoint, credentials: { _ in VNCCredentials(password: passwords.password) })
         try await client.waitForFirstFrame()

@@ -391,6 +391,14 @@ final class X0vncServer: XDisplay, @unchecked Sendable {
         guard made.status == 0 else { throw PeerFailed(name: "openssl genrsa", log: made.stderr) }
     }
 
+    /// A server with a fresh RSA key and fresh password files in `folder` (what most tests want).
+    static func start(securityTypes: String?, in folder: TemporaryFolder) throws -> (X0vncServer, PasswordFiles) {
+        let passwords = try PasswordFiles(in: folder)
+        let key = folder.path + "/rsa-\(UUID().uuidString.prefix(8)).pem"
+        try makeRSAKey(key)
+        return (try X0vncServer(securityTypes: securityTypes, rsaKey: key, passwords: passwords), passwords)
+    }
+
     /// `securityTypes` nil leaves the server's default.
     init(geometry: String = "320x240", securityTypes: String?, rsaKey: String, passwords: PasswordFiles) throws {
         self.passwords = passwords
