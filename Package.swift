@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Discovery", targets: ["Discovery"]),
         .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
         .library(name: "Punktfunk", targets: ["Punktfunk"]),
+        .library(name: "Hosts", targets: ["Hosts"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -25,6 +26,9 @@ let package = Package(
         // entry point, which may change in any minor release.
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", .upToNextMinor(from: "1.6.2")),
         .package(url: "https://github.com/attaswift/BigInt.git", from: "6.0.1"),
+        // Reaching hosts (the Hosts module only): SSH tunnels and the host book.
+        .package(url: "https://github.com/apple/swift-nio-ssh.git", from: "0.15.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // System libraries: a module map over one shim header each, nothing else.
@@ -102,12 +106,28 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Reaching hosts: SSH/ (the local forwarder over swift-nio-ssh, OpenSSH keys, known_hosts,
+        // ssh_config), Book/ (the host book in SQLite through GRDB), Secrets/ (SecretStore
+        // backends), and the URL forms every protocol command accepts.
+        .target(
+            name: "Hosts",
+            dependencies: [
+                "FarcastSupport", "FarcastNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSH", package: "swift-nio-ssh"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Discovery", "Hosts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -115,6 +135,12 @@ let package = Package(
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(
+            name: "HostsTests",
+            dependencies: ["Hosts", "FarcastSupport", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "NIOSSH", package: "swift-nio-ssh"), .product(name: "GRDB", package: "GRDB.swift")],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "RFBTests",
             dependencies: ["RFB", "FarcastSupport", "CZlib", .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
@@ -133,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Hosts", "Discovery", "CZlib", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],

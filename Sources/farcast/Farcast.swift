@@ -15,13 +15,15 @@ struct Farcast: AsyncParsableCommand {
             Protocols:
               vnc        remote desktops (RFB 3.3, 3.7, 3.8 and macOS 3.889)
               sendspin   synchronized multi-room audio (Sendspin, encrypted wire)
+              discover   what answers on the local network, for every protocol
+              hosts      saved hosts (the host book); any command takes a saved name, and --ssh reaches hosts through an SSH server
 
             Text goes to stdout (JSON with --json); logs and progress go to stderr. A failure prints one line, `farcast: <reason>`, and exits 1; a mistake in the command line or a configuration file exits 2 (docs/cli.md). Ctrl-C or SIGTERM stops any command within a second. Secrets such as passwords are never read from the command line: use a file, an environment variable or the prompt. Identities and trust pins live in $XDG_STATE_HOME/farcast, else ~/.local/state/farcast.
 
             Example: farcast vnc screenshot myhost:1 -o desktop.png
             """,
         version: "farcast \(FarcastInfo.version)",
-        subcommands: [VNCCommand.self, SendspinCommand.self, DoctorCommand.self]
+        subcommands: [VNCCommand.self, SendspinCommand.self, DiscoverCommand.self, HostsCommand.self, DoctorCommand.self]
     )
 
     /// The entry point: parse, run the command as a task that a signal can cancel, and turn

@@ -152,7 +152,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin (or --discover).")
+    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin, sendspin://HOST[?ssh=user@bastion] or a saved host's name (or --discover).")
     var url: String?
 
     @Flag(help: "Find the server on the local network (mDNS, _sendspin-server._tcp) instead of naming its URL.")
@@ -171,6 +171,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     var allowLegacy = false
 
     @OptionGroup var player: SendspinPlayerOptions
+    @OptionGroup var hosts: HostOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -178,7 +179,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         case (nil, false): throw ValidationError("name the server's URL (ws://HOST:8927/sendspin) or look for it with --discover")
         case (.some, true): throw ValidationError("give either a URL or --discover, not both")
         case (.some(let url), false):
-            guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket)") }
+            guard url.hasPrefix("ws://") || url.hasPrefix("wss://") || HostOptions.isSendspinArgument(url) else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket), or be sendspin://HOST or a saved host's name") }
         case (nil, true):
             guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
         }
@@ -189,7 +190,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let target: String
-            if let url { target = url } else { target = try await discoverServer() }
+            if let url { target = try await hosts.sendspinURL(url, timeout: .milliseconds(Int(connectTimeout * 1000)), logger: HostOptions.logger(global)).url } else { target = try await discoverServer() }
             try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
                                  openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
                 try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
