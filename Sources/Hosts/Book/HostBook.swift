@@ -106,7 +106,7 @@ public final class HostBook: Sendable {
 
     /// Changes a saved host inside one transaction (another process's change is never lost).
     @discardableResult
-    public func update(named name: String, _ change: @Sendable (inout SavedHost) throws -> Void) throws(HostBookError) -> SavedHost {
+    public func update(named name: String, _ change: (inout SavedHost) throws -> Void) throws(HostBookError) -> SavedHost {
         try write { db in
             guard var host = try SavedHost.fetchOne(db, key: name) else { throw HostBookError.notFound(name) }
             let old = host.name
@@ -151,11 +151,11 @@ public final class HostBook: Sendable {
         }
     }
 
-    private func read<T>(_ body: @Sendable (Database) throws -> T) throws(HostBookError) -> T {
+    private func read<T>(_ body: (Database) throws -> T) throws(HostBookError) -> T {
         do { return try pool.read(body) } catch let error as HostBookError { throw error } catch { throw .storage(Self.reason(error)) }
     }
 
-    private func write<T>(_ body: @Sendable (Database) throws -> T) throws(HostBookError) -> T {
+    private func write<T>(_ body: (Database) throws -> T) throws(HostBookError) -> T {
         do { return try pool.write(body) } catch let error as HostBookError { throw error } catch { throw .storage(Self.reason(error)) }
     }
 

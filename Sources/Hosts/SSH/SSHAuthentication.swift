@@ -232,7 +232,7 @@ final class TunnelUserAuthenticator: NIOSSHClientUserAuthenticationDelegate, Sen
             }
             return try SSHPrivateKey(pem: text)
         } catch {
-            state.withLock { $0.notes.append("\(path): \(error.description)") }
+            state.withLock { $0.notes.append("\(path): \(error)") }
             return nil
         }
     }

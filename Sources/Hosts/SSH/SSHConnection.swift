@@ -150,9 +150,15 @@ public final class SSHConnection: Sendable {
 
     /// Waits for user authentication to succeed, or says why it did not.
     private func waitForAuthentication(failures: SSHFailureRecord, timeout: Duration) async throws {
-        let watcher = try await channel.eventLoop.submit { [channel] in
-            try channel.pipeline.syncOperations.handler(type: AuthenticationWatcher.self).authenticated.futureResult
-        }.get()
+        let watcher: EventLoopFuture<Void>
+        do {
+            watcher = try await channel.eventLoop.submit { [channel] in
+                try channel.pipeline.syncOperations.handler(type: AuthenticationWatcher.self).authenticated.futureResult
+            }.get()
+        } catch {
+            // The connection ended before we looked: the delegates know why.
+            throw failures.failure ?? SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
+        }
         // The handshake timeout does not run while a prompt waits for the person.
         let deadline = NIODeadline.now() + TimeAmount(timeout)
         let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { [channel, route] task in
@@ -234,30 +240,38 @@ final class AuthenticationWatcher: ChannelInboundHandler, RemovableChannelHandle
     typealias InboundIn = Never
     let failures: SSHFailureRecord
     var authenticated: EventLoopPromise<Void>!
+    private var finished = false
 
     init(failures: SSHFailureRecord) { self.failures = failures }
+
+    /// Completes the promise once; later outcomes (a close after success) are ignored.
+    private func finish(_ result: Result<Void, any Error>) {
+        guard !finished else { return }
+        finished = true
+        authenticated.completeWith(result)
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         authenticated = context.eventLoop.makePromise()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is UserAuthSuccessEvent { authenticated.succeed() }
+        if event is UserAuthSuccessEvent { finish(.success(())) }
         context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        authenticated.fail(failures.failure ?? error)
+        finish(.failure(failures.failure ?? error))
         context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        authenticated.fail(failures.failure ?? SSHTunnelError.connectionLost(host: "the server", reason: "it closed the connection during the handshake"))
+        finish(.failure(failures.failure ?? SSHTunnelError.connectionLost(host: "the server", reason: "it closed the connection during the handshake")))
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        authenticated.fail(ChannelError.ioOnClosedChannel)
+        finish(.failure(failures.failure ?? ChannelError.ioOnClosedChannel))
     }
 }
 

@@ -51,20 +51,19 @@ public final class SSHLocalForwarder: Sendable {
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .childChannelInitializer { [logger] local in
-                    // Runs on `loop`: the spare channel, if still unused, goes to this connection.
-                    let localGlue = TunnelGlue(name: "local")
-                    do {
+                    // Glued once active (writes before then could be lost): the spare channel, if
+                    // still unused, goes to this connection; later ones open their own.
+                    let localGlue = TunnelGlue(name: "local") { localGlue in
+                        if let glue = spare.value {
+                            spare.value = nil
+                            localGlue.attach(glue)
+                        } else {
+                            connection.openChannelSynchronously(host: targetHost, port: targetPort, for: localGlue, logger: logger)
+                        }
+                    }
+                    return local.eventLoop.makeCompletedFuture {
                         try local.pipeline.syncOperations.addHandler(localGlue)
-                    } catch {
-                        return local.eventLoop.makeFailedFuture(error)
                     }
-                    if let glue = spare.value {
-                        spare.value = nil
-                        localGlue.attach(glue)
-                        return local.eventLoop.makeSucceededVoidFuture()
-                    }
-                    connection.openChannelSynchronously(host: targetHost, port: targetPort, for: localGlue, logger: logger)
-                    return local.eventLoop.makeSucceededVoidFuture()
                 }
                 .bind(host: "127.0.0.1", port: 0).get()
         } catch {
@@ -103,9 +102,7 @@ extension SSHConnection {
                 child.eventLoop.makeCompletedFuture {
                     try child.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: true)
                     try child.pipeline.syncOperations.addHandler(SSHChannelDataBridge())
-                    let glue = TunnelGlue(name: "ssh")
-                    try child.pipeline.syncOperations.addHandler(glue)
-                    localBox.value.attach(glue)
+                    try child.pipeline.syncOperations.addHandler(TunnelGlue(name: "ssh") { glue in localBox.value.attach(glue) })
                 }
             }
         } catch {
@@ -130,6 +127,8 @@ final class TunnelGlue: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     let name: String
+    /// Runs once when the channel becomes active: where the two sides are attached.
+    private var onActive: ((TunnelGlue) -> Void)?
     private var context: ChannelHandlerContext?
     private var partner: TunnelGlue?
     private var held: [ByteBuffer] = []
@@ -137,7 +136,17 @@ final class TunnelGlue: ChannelDuplexHandler {
     private var closed = false
     private var pendingRead = false
 
-    init(name: String) { self.name = name }
+    init(name: String, onActive: ((TunnelGlue) -> Void)? = nil) {
+        self.name = name
+        self.onActive = onActive
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        let action = onActive
+        onActive = nil
+        action?(self)
+    }
 
     func attach(_ other: TunnelGlue) {
         partner = other
@@ -159,12 +168,16 @@ final class TunnelGlue: ChannelDuplexHandler {
     }
 
     private func resumeReading() {
-        guard pendingRead, let context, partner?.isWritable ?? false else { return }
+        guard pendingRead, let context, let partner, partner.isWritable || partner.isGone else { return }
         pendingRead = false
         context.read()
     }
 
     var isWritable: Bool { context?.channel.isWritable ?? false }
+
+    /// The channel has closed: what still arrives for it is dropped, and its partner keeps
+    /// reading so it notices its own end.
+    var isGone: Bool { closed || context == nil }
 
     func writeFromPartner(_ bytes: ByteBuffer) {
         context?.write(wrapOutboundOut(bytes), promise: nil)
@@ -176,6 +189,7 @@ final class TunnelGlue: ChannelDuplexHandler {
         guard let context else { return }
         context.flush()
         context.close(mode: .output, promise: nil)
+        resumeReading()
     }
 
     func closeAll() {
@@ -220,7 +234,7 @@ final class TunnelGlue: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if let partner, partner.isWritable {
+        if let partner, partner.isWritable || partner.isGone {
             context.read()
         } else {
             pendingRead = true
