@@ -27,7 +27,7 @@ struct HostOptions: ParsableArguments {
 
     func validate() throws {
         if let ssh {
-            do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(error.description) }
+            do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(String(describing: error)) }
         }
         for (path, what) in [(sshPasswordFile, "SSH password file"), (sshPassphraseFile, "SSH passphrase file")] {
             guard let path else { continue }
@@ -43,14 +43,14 @@ struct HostOptions: ParsableArguments {
         do {
             return try HostBook(path: path).host(named: argument)
         } catch {
-            throw CommandFailure(message: error.description, exitCode: 2)
+            throw CommandFailure(message: String(describing: error), exitCode: 2)
         }
     }
 
     /// The SSH route that applies: --ssh wins over a URL's ?ssh= and a saved host's route.
     func route(for address: HostAddress?) throws -> SSHRoute? {
         if let ssh {
-            do { return try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+            do { return try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
         }
         return address?.ssh
     }
@@ -66,7 +66,7 @@ struct HostOptions: ParsableArguments {
         }
         guard HostAddress.looksLikeURL(argument) else { return nil }
         let address: HostAddress
-        do { address = try HostAddress(parsing: argument) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+        do { address = try HostAddress(parsing: argument) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
         guard address.kind == kind else {
             throw CommandFailure(message: "'\(argument)' is a \(address.kind) address; this command needs \(kind)", exitCode: 2)
         }
@@ -138,7 +138,7 @@ extension HostOptions {
         if let address = try hostAddress(argument, kind: .vnc) {
             endpoint = VNCEndpoint(host: address.host, port: address.port, username: address.user, tlsFirst: address.tls)
         } else {
-            do { endpoint = try VNCEndpoint(parsing: argument) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+            do { endpoint = try VNCEndpoint(parsing: argument) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
         }
         if tlsFirst { endpoint.tlsFirst = true }
         return endpoint

@@ -68,7 +68,7 @@ struct HostPreferenceOptions: ParsableArguments {
 
 /// Opens the book, turning its errors into one-line failures.
 func openHostBook() throws -> HostBook {
-    do { return try HostBook(path: HostBook.defaultPath()) } catch { throw CommandFailure(message: error.description) }
+    do { return try HostBook(path: HostBook.defaultPath()) } catch { throw CommandFailure(message: String(describing: error)) }
 }
 
 func secretStore() throws -> any SecretStore {
@@ -139,7 +139,7 @@ struct HostsAddCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        do { try SavedHost.validate(name: name) } catch { throw ValidationError(error.description) }
+        do { try SavedHost.validate(name: name) } catch { throw ValidationError(String(describing: error)) }
         do { _ = try address() } catch let failure as CommandFailure { throw ValidationError(failure.message) }
         if let passwordFile {
             do { _ = try Secrets.readFirstLine(ofFile: passwordFile) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
@@ -148,10 +148,10 @@ struct HostsAddCommand: AsyncParsableCommand {
 
     func address() throws -> HostAddress {
         var address: HostAddress
-        do { address = try HostAddress(parsing: url) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+        do { address = try HostAddress(parsing: url) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
         if let ssh {
             guard address.kind.isTCP else { throw CommandFailure(message: "\(address.kind) runs over UDP, which an SSH tunnel cannot carry", exitCode: 2) }
-            do { address.ssh = try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+            do { address.ssh = try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
         }
         return address
     }
@@ -161,7 +161,7 @@ struct HostsAddCommand: AsyncParsableCommand {
             var host = SavedHost(name: name, address: try address(), notes: preferences.notes)
             preferences.apply(to: &host.preferences)
             let book = try openHostBook()
-            do { try book.add(host) } catch { throw CommandFailure(message: error.description) }
+            do { try book.add(host) } catch { throw CommandFailure(message: String(describing: error)) }
             var stored: String?
             if let passwordFile {
                 let store = try secretStore()
@@ -225,7 +225,7 @@ struct HostsShowCommand: AsyncParsableCommand {
         try await reportingFailures {
             let book = try openHostBook()
             let found: SavedHost?
-            do { found = try book.host(named: name) } catch { throw CommandFailure(message: error.description) }
+            do { found = try book.host(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
             guard let host = found else { throw CommandFailure(message: HostBookError.notFound(name).description) }
             let hasSecret = (try? secretStore().secret(for: host.secretAccount)).map { $0 != nil }
             let pins = Self.pins(for: host)
@@ -289,16 +289,16 @@ struct HostsEditCommand: AsyncParsableCommand {
 
     func validate() throws {
         if ssh != nil && noSSH { throw ValidationError("--ssh and --no-ssh contradict each other") }
-        if let url { do { _ = try HostAddress(parsing: url) } catch { throw ValidationError(error.description) } }
-        if let ssh { do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(error.description) } }
-        if let rename { do { try SavedHost.validate(name: rename) } catch { throw ValidationError(error.description) } }
+        if let url { do { _ = try HostAddress(parsing: url) } catch { throw ValidationError(String(describing: error)) } }
+        if let ssh { do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(String(describing: error)) } }
+        if let rename { do { try SavedHost.validate(name: rename) } catch { throw ValidationError(String(describing: error)) } }
     }
 
     func run() async throws {
         try await reportingFailures {
             let book = try openHostBook()
             let newAddress = try url.map { text throws -> HostAddress in
-                do { return try HostAddress(parsing: text) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+                do { return try HostAddress(parsing: text) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
             }
             let route = ssh, clearRoute = noSSH, newName = rename, prefs = preferences
             let updated: SavedHost
@@ -318,7 +318,7 @@ struct HostsEditCommand: AsyncParsableCommand {
                     if !host.kind.isTCP, host.sshRoute != nil { throw HostBookError.invalidImport("\(host.kind) runs over UDP, which an SSH tunnel cannot carry") }
                 }
             } catch let error as HostBookError {
-                throw CommandFailure(message: error.description)
+                throw CommandFailure(message: String(describing: error))
             }
             if global.json { try printJSON(HostReport(updated)) } else { print("saved \(updated.name): \(updated.hostAddress.url)") }
         }
@@ -341,9 +341,9 @@ struct HostsRemoveCommand: AsyncParsableCommand {
         try await reportingFailures {
             let book = try openHostBook()
             let host: SavedHost?
-            do { host = try book.host(named: name) } catch { throw CommandFailure(message: error.description) }
+            do { host = try book.host(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
             guard let host else { throw CommandFailure(message: HostBookError.notFound(name).description) }
-            do { try book.remove(named: name) } catch { throw CommandFailure(message: error.description) }
+            do { try book.remove(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
             try? secretStore().removeSecret(for: host.secretAccount)
             if global.json { try printJSON(["removed": host.name]) } else { print("removed \(host.name)") }
         }
@@ -437,7 +437,7 @@ struct HostsImportCommand: AsyncParsableCommand {
                 throw CommandFailure(message: "\(file) has format \(export.format); this farcast reads farcast-hosts/1", exitCode: 2)
             }
             do { try openHostBook().importHosts(export.hosts, replace: replace) } catch let error as HostBookError {
-                throw CommandFailure(message: error.description)
+                throw CommandFailure(message: String(describing: error))
             }
             if let secrets = export.secrets, !secrets.isEmpty {
                 let store = try secretStore()

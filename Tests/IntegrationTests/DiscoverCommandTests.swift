@@ -81,7 +81,7 @@ struct DiscoverCommandTests {
         let responder = try JellyfinResponder(id: "0123456789abcdef0123456789abcdef", name: "Den", address: "http://127.0.0.1:8096")
         defer { responder.stop() }
         let result = try run(try farcastBinary(), ["discover", "--protocol", "jellyfin", "--jellyfin-target", "127.0.0.1", "--seconds", "1", "--json"])
-        #expect(result.status == 0, result.stderr)
+        #expect(result.status == 0, "\(result.stderr)")
         let listed = try Self.decode(result.stdout)
         #expect(listed.count == 1)
         let server = try #require(listed.first)

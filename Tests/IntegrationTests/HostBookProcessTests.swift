@@ -35,7 +35,7 @@ struct HostBookProcessTests {
         let hosts = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]] ?? []
         #expect(hosts.count == 50)
         #expect(Set(hosts.compactMap { $0["name"] as? String }).count == 50)
-        let integrity = try DatabaseQueue(path: folder.path + "/data/farcast/hosts.sqlite").read {
+        let integrity = try await DatabaseQueue(path: folder.path + "/data/farcast/hosts.sqlite").read {
             try String.fetchOne($0, sql: "PRAGMA integrity_check")
         }
         #expect(integrity == "ok")

@@ -30,7 +30,7 @@ struct SecretServiceTests {
             """
         let result = try run(session, ["--", "sh", "-c", script, try farcastBinary(), passwordFile], environment: environment, timeout: 60)
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("\"has_secret\":true"), result.stdout)
+        #expect(result.stdout.contains("\"has_secret\":true"), "\(result.stdout)")
         #expect(result.stdout.hasSuffix(secret), "secret-tool did not find the password: \(result.stdout)")
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/state/farcast/secrets.json"))
         for file in (try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/data/farcast")) ?? [] {

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSH
+import Synchronization
 
 /// Settings for opening an SSH connection beyond the route itself.
 public struct SSHTunnelOptions: Sendable {
@@ -160,10 +161,13 @@ public final class SSHConnection: Sendable {
             throw failures.failure ?? SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
         }
         // The handshake timeout does not run while a prompt waits for the person.
-        let deadline = NIODeadline.now() + TimeAmount(timeout)
+        let deadline = MovingDeadline(NIODeadline.now() + TimeAmount(timeout))
         let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { [channel, route] task in
-            if failures.isPrompting { return }
-            if NIODeadline.now() > deadline {
+            if failures.isPrompting {
+                deadline.value.withLock { $0 = $0 + .milliseconds(200) }
+                return
+            }
+            if NIODeadline.now() > deadline.value.withLock({ $0 }) {
                 failures.record(.timedOut(host: route.display, what: "SSH handshake", seconds: Int(timeout.components.seconds)))
                 channel.close(promise: nil)
                 task.cancel()
@@ -306,4 +310,10 @@ extension TimeAmount {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
+}
+
+/// A deadline the handshake timer moves on while a prompt waits for the person.
+final class MovingDeadline: Sendable {
+    let value: Mutex<NIODeadline>
+    init(_ deadline: NIODeadline) { value = Mutex(deadline) }
 }

@@ -130,7 +130,7 @@ final class EchoServer: @unchecked Sendable {
     private let stopped = Mutex(false)
 
     init(greeting: String = "hello\n") throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -140,12 +140,13 @@ final class EchoServer: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 8) == 0 else { throw PeerFailed(name: "echo server", log: String(cString: strerror(errno))) }
+        guard bound == 0, listen(fd, 8) == 0 else { close(fd); throw PeerFailed(name: "echo server", log: String(cString: strerror(errno))) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         port = Int(UInt16(bigEndian: address.sin_port))
+        self.fd = fd
         let listener = fd
         let greetingBytes = Array(greeting.utf8)
         Thread.detachNewThread {
