@@ -15,6 +15,7 @@ struct Farcast: AsyncParsableCommand {
             Protocols:
               vnc        remote desktops (RFB 3.3, 3.7, 3.8 and macOS 3.889)
               sendspin   synchronized multi-room audio (Sendspin, encrypted wire)
+              punktfunk  low-latency game and desktop streaming (punktfunk/1 over QUIC)
               discover   what answers on the local network, for every protocol
               hosts      saved hosts (the host book); any command takes a saved name, and --ssh reaches hosts through an SSH server
 
@@ -23,7 +24,7 @@ struct Farcast: AsyncParsableCommand {
             Example: farcast vnc screenshot myhost:1 -o desktop.png
             """,
         version: "farcast \(FarcastInfo.version)",
-        subcommands: [VNCCommand.self, SendspinCommand.self, DiscoverCommand.self, HostsCommand.self, DoctorCommand.self]
+        subcommands: [VNCCommand.self, SendspinCommand.self, PunktfunkCommand.self, DiscoverCommand.self, HostsCommand.self, DoctorCommand.self]
     )
 
     /// The entry point: parse, run the command as a task that a signal can cancel, and turn

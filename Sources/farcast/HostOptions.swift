@@ -172,6 +172,9 @@ extension HostOptions {
     /// The Sendspin server argument as the WebSocket URL to dial: a saved host, a `sendspin://`
     /// URL or a `ws://` URL, through the tunnel when a route applies.
     func sendspinURL(_ argument: String, timeout: Duration, logger: Logger) async throws -> (url: String, tunnel: SSHLocalForwarder?) {
+        // A WebSocket URL without --ssh is dialled exactly as given (wss:// and its path included).
+        let lower = argument.lowercased()
+        if ssh == nil, lower.hasPrefix("ws://") || lower.hasPrefix("wss://") { return (argument, nil) }
         guard let address = try hostAddress(argument, kind: .sendspin) else {
             throw CommandFailure(message: "'\(argument)' is neither a saved host nor a Sendspin URL (ws://HOST:8927/sendspin or sendspin://HOST)", exitCode: 2)
         }
@@ -179,12 +182,5 @@ extension HostOptions {
         let forwarder = try await openTunnel(route, to: address.host, port: address.port, timeout: timeout, logger: logger)
         logger.info("Sendspin through SSH", metadata: ["via": "\(forwarder.connection.route.display)", "local": "127.0.0.1:\(forwarder.localPort)"])
         return (address.protocolURL(host: "127.0.0.1", port: forwarder.localPort), forwarder)
-    }
-
-    /// Whether `argument` may name a Sendspin server (checked before any network activity).
-    static func isSendspinArgument(_ argument: String) -> Bool {
-        let lower = argument.lowercased()
-        if lower.hasPrefix("ws://") || lower.hasPrefix("sendspin://") { return true }
-        return !argument.contains("/") && !argument.contains(":")
     }
 }

@@ -227,7 +227,9 @@ struct HostsShowCommand: AsyncParsableCommand {
             let found: SavedHost?
             do { found = try book.host(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
             guard let host = found else { throw CommandFailure(message: HostBookError.notFound(name).description) }
-            let hasSecret = (try? secretStore().secret(for: host.secretAccount)).map { $0 != nil }
+            // nil when the store cannot be read (no keyring running): unknown, not absent.
+            let hasSecret: Bool?
+            do { hasSecret = try secretStore().secret(for: host.secretAccount) != nil } catch { hasSecret = nil }
             let pins = Self.pins(for: host)
             let report = HostReport(host, hasSecret: hasSecret, pins: pins)
             if global.json {

@@ -135,6 +135,8 @@ struct SendspinPlayerOptions: ParsableArguments {
         if buffered > 0 { notes.append("\(buffered) still buffered ahead when playback stopped") }
         print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(notes.joined(separator: ", "))): \(String(format: "%.1f", report.secondsPlayed)) s of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
         if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+        // Out before any failure line that follows on stderr.
+        fflush(nil)
     }
 }
 
@@ -179,7 +181,12 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         case (nil, false): throw ValidationError("name the server's URL (ws://HOST:8927/sendspin) or look for it with --discover")
         case (.some, true): throw ValidationError("give either a URL or --discover, not both")
         case (.some(let url), false):
-            guard url.hasPrefix("ws://") || url.hasPrefix("wss://") || HostOptions.isSendspinArgument(url) else { throw ValidationError("the URL must start with ws:// (Sendspin encrypts inside the WebSocket), or be sendspin://HOST or a saved host's name") }
+            // sendspin://HOST and saved names are resolved when the command runs; anything else
+            // must be a WebSocket URL, checked here so a typo is a usage error.
+            let lower = url.lowercased()
+            if !(lower.hasPrefix("sendspin://") || (!url.contains("/") && !url.contains(":"))) {
+                do { _ = try WebSocketDialer.Target(parsing: url) } catch { throw ValidationError(error.description) }
+            }
         case (nil, true):
             guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
         }
@@ -287,10 +294,7 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let text: String
-            do { text = try String(contentsOfFile: config, encoding: .utf8) } catch {
-                throw CommandFailure(message: "cannot read the configuration \(config): \(error.localizedDescription)", exitCode: 2)
-            }
+            let text = try Secrets.readWhole(ofFile: config, what: "configuration").text
             let settings: DaemonConfiguration
             do { settings = try DaemonConfiguration(text: text) } catch let problem as DaemonConfiguration.Problem {
                 throw CommandFailure(message: "\(config), \(problem)", exitCode: 2)

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
+#include <libnfnetlink/libnfnetlink.h>
 #include <linux/netfilter.h>
 #include <math.h>
 #include <poll.h>
@@ -189,6 +190,9 @@ int main(int argc, char **argv) {
     if (!queue) { fprintf(stderr, "netimpair: cannot bind NFQUEUE %d: %s (another program holds it?)\n", queue_num, strerror(errno)); return 1; }
     if (nfq_set_mode(queue, NFQNL_COPY_PACKET, 0xffff) < 0) { perror("netimpair: nfq_set_mode"); return 1; }
     nfq_set_queue_maxlen(queue, (uint32_t)(limit * 4 + 1024));
+    /* A burst arrives faster than a busy machine schedules us: room for it in the netlink socket
+       (else the kernel drops packets with ENOBUFS before netimpair sees them). */
+    nfnl_rcvbufsiz(nfq_nfnlh(h), 16u << 20);
     int fd = nfq_fd(h);
 
     struct sigaction sa;

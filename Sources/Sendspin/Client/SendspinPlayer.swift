@@ -477,8 +477,12 @@ public final class SendspinPlayer: Sendable {
     /// Telemetry once a second, offset sampling, duration and stop requests.
     private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, openDeadline: Int64?) async {
         var nextTick = started + 1_000_000
+        // --duration counts from the moment the session is open: a slow server's opening is not
+        // taken out of the time the user asked to play.
+        var openedAt: Int64?
         while !runtime.isFinished && !Task.isCancelled {
             let now = nowUs()
+            if openedAt == nil, runtime.withSessionValue({ $0.openingStep == nil }) { openedAt = now }
             if let openDeadline, now >= openDeadline, let waitingFor = runtime.withSessionValue({ $0.openingStep }) {
                 let seconds = (options.openTimeout.components.seconds)
                 runtime.end(.timedOut("after \(seconds) s waiting for \(waitingFor)"))
@@ -489,14 +493,16 @@ public final class SendspinPlayer: Sendable {
                 runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
                 return
             }
-            if let duration = options.duration, Double(now - started) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
+            if let duration = options.duration, let openedAt,
+               Double(now - openedAt) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
                 runtime.perform(runtime.withSession { $0.goodbye(reason: "user_request") }, now: now)
                 return
             }
             if now >= nextTick {
                 nextTick += 1_000_000
                 if now - started >= 10_000_000 { runtime.core.sampleOffset(at: now) }
-                if let telemetry {
+                // Telemetry once the session is open; before that there is nothing to report.
+                if let telemetry, runtime.withSessionValue({ $0.openingStep == nil }) {
                     let filter = runtime.core.filter
                     let group = runtime.group
                     telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,

@@ -78,12 +78,13 @@ public enum WebSocketDialer {
             guard !host.isEmpty else { throw .badURL("\(url) names no host") }
         }
 
+        /// `ws://host:port` or `ws://host:port/` → `ws://host:port/sendspin`; other paths stay.
         private static func withDefaultPath(_ url: String) -> String {
-            let afterScheme = url.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
-            if afterScheme.count < 3 || afterScheme[2].isEmpty || afterScheme[2] == "" {
-                return url.hasSuffix("/") ? url + "sendspin" : url + "/sendspin"
-            }
-            return url
+            guard let schemeEnd = url.range(of: "://") else { return url }
+            let rest = url[schemeEnd.upperBound...]
+            let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+            let path = rest[slash...]
+            return String(url[..<slash]) + (path.isEmpty || path == "/" ? "/sendspin" : path)
         }
 
         public var description: String {

@@ -169,7 +169,9 @@ final class BackgroundProcess: @unchecked Sendable {
 }
 
 /// Starts `executable` with stdin and stdout/stderr redirected, no signal blocked and SIGINT,
-/// SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT at their default actions.
+/// SIGTERM, SIGHUP, SIGCHLD, SIGQUIT at their default actions. SIGPIPE stays ignored, as the test
+/// process has it and Foundation's Process passed it on: PulseAudio writes into its pipe sink
+/// before the test's reader has opened it, and a default SIGPIPE would kill it.
 func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?, stdin: String, output: String) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -185,7 +187,7 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
     posix_spawnattr_setsigmask(&attributes, &none)
     var defaults = sigset_t()
     sigemptyset(&defaults)
-    for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT] { sigaddset(&defaults, number) }
+    for number in [SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, number) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
@@ -223,6 +225,44 @@ func waitForTCPPort(_ port: Int, timeout: TimeInterval = 20, process: Background
         usleep(50_000)
     }
     throw PeerFailed(name: process?.name ?? "port \(port)", log: "nothing accepted connections on 127.0.0.1:\(port) within \(Int(timeout)) s\n" + (process?.log ?? ""))
+}
+
+/// Waits until a connection to 127.0.0.1:port receives an RFB banner ("RFB 003.xxx\n"); each
+/// attempt waits up to 5 s for it. On failure the error carries the server's log and what listens.
+func waitForRFBBanner(_ port: Int, timeout: TimeInterval, process: BackgroundProcess) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    var lastAttempt = "no attempt"
+    while Date() < deadline {
+        guard process.isRunning else { throw PeerFailed(name: process.name, log: process.log) }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var wait = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        if connected {
+            var buffer = [UInt8](repeating: 0, count: 12)
+            var got = 0
+            while got < 12 {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, 12 - got) }
+                if n <= 0 { break }
+                got += n
+            }
+            if got == 12, buffer.starts(with: Array("RFB ".utf8)) { return }
+            lastAttempt = got == 0 ? "connected, nothing received within 5 s or closed" : "received \(buffer.prefix(got))"
+        } else {
+            lastAttempt = "connect: \(String(cString: strerror(errno)))"
+        }
+        usleep(200_000)
+    }
+    let listeners = (try? run("/bin/sh", ["-c", "ss -ltnp 2>&1 || netstat -ltnp 2>&1"]))?.stdout ?? "(ss unavailable)"
+    throw PeerFailed(name: process.name, log: "no RFB banner on 127.0.0.1:\(port) within \(Int(timeout)) s (last attempt: \(lastAttempt))\n"
+                     + "--- its log ---\n\(process.log)\n--- listening sockets ---\n\(listeners)")
 }
 
 struct PeerFailed: Error, CustomStringConvertible {

@@ -225,6 +225,9 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
         }
         server = try BackgroundProcess(x11vnc, arguments + extra, logName: "x11vnc")
         try waitForTCPPort(port, timeout: startupTimeout, process: server)
+        // x11vnc listens before its main loop runs: wait until it greets, and if it never does,
+        // fail here with its log rather than later with a client-side timeout.
+        try waitForRFBBanner(port, timeout: startupTimeout, process: server)
     }
 
     deinit {

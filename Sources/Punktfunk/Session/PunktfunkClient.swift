@@ -1,0 +1,300 @@
+import Crypto
+import FarcastSupport
+import Foundation
+import Synchronization
+
+/// How much to trust a host whose certificate is not pinned yet, or has changed.
+public enum HostTrustPolicy: Sendable, Equatable {
+    /// Only a pinned certificate is accepted (hand-added hosts, unknown pairing policy).
+    case pinnedOnly
+    /// An unknown host is pinned on first use (discovered hosts advertising `pair=optional`, or
+    /// the user said so); a changed certificate is still refused.
+    case trustOnFirstUse
+    /// The user re-trusts this host: whatever it presents replaces the pin.
+    case acceptChange
+    /// Pairing authenticates the host itself (SPAKE2 binds its fingerprint); pinned on success.
+    case pairing
+}
+
+/// A punktfunk/1 client session over QUIC: trust, the Hello/Welcome/Start handshake, clock sync,
+/// typed control, pairing and the speed test. Video reassembly is the data plane's; this type
+/// gives it the data socket and the Welcome's keys and geometry.
+///
+/// Every wait is bounded; when the QUIC connection ends, every pending wait fails with the reason.
+public final class PunktfunkClient: Sendable {
+    /// Where and how to connect.
+    public struct Options: Sendable {
+        public var host: String
+        public var port: UInt16
+        public var stateDirectory: StateDirectory
+        public var trust: HostTrustPolicy
+        /// Device name shown by the host.
+        public var name: String
+        public var connectTimeout: Double = 10
+        public var idleTimeout: Double = 8
+
+        public init(host: String, port: UInt16 = 9777, stateDirectory: StateDirectory, trust: HostTrustPolicy = .pinnedOnly,
+                    name: String = "farcast") {
+            self.host = host
+            self.port = port
+            self.stateDirectory = stateDirectory
+            self.trust = trust
+            self.name = name
+        }
+
+        /// The trust-store key for this host.
+        public var peerKey: String { "\(host.lowercased()):\(port)" }
+    }
+
+    /// What the trust check concluded.
+    public enum TrustOutcome: String, Sendable {
+        case pinned, pinnedOnFirstUse = "pinned_on_first_use", replacedPin = "replaced_pin", pairing
+    }
+
+    public let options: Options
+    public let quic: QUICConnection
+    public let identity: ClientIdentity
+    public let trustOutcome: TrustOutcome
+    public let inbox: ControlInbox
+    private let datagramHandler = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
+    private let closeReason = Mutex<PunktfunkSessionError??>(nil)
+
+    /// Lowercase hex SHA-256 of the host's certificate DER.
+    public var hostFingerprintHex: String { hexString(quic.hostFingerprint) }
+
+    private init(options: Options, quic: QUICConnection, identity: ClientIdentity, trust: TrustOutcome, inbox: ControlInbox) {
+        self.options = options
+        self.quic = quic
+        self.identity = identity
+        self.trustOutcome = trust
+        self.inbox = inbox
+    }
+
+    /// The store of host pins (`punktfunk/pins.json` in the state directory).
+    public static func trustStore(_ directory: StateDirectory) -> TrustStore {
+        TrustStore(directory: directory, fileName: "punktfunk/pins.json")
+    }
+
+    /// Connects and settles trust before anything is sent on the control stream.
+    public static func connect(_ options: Options) async throws -> PunktfunkClient {
+        let identity = try ClientIdentity.loadOrCreate(in: options.stateDirectory)
+        let store = trustStore(options.stateDirectory)
+        let pin = try store.pin(for: options.peerKey)
+        var configuration = QUICConnection.Configuration(host: options.host, port: options.port, identity: identity)
+        configuration.idleTimeout = options.idleTimeout
+        configuration.handshakeTimeout = options.connectTimeout
+        if let pin, options.trust == .pinnedOnly || options.trust == .trustOnFirstUse {
+            configuration.pinnedFingerprint = hexBytes(pin)
+        }
+        let inbox = ControlInbox()
+        // Weak: the QUIC thread's handler must not keep the client alive, so a dropped client
+        // closes its connection (QUICConnection's deinit) instead of leaking a running thread.
+        let box = Mutex(WeakClient())
+        let early = Mutex<[[UInt8]]>([])
+        let quic = try await QUICConnection.connect(configuration) { event in
+            switch event {
+            case .streamData(let bytes):
+                inbox.deliver(bytes)
+            case .streamFinished:
+                inbox.fail(.closedByHost(code: 0, reason: "the host ended the control stream"))
+            case .datagram(let bytes):
+                if let client = box.withLock({ $0.client }) {
+                    client.datagramHandler.withLock { $0 }?(bytes)
+                } else {
+                    early.withLock { if $0.count < 64 { $0.append(bytes) } }
+                }
+            case .closed(let error):
+                let reason = error.map(PunktfunkClient.refine) ?? .closed
+                box.withLock { $0.client }?.closeReason.withLock { $0 = .some(error.map(PunktfunkClient.refine)) }
+                inbox.fail(reason)
+            }
+        }
+        let presented = hexString(quic.hostFingerprint)
+        let outcome: TrustOutcome
+        switch options.trust {
+        case .pairing:
+            outcome = .pairing
+        case .pinnedOnly:
+            guard pin != nil else {
+                quic.close(code: 0x51, reason: "untrusted host")
+                throw PunktfunkSessionError.untrustedHost(host: options.peerKey, fingerprint: presented)
+            }
+            outcome = .pinned
+        case .trustOnFirstUse:
+            switch try store.check(peer: options.peerKey, fingerprint: presented, acceptChange: false) {
+            case .matchesPin: outcome = .pinned
+            case .pinnedOnFirstUse: outcome = .pinnedOnFirstUse
+            case .replacedPin: outcome = .replacedPin
+            case .mismatch(let pinned):
+                quic.close(code: 0x51, reason: "fingerprint changed")
+                throw PunktfunkSessionError.fingerprintChanged(host: options.peerKey, pinned: pinned, presented: presented)
+            }
+        case .acceptChange:
+            switch try store.check(peer: options.peerKey, fingerprint: presented, acceptChange: true) {
+            case .matchesPin: outcome = .pinned
+            case .pinnedOnFirstUse: outcome = .pinnedOnFirstUse
+            case .replacedPin, .mismatch: outcome = .replacedPin
+            }
+        }
+        let client = PunktfunkClient(options: options, quic: quic, identity: identity, trust: outcome, inbox: inbox)
+        box.withLock { $0.client = client }
+        for datagram in early.withLock({ $0 }) { client.datagramHandler.withLock { $0 }?(datagram) }
+        return client
+    }
+
+    struct WeakClient {
+        weak var client: PunktfunkClient?
+    }
+
+    /// Typed rejections the host closes with: its reason text names them.
+    static func refine(_ error: PunktfunkSessionError) -> PunktfunkSessionError {
+        guard case .closedByHost(let code, let reason) = error else { return error }
+        if reason.contains("PairingRequired") { return .pairingRequired }
+        if reason.contains("WireVersionMismatch") { return .malformed("the host refused wire version \(Hello.wireVersion): \(reason)") }
+        if reason.contains("PairingNotArmed") { return .pairingRefused("no PIN is armed on the host; start pairing on the host first") }
+        if reason.contains("PairingBoundToOtherDevice") { return .pairingRefused("the host's pairing window belongs to another device") }
+        return .closedByHost(code: code, reason: reason)
+    }
+
+    /// Receives QUIC datagrams (audio, rumble, HID output…) on the connection's thread.
+    public func onDatagram(_ handler: (@Sendable ([UInt8]) -> Void)?) {
+        datagramHandler.withLock { $0 = handler }
+    }
+
+    /// Sends one control payload.
+    public func send(_ message: ControlMessage) {
+        quic.send(stream: ControlFrameDecoder.frame(message.encoded()))
+    }
+
+    /// Sends a raw handshake payload.
+    public func sendPayload(_ payload: [UInt8]) {
+        quic.send(stream: ControlFrameDecoder.frame(payload))
+    }
+
+    /// Sends an input or rich-input datagram.
+    public func send(datagram: [UInt8]) {
+        quic.send(datagram: datagram)
+    }
+
+    /// Ends the session (0x51: the client quit on purpose).
+    public func close() {
+        quic.close(code: 0x51, reason: "client quit")
+    }
+
+    // MARK: - handshake
+
+    /// Sends Hello and returns the host's Welcome.
+    public func handshake(_ hello: Hello, timeout: Double = 10) async throws(PunktfunkSessionError) -> Welcome {
+        sendPayload(hello.encoded())
+        let payload = try await inbox.next(timeout: timeout, waitingFor: "Welcome")
+        guard !ControlMessage.isControl(payload) else {
+            throw .malformed("expected Welcome, got control message type 0x\(String(payload[4], radix: 16))")
+        }
+        return try Welcome.decode(payload)
+    }
+
+    /// Runs the opening of the session through `SessionHandshake`: Hello, Welcome, the data socket
+    /// (`bindDataSocket` binds it and returns its port), Start and the clock batch. Payloads that
+    /// arrive meanwhile and belong to later are left in the inbox.
+    public func establish(_ hello: Hello, timeout: Double = 10,
+                          bindDataSocket: (Welcome) throws -> UInt16) async throws -> (welcome: Welcome, samples: [ClockSample]) {
+        var machine = SessionHandshake(hello: hello, welcomeTimeoutNs: Int64(timeout * 1e9))
+        var pending = machine.start(now: DataPlaneSocket.monotonic())
+        var held: [[UInt8]] = []
+        defer { inbox.requeue(held) }
+        while !pending.isEmpty {
+            switch pending.removeFirst() {
+            case .send(let payload):
+                sendPayload(payload)
+            case .bindDataSocket(let welcome):
+                let port = try bindDataSocket(welcome)
+                pending += machine.dataSocketBound(port: port, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+            case .unhandled(let payload):
+                held.append(payload)
+            case .established(let welcome, let samples):
+                return (welcome, samples)
+            case .wait(let deadline):
+                let remaining = max(0, Double(deadline - DataPlaneSocket.monotonic()) / 1e9)
+                do {
+                    let payload = try await inbox.next(timeout: remaining, waitingFor: "the handshake")
+                    pending += try machine.receive(payload, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                } catch .timeout {
+                    pending += try machine.timedOut(now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                }
+            }
+        }
+        throw PunktfunkSessionError.closed
+    }
+
+    /// Sends Start for a bound data socket.
+    public func start(dataPort: UInt16) {
+        sendPayload(StartMessage(clientUDPPort: dataPort).encoded())
+    }
+
+    /// One clock batch: 8 ClockProbe/ClockEcho rounds, each bounded by 2 s (a silent host means a
+    /// shared clock: no samples).
+    public func measureClock(rounds: Int = ClockOffsetEstimator.roundsPerBatch) async throws(PunktfunkSessionError) -> [ClockSample] {
+        var samples: [ClockSample] = []
+        for _ in 0..<rounds {
+            let t1 = DataPlaneSocket.realtime()
+            send(.clockProbe(t1: t1))
+            let payload: [UInt8]
+            do {
+                payload = try await inbox.next(timeout: Double(ClockOffsetEstimator.roundTimeoutNs) / 1e9, waitingFor: "clock echo") { p in
+                    ControlMessage.isControl(p) && p[4] == 0x31
+                }
+            } catch .timeout {
+                continue
+            }
+            let t4 = DataPlaneSocket.realtime()
+            guard case .clockEcho(let e1, let t2, let t3) = try ControlMessage.decode(payload), e1 == t1 else { continue }
+            samples.append(ClockSample(t1: e1, t2: t2, t3: t3, t4: t4))
+        }
+        return samples
+    }
+
+    /// Waits for the first control message of a type (others stay queued).
+    public func next(type: UInt8, timeout: Double, waitingFor what: String) async throws(PunktfunkSessionError) -> ControlMessage {
+        let payload = try await inbox.next(timeout: timeout, waitingFor: what) { p in ControlMessage.isControl(p) && p[4] == type }
+        return try ControlMessage.decode(payload)
+    }
+
+    // MARK: - pairing
+
+    /// Pairs with the PIN the host shows (side A of SPAKE2); on success pins the host.
+    public func pair(pin: String, timeout: Double = 10, scalar: [UInt8]? = nil) async throws -> Void {
+        var exchange = try PairingExchange(pin: pin, name: options.name, clientFingerprint: identity.fingerprint,
+                                           hostFingerprint: quic.hostFingerprint, scalar: scalar)
+        send(exchange.start())
+        let challenge = try await next(type: 0x11, timeout: timeout, waitingFor: "pairing challenge")
+        guard case .pairChallenge(let spakeB, let confirmHost) = challenge else { throw PunktfunkSessionError.malformed("pairing challenge") }
+        let proof: ControlMessage
+        do {
+            proof = try exchange.receive(challenge: spakeB, confirmHost: confirmHost)
+        } catch {
+            quic.close(code: 0x51, reason: "pairing failed")
+            throw error
+        }
+        send(proof)
+        let result = try await next(type: 0x13, timeout: timeout, waitingFor: "pairing result")
+        guard case .pairResult(true) = result else { throw PunktfunkSessionError.wrongPIN }
+        _ = try Self.trustStore(options.stateDirectory).check(peer: options.peerKey, fingerprint: hostFingerprintHex, acceptChange: true)
+    }
+
+    // MARK: - speed test
+
+    /// Asks the host for a probe burst and counts what arrives on the data socket. `counter`
+    /// reports (packets, bytes) received so far; the caller's data plane owns the socket.
+    public func speedTest(targetKbps: UInt32, durationMs: UInt32, grace: Double = 0.5,
+                          counter: @Sendable () -> (UInt64, UInt64)) async throws(PunktfunkSessionError) -> SpeedTestResult {
+        let before = counter()
+        send(.probeRequest(targetKbps: targetKbps, durationMs: durationMs))
+        let answer = try await next(type: 0x21, timeout: Double(durationMs) / 1000 + 10, waitingFor: "probe result")
+        guard case .probeResult(let result) = answer else { throw .malformed("probe result") }
+        // Datagrams still in flight when the result (on the reliable stream) overtook them.
+        try? await Task.sleep(nanoseconds: UInt64(grace * 1e9))
+        let after = counter()
+        return SpeedTestResult(targetKbps: targetKbps, result: result, receivedPackets: after.0 - before.0,
+                               receivedBytes: after.1 - before.1)
+    }
+}
