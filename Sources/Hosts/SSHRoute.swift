@@ -50,6 +50,7 @@ public struct SSHRoute: Sendable, Hashable, Codable, CustomStringConvertible {
             }
             return (host, port)
         }
+        guard !text.isEmpty else { throw .invalidRoute(original, reason: "no host") }
         return (String(text), nil)
     }
 

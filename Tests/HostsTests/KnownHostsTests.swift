@@ -63,6 +63,7 @@ struct KnownHostsTests {
         let path = folder.appendingPathComponent(".ssh/known_hosts").path
         var file = try KnownHosts(path: path)
         #expect(file.entries.isEmpty)
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try "existing.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJS2hFPVLK4/hPDNQShJleFkGbLS8hcciuP7tvnqfK8o".write(toFile: path, atomically: false, encoding: .utf8)
         try file.add(host: "New.Example", port: 2200, keyBlob: try Self.blob("ecdsa-256"))
         let text = try String(contentsOfFile: path, encoding: .utf8)
