@@ -9,7 +9,7 @@ import Testing
 struct SecretServiceTests {
     @Test func aSavedHostsPasswordGoesToTheKeyringAndNowhereElse() throws {
         let folder = try TemporaryFolder()
-        let session = try requireExecutable("dbus-run-session", package: "dbus")
+        let sessionTool = try requireExecutable("dbus-run-session", package: "dbus")
         _ = try requireExecutable("gnome-keyring-daemon", package: "gnome-keyring")
         _ = try requireExecutable("secret-tool", package: "libsecret-tools")
         let secret = "keyring-\(UUID().uuidString)"
@@ -22,16 +22,31 @@ struct SecretServiceTests {
         environment["XDG_STATE_HOME"] = folder.path + "/state"
         environment["XDG_RUNTIME_DIR"] = folder.path
         environment["FARCAST_SECRET_STORE"] = nil
+        // The keyring runs in the foreground as this script's child and is ended with it: a
+        // daemonized one would outlive the test and hold its output pipes open.
         let script = """
-            printf 'unlock' | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 9
+            printf 'unlock' | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>"$XDG_RUNTIME_DIR/keyring.log" &
+            keyring=$!
+            trap 'kill $keyring 2>/dev/null' EXIT
+            tries=0
+            until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do
+                tries=$((tries + 1)); [ $tries -le 100 ] || { cat "$XDG_RUNTIME_DIR/keyring.log" >&2; exit 9; }; sleep 0.1
+            done
             "$0" hosts add office vnc://10.0.0.5 --password-file "$1" || exit 10
             "$0" hosts show office --json || exit 11
             secret-tool lookup account host:office
             """
-        let result = try run(session, ["--", "sh", "-c", script, try farcastBinary(), passwordFile], environment: environment, timeout: 60)
-        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("\"has_secret\":true"), "\(result.stdout)")
-        #expect(result.stdout.hasSuffix(secret), "secret-tool did not find the password: \(result.stdout)")
+        // Spawned as BackgroundProcess does (default signal mask): a child of Foundation's
+        // Process inherits the test thread's blocked SIGTERM, and dbus-run-session could then
+        // never end its bus daemon.
+        let session = try BackgroundProcess(sessionTool, ["--", "sh", "-c", "{\n" + script + "\n} >\"$XDG_RUNTIME_DIR/out\"", try farcastBinary(), passwordFile],
+                                            environment: environment, logName: "secret-service")
+        defer { session.stop() }
+        #expect(session.waitForExit(timeout: 60), "the keyring session hung: \(session.log)")
+        #expect(session.terminationStatus == 0, "\(session.log)")
+        let stdout = (try? String(contentsOfFile: folder.path + "/out", encoding: .utf8)) ?? ""
+        #expect(stdout.contains("\"has_secret\":true"), "\(stdout)")
+        #expect(stdout.hasSuffix(secret), "secret-tool did not find the password: \(stdout)")
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/state/farcast/secrets.json"))
         for file in (try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/data/farcast")) ?? [] {
             let bytes = FileManager.default.contents(atPath: folder.path + "/data/farcast/" + file) ?? Data()

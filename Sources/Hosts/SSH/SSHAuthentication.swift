@@ -138,6 +138,10 @@ final class TunnelUserAuthenticator: NIOSSHClientUserAuthenticationDelegate, Sen
         var keyFiles: [String]
         var explicitFiles: Set<String>
         var passwordAttempts = 0
+        /// swift-nio-ssh's first call passes every method as a guess; later ones carry the
+        /// server's list from its USERAUTH_FAILURE.
+        var heardFromServer = false
+        var firstCall = true
         var offered: [String] = []
         var tried: [String] = []
         var notes: [String] = []
@@ -165,13 +169,18 @@ final class TunnelUserAuthenticator: NIOSSHClientUserAuthenticationDelegate, Sen
         if availableMethods.contains(.publicKey) { names.append("publickey") }
         if availableMethods.contains(.password) { names.append("password") }
         if availableMethods.contains(.hostBased) { names.append("hostbased") }
-        state.withLock { $0.offered = names }
+        let fromServer = state.withLock { state -> Bool in
+            if !state.firstCall { state.heardFromServer = true }
+            state.firstCall = false
+            if state.heardFromServer { state.offered = names }
+            return state.heardFromServer
+        }
         nextChallengePromise.completeWithTask { [self] in
-            try await self.nextOffer(availableMethods)
+            try await self.nextOffer(availableMethods, fromServer: fromServer)
         }
     }
 
-    private func nextOffer(_ methods: NIOSSHAvailableUserAuthenticationMethods) async throws -> NIOSSHUserAuthenticationOffer? {
+    private func nextOffer(_ methods: NIOSSHAvailableUserAuthenticationMethods, fromServer: Bool) async throws -> NIOSSHUserAuthenticationOffer? {
         if methods.contains(.publicKey) {
             while let path = state.withLock({ $0.keyFiles.isEmpty ? nil : $0.keyFiles.removeFirst() }) {
                 guard let key = await load(path) else { continue }
@@ -183,6 +192,11 @@ final class TunnelUserAuthenticator: NIOSSHClientUserAuthenticationDelegate, Sen
                 logger.debug("offering SSH key", metadata: ["path": "\(path)", "fingerprint": "\(key.fingerprint)"])
                 return NIOSSHUserAuthenticationOffer(username: user, serviceName: "", offer: .privateKey(.init(privateKey: nioKey)))
             }
+        }
+        // Before the server has said what it accepts, ask it with the "none" method (as OpenSSH
+        // does) instead of prompting for a password it may not take.
+        guard fromServer else {
+            return NIOSSHUserAuthenticationOffer(username: user, serviceName: "", offer: .none)
         }
         if methods.contains(.password), let ask = prompts.password {
             let attempt = state.withLock { state -> Int in

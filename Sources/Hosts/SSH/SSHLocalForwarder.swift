@@ -36,7 +36,7 @@ public final class SSHLocalForwarder: Sendable {
     public static func start(over connection: SSHConnection, to targetHost: String, port targetPort: Int,
                              logger: Logger = Logger(label: "farcast.ssh")) async throws -> SSHLocalForwarder {
         let loop = connection.eventLoop
-        let spare = NIOLoopBoundBox<TunnelGlue?>(nil, eventLoop: loop)
+        let spare = NIOLoopBoundBox<TunnelGlue?>.makeEmptyBox(valueType: TunnelGlue.self, eventLoop: loop)
         let first = try await connection.openDirectTCPIP(host: targetHost, port: targetPort) { child in
             try child.pipeline.syncOperations.addHandler(SSHChannelDataBridge())
             let glue = TunnelGlue(name: "ssh")

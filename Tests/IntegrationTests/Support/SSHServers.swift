@@ -64,7 +64,9 @@ final class SSHServer: @unchecked Sendable {
         chmod(shadow, 0o640)
 
         let config = folder + "/sshd_config"
+        // sshd takes the first value of each keyword: the test's own lines go first.
         try """
+            \(extraConfig)
             Port \(port)
             ListenAddress 127.0.0.1
             HostKey \(hostKey)
@@ -78,8 +80,8 @@ final class SSHServer: @unchecked Sendable {
             PermitRootLogin no
             AllowUsers \(Self.user)
             AllowTcpForwarding \(allowTcpForwarding ? "yes" : "no")
+            HostbasedAuthentication no
             LogLevel DEBUG1
-            \(extraConfig)
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // A configuration mistake ends sshd at once; waitForTCPPort then reports its log.
         let script = """
