@@ -109,4 +109,32 @@ struct HostBookProcessTests {
         let missing = try run(farcast, ["hosts", "show", "nobody"], environment: environment)
         #expect(missing.status == 1 && missing.stderr.contains("no saved host is named 'nobody'"))
     }
+
+    /// A saved name stands for its address in each protocol's commands (port 9 on loopback has
+    /// no listener, so each command fails at run time naming the saved address), and a name of
+    /// another protocol's host is a usage error before anything is sent.
+    @Test func savedNamesWorkInEveryProtocolsCommands() throws {
+        let folder = try TemporaryFolder()
+        let environment = Self.environment(folder)
+        let farcast = try farcastBinary()
+        for (name, url) in [("gamebox", "punktfunk://127.0.0.1:9"), ("office", "vnc://127.0.0.1:9"), ("kitchen", "sendspin://127.0.0.1:9")] {
+            let added = try run(farcast, ["hosts", "add", name, url], environment: environment)
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        let reached: [([String], String)] = [
+            (["punktfunk", "probe", "gamebox", "--timeout", "1"], "127.0.0.1:9"),
+            (["vnc", "info", "office", "--connect-timeout", "2"], "127.0.0.1::9"),
+            (["sendspin", "play", "kitchen", "--connect-timeout", "2", "--output", "null"], "127.0.0.1:9"),
+        ]
+        for (arguments, address) in reached {
+            let result = try run(farcast, arguments, environment: environment, timeout: 30)
+            #expect(result.status == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(address), "\(arguments): \(result.stderr)")
+        }
+        for arguments in [["punktfunk", "probe", "office"], ["vnc", "info", "gamebox"], ["sendspin", "play", "office"]] {
+            let result = try run(farcast, arguments, environment: environment)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+    }
 }
