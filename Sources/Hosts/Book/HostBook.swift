@@ -38,6 +38,17 @@ public final class HostBook: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(Self.busyTimeout)
         configuration.label = "farcast.hosts"
+        // GRDB reads which migrations are applied before it opens each one's transaction, so two
+        // processes opening a new book at once would both create its tables: an exclusive flock
+        // on a lock file beside it makes the migration one process's at a time. (Not on the
+        // database file itself: closing any descriptor of that file drops SQLite's POSIX locks.)
+        let lockPath = path + ".lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw .storage("cannot open \(lockPath): \(String(cString: strerror(errno)).lowercased())") }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .storage("cannot lock \(lockPath): \(String(cString: strerror(errno)).lowercased())") }
+        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
