@@ -81,6 +81,7 @@ struct SSHTunnelTests {
         let plain = try SSHTestKey(type: type, bits: bits, in: folder)
         let encrypted = try SSHTestKey(type: type, bits: bits, passphrase: "pass phrase", in: folder)
         let server = try SSHServer(in: folder, authorizedKeys: [plain.publicLine, encrypted.publicLine])
+        defer { server.stop() }
         let echo = try EchoServer()
         defer { echo.stop() }
         for key in [plain, encrypted] {
@@ -104,6 +105,7 @@ struct SSHTunnelTests {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", passphrase: "right", in: folder)
         let server = try SSHServer(in: folder, authorizedKeys: [key.publicLine], extraConfig: "PasswordAuthentication no")
+        defer { server.stop() }
         let asked = PromptCount()
         let failure = await Self.expectFailure {
             _ = try await SSHConnection.connect(to: Self.route(server), options: try Self.options(folder, identities: [key.path], acceptNew: true),
@@ -122,6 +124,7 @@ struct SSHTunnelTests {
     @Test func passwordsLogInAndAWrongOneSaysWhatTheServerAccepts() async throws {
         let folder = try TemporaryFolder()
         let server = try SSHServer(in: folder)
+        defer { server.stop() }
         let echo = try EchoServer()
         defer { echo.stop() }
         let forwarder = try await SSHLocalForwarder.open(through: Self.route(server), to: "127.0.0.1", port: echo.port,
@@ -152,6 +155,7 @@ struct SSHTunnelTests {
         let folder = try TemporaryFolder()
         let rsa = try SSHTestKey(type: "rsa", bits: 2048, in: folder)
         let server = try SSHServer(in: folder, authorizedKeys: [rsa.publicLine], extraConfig: "PasswordAuthentication no")
+        defer { server.stop() }
         let failure = await Self.expectFailure {
             _ = try await SSHConnection.connect(to: Self.route(server), options: try Self.options(folder, identities: [rsa.path], acceptNew: true),
                                                 logger: Self.logger)
@@ -163,6 +167,7 @@ struct SSHTunnelTests {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", in: folder)
         let server = try SSHServer(in: folder, authorizedKeys: [key.publicLine])
+        defer { server.stop() }
         let knownHosts = folder.path + "/known_hosts"
 
         // Unknown, nobody to ask: refused with the fingerprint ssh-keygen prints.
@@ -241,7 +246,9 @@ struct SSHTunnelTests {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", in: folder)
         let jump = try SSHServer(in: folder, name: "jump", authorizedKeys: [key.publicLine])
+        defer { jump.stop() }
         let target = try SSHServer(in: folder, name: "bastion", authorizedKeys: [key.publicLine])
+        defer { target.stop() }
         let echo = try EchoServer()
         defer { echo.stop() }
         let config = """
@@ -266,6 +273,7 @@ struct SSHTunnelTests {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", in: folder)
         let closed = try SSHServer(in: folder, name: "noforward", authorizedKeys: [key.publicLine], allowTcpForwarding: false)
+        defer { closed.stop() }
         let echo = try EchoServer()
         defer { echo.stop() }
         let refused = await Self.expectFailure {
@@ -279,6 +287,7 @@ struct SSHTunnelTests {
         #expect(refused?.description.contains("AllowTcpForwarding") == true)
 
         let open = try SSHServer(in: folder, name: "open", authorizedKeys: [key.publicLine])
+        defer { open.stop() }
         let unreachable = await Self.expectFailure {
             _ = try await SSHLocalForwarder.open(through: Self.route(open), to: "127.0.0.1", port: 1,
                                                  options: try Self.options(folder, identities: [key.path], acceptNew: true), logger: Self.logger)
@@ -295,6 +304,7 @@ struct SSHTunnelTests {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", in: folder)
         let server = try SSHServer(in: folder, authorizedKeys: [key.publicLine])
+        defer { server.stop() }
         let passwords = try PasswordFiles(in: folder)
         let xvnc = try XvncServer(passwords: passwords)
         let viewer = try xvnc.drawTestContent(in: folder)
@@ -331,6 +341,7 @@ struct SSHTunnelTests {
         let home = folder.path + "/home"
         try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
         let server = try SSHServer(in: folder)
+        defer { server.stop() }
         let passwords = try PasswordFiles(in: folder)
         let xvnc = try XvncServer(passwords: passwords)
         let sshPassword = folder.path + "/ssh-password"
