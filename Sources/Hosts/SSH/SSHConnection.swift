@@ -175,10 +175,17 @@ public final class SSHConnection: Sendable {
         }
         defer { timer.cancel() }
         do {
-            try await watcher.get()
+            // Cancelled (Ctrl-C): closing the connection ends the wait at once.
+            try await withTaskCancellationHandler {
+                try await watcher.get()
+            } onCancel: { [channel] in
+                channel.close(promise: nil)
+            }
+            try Task.checkCancellation()
             logger.debug("SSH authenticated", metadata: ["route": "\(route.display)"])
         } catch {
             channel.close(promise: nil)
+            if Task.isCancelled { throw CancellationError() }
             if let failure = failures.failure { throw failure }
             if let failure = error as? SSHTunnelError { throw failure }
             throw SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
