@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "FarcastNIO", targets: ["FarcastNIO"]),
         .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .library(name: "Jellyfin", targets: ["Jellyfin"]),
+        .library(name: "Hosts", targets: ["Hosts"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -37,6 +38,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        // Reaching hosts (the Hosts module only): SSH tunnels and the host book.
+        .package(url: "https://github.com/apple/swift-nio-ssh.git", from: "0.15.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // System libraries: a module map over one shim header each, nothing else.
@@ -131,6 +135,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Reaching hosts: SSH/ (the local forwarder over swift-nio-ssh, OpenSSH keys, known_hosts,
+        // ssh_config), Book/ (the host book in SQLite through GRDB), Secrets/ (SecretStore
+        // backends), and the URL forms every protocol command accepts.
+        .target(
+            name: "Hosts",
+            dependencies: [
+                "FarcastSupport", "FarcastNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSH", package: "swift-nio-ssh"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         // Jellyfin: the generated layer (Generated/, package access) and the readable API above it.
@@ -175,7 +195,7 @@ let package = Package(
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel", "Hosts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,6 +211,12 @@ let package = Package(
         .testTarget(
             name: "JellyfinTests",
             dependencies: ["Jellyfin", "FarcastSupport", .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]
+        ),
+        .testTarget(
+            name: "HostsTests",
+            dependencies: ["Hosts", "FarcastSupport", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "NIOSSH", package: "swift-nio-ssh"), .product(name: "GRDB", package: "GRDB.swift")],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "RFBTests",
@@ -210,7 +236,8 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "CZlib", "COpus", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "Hosts", "Discovery", "CZlib", "COpus",
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
     ],

@@ -208,8 +208,8 @@ private final class BrowseRun {
         var hostName: String?
         var port = 0
         var txt: [String: String] = [:]
-        var ipv4: String?
-        var ipv6: String?
+        var ipv4: [String] = []
+        var ipv6: [String] = []
     }
 
     enum Kind {
@@ -282,9 +282,9 @@ private final class BrowseRun {
         if cancelled.isRaised { return .failure(CancellationError()) }
         if let failure { return .failure(failure) }
         return .success(order.compactMap { key -> DiscoveredService? in
-            guard let entry = found[key], let hostName = entry.hostName, let host = entry.ipv4 ?? entry.ipv6 else { return nil }
+            guard let entry = found[key], let hostName = entry.hostName, let host = entry.ipv4.first ?? entry.ipv6.first else { return nil }
             return DiscoveredService(name: key.name, type: Self.bareType(key.type), domain: key.domain, hostName: hostName,
-                                     host: host, port: entry.port, txt: entry.txt)
+                                     host: host, addresses: entry.ipv4 + entry.ipv6, port: entry.port, txt: entry.txt)
         })
     }
 
@@ -350,18 +350,14 @@ private final class BrowseRun {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         guard inet_ntop(length == 4 ? AF_INET : AF_INET6, data, &text, socklen_t(text.count)) != nil else { return }
         let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Every address is kept (a host may have several A records; punktfunk ranks them); the
+        // queries stay open until the browse's deadline.
         if length == 4 {
-            if entry.ipv4 == nil { entry.ipv4 = address }
-        } else if entry.ipv6 == nil {
-            entry.ipv6 = address
+            if !entry.ipv4.contains(address), entry.ipv4.count < 16 { entry.ipv4.append(address) }
+        } else if !entry.ipv6.contains(address), entry.ipv6.count < 16 {
+            entry.ipv6.append(address)
         }
         found[key] = entry
-        // An IPv4 address settles it; an IPv6 one keeps the A query open until the deadline.
-        if entry.ipv4 != nil {
-            for other in operations {
-                if case .address(let otherKey) = other.kind, otherKey == key { other.done = true }
-            }
-        }
     }
 }
 #endif

@@ -33,17 +33,21 @@ public struct DiscoveredService: Sendable, Hashable {
     public var hostName: String
     /// The address to connect to, IPv4 when the host has one.
     public var host: String
+    /// Every address the host's A and AAAA records gave within the browse (IPv4 first), for
+    /// protocols that rank them (punktfunk §11); `host` is the first.
+    public var addresses: [String]
     public var port: Int
     /// The TXT record as key → value (keys lower-cased; a key without "=" maps to "").
     public var txt: [String: String]
 
-    public init(name: String, type: String, domain: String = "local.", hostName: String, host: String, port: Int,
-                txt: [String: String]) {
+    public init(name: String, type: String, domain: String = "local.", hostName: String, host: String, addresses: [String]? = nil,
+                port: Int, txt: [String: String]) {
         self.name = name
         self.type = type
         self.domain = domain
         self.hostName = hostName
         self.host = host
+        self.addresses = addresses ?? [host]
         self.port = port
         self.txt = txt
     }

@@ -18,13 +18,15 @@ struct Farcast: AsyncParsableCommand {
               punktfunk  low-latency game and desktop streaming (punktfunk/1 over QUIC)
               jellyfin   media libraries on Jellyfin servers (sign in, browse, search, images, live session)
               tun        TUN/TAP devices: up, echo, pipe (Linux, needs CAP_NET_ADMIN)
+              discover   what answers on the local network, for every protocol
+              hosts      saved hosts (the host book); any command takes a saved name, and --ssh reaches hosts through an SSH server
 
             Text goes to stdout (JSON with --json); logs and progress go to stderr. A failure prints one line, `farcast: <reason>`, and exits 1; a mistake in the command line or a configuration file exits 2 (docs/cli.md). Ctrl-C or SIGTERM stops any command within a second. Secrets such as passwords are never read from the command line: use a file, an environment variable or the prompt. Identities and trust pins live in $XDG_STATE_HOME/farcast, else ~/.local/state/farcast.
 
             Example: farcast vnc screenshot myhost:1 -o desktop.png
             """,
         version: "farcast \(FarcastInfo.version)",
-        subcommands: [VNCCommand.self, SendspinCommand.self, PunktfunkCommand.self, JellyfinCommand.self, TunCommand.self, DoctorCommand.self]
+        subcommands: [VNCCommand.self, SendspinCommand.self, PunktfunkCommand.self, JellyfinCommand.self, TunCommand.self, DiscoverCommand.self, HostsCommand.self, DoctorCommand.self]
     )
 
     /// The entry point: parse, run the command as a task that a signal can cancel, and turn

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import FarcastSupport
+import Hosts
 import Foundation
 import Discovery
 import Punktfunk
@@ -24,7 +25,7 @@ struct PunktfunkCommand: AsyncParsableCommand {
 
 /// HOST[:PORT] and the trust flags every connecting command shares.
 struct PunktfunkHostOptions: ParsableArguments {
-    @Argument(help: ArgumentHelp("The host: NAME or ADDRESS, optionally with :PORT (default 9777); IPv6 as [ADDR]:PORT.", valueName: "host"))
+    @Argument(help: ArgumentHelp("The host: NAME or ADDRESS, optionally with :PORT (default 9777); IPv6 as [ADDR]:PORT; punktfunk://HOST[:PORT]; or a saved host's name (farcast hosts).", valueName: "host"))
     var host: String
 
     @Option(help: ArgumentHelp("Seconds to wait for the QUIC handshake and each answer.", valueName: "seconds"))
@@ -46,8 +47,10 @@ struct PunktfunkHostOptions: ParsableArguments {
         guard name.utf8.count <= 64 else { throw ValidationError("--name is at most 64 bytes") }
     }
 
-    /// Splits HOST[:PORT].
+    /// Splits HOST[:PORT]; a `punktfunk://` URL or a saved host's name (the host book, read
+    /// locally before any network activity) gives its address and port instead.
     func endpoint() throws -> (host: String, port: UInt16) {
+        if let saved = try Self.bookOrURL(host) { return saved }
         var text = host
         var port: UInt16 = 9777
         if text.hasPrefix("[") {
@@ -65,6 +68,26 @@ struct PunktfunkHostOptions: ParsableArguments {
         }
         guard !text.isEmpty else { throw ValidationError("empty host name") }
         return (text, port)
+    }
+
+    static func bookOrURL(_ argument: String) throws -> (host: String, port: UInt16)? {
+        let address: HostAddress
+        if HostAddress.looksLikeURL(argument) {
+            do { address = try HostAddress(parsing: argument) } catch { throw ValidationError(String(describing: error)) }
+        } else {
+            guard !argument.contains(":"), !argument.contains("/"), !argument.contains("["),
+                  FileManager.default.fileExists(atPath: HostBook.defaultPath()) else { return nil }
+            let saved: SavedHost?
+            do { saved = try HostBook(path: HostBook.defaultPath()).host(named: argument) } catch { throw ValidationError(String(describing: error)) }
+            guard let saved else { return nil }
+            guard saved.kind == .punktfunk else { throw ValidationError("the saved host '\(saved.name)' is a \(saved.kind) host, not punktfunk") }
+            address = saved.hostAddress
+        }
+        guard address.kind == .punktfunk else {
+            throw ValidationError("'\(argument)' is a \(address.kind) address; this command needs a punktfunk host")
+        }
+        guard let port = UInt16(exactly: address.port), port > 0 else { throw ValidationError("invalid port in \(argument)") }
+        return (address.host, port)
     }
 
     func clientOptions(pairing: Bool = false) throws -> PunktfunkClient.Options {

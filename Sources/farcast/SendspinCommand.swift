@@ -154,7 +154,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin (or --discover).")
+    @Argument(help: "The server's WebSocket URL, e.g. ws://192.168.1.10:8927/sendspin, sendspin://HOST[?ssh=user@bastion] or a saved host's name (or --discover).")
     var url: String?
 
     @Flag(help: "Find the server on the local network (mDNS, _sendspin-server._tcp) instead of naming its URL.")
@@ -173,6 +173,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     var allowLegacy = false
 
     @OptionGroup var player: SendspinPlayerOptions
+    @OptionGroup var hosts: HostOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -180,7 +181,12 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         case (nil, false): throw ValidationError("name the server's URL (ws://HOST:8927/sendspin) or look for it with --discover")
         case (.some, true): throw ValidationError("give either a URL or --discover, not both")
         case (.some(let url), false):
-            do { _ = try WebSocketDialer.Target(parsing: url) } catch { throw ValidationError(error.description) }
+            // sendspin://HOST and saved names are resolved when the command runs; anything else
+            // must be a WebSocket URL, checked here so a typo is a usage error.
+            let lower = url.lowercased()
+            if !(lower.hasPrefix("sendspin://") || (!url.contains("/") && !url.contains(":"))) {
+                do { _ = try WebSocketDialer.Target(parsing: url) } catch { throw ValidationError(error.description) }
+            }
         case (nil, true):
             guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
         }
@@ -191,7 +197,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let target: String
-            if let url { target = url } else { target = try await discoverServer() }
+            if let url { target = try await hosts.sendspinURL(url, timeout: .milliseconds(Int(connectTimeout * 1000)), logger: HostOptions.logger(global)).url } else { target = try await discoverServer() }
             try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
                                  openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
                 try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)

@@ -27,8 +27,10 @@ struct VNCCommand: AsyncParsableCommand {
 
 /// Options every `farcast vnc` command that connects shares.
 struct VNCConnectionOptions: ParsableArguments {
-    @Argument(help: "The server: vnc://[user@]host[:port], host:display or host::port.")
+    @Argument(help: "The server: vnc://[user@]host[:port][?ssh=user@bastion], host:display, host::port, or a saved host's name.")
     var server: String
+
+    @OptionGroup var route: HostOptions
 
     @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "path"))
     var passwordFile: String?
@@ -64,11 +66,7 @@ struct VNCConnectionOptions: ParsableArguments {
     var connectTimeout: Double = 10
 
     func endpoint() throws -> VNCEndpoint {
-        do {
-            var endpoint = try VNCEndpoint(parsing: server)
-            if tlsFirst { endpoint.tlsFirst = true }
-            return endpoint
-        } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+        try route.vncEndpoint(server, tlsFirst: tlsFirst)
     }
 
     func securityPreference() throws -> [SecurityMethod] {
@@ -127,9 +125,13 @@ struct VNCConnectionOptions: ParsableArguments {
     /// a failed login that names where the password came from.
     func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger) async throws -> VNCClient {
         let source = PasswordSource()
+        var options = options
+        _ = try await route.prepareVNC(server, endpoint: endpoint, options: &options, timeout: options.connectTimeout, logger: logger)
         do {
-            return try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
-                                               options: options, logger: logger)
+            let client = try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
+                                                     options: options, logger: logger)
+            route.markConnected(server)
+            return client
         } catch RFBError.authenticationFailed(let reason) {
             let from = source.used.map { " (the password came from \($0))" } ?? ""
             throw CommandFailure(message: RFBError.authenticationFailed(reason: reason).description + from)

@@ -42,6 +42,10 @@ public actor VNCClient {
         public var makeJPEGDecoder: @Sendable () -> (any JPEGDecoding)? = { makeDefaultJPEGDecoder() }
         /// Sees every byte received from the server after TLS decryption (recording, tests).
         public var inboundTap: (@Sendable ([UInt8]) -> Void)?
+        /// Dial this address instead of the endpoint's (the local end of an SSH tunnel); pins,
+        /// names and messages still use the endpoint.
+        public var dialHost: String?
+        public var dialPort: Int?
 
         public init() {}
     }
@@ -122,7 +126,7 @@ public actor VNCClient {
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 // A replay server (or a polite real one) half-closes: keep reading what it sent.
                 .channelOption(.allowRemoteHalfClosure, value: true)
-                .connect(host: endpoint.host, port: endpoint.port) { channel in
+                .connect(host: options.dialHost ?? endpoint.host, port: options.dialPort ?? endpoint.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }

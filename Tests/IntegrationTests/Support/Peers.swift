@@ -75,10 +75,14 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
         process.terminate()
         usleep(200_000)
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        group.wait()
+        _ = group.wait(timeout: .now() + 5)
         throw TimedOut(command: ([executable] + arguments).joined(separator: " "), seconds: timeout)
     }
-    group.wait()
+    // A daemon the command left behind may hold the pipes open: the command has ended, so its
+    // output is complete once a few seconds pass without EOF.
+    if group.wait(timeout: .now() + 5) == .timedOut {
+        throw PeerFailed(name: executable, log: "exited, but something it started still holds its output open")
+    }
     process.waitUntilExit()
     return ProcessResult(status: process.terminationStatus,
                          stdout: String(decoding: outData.value.withLock { $0 }, as: UTF8.self),

@@ -1,0 +1,186 @@
+import ArgumentParser
+import FarcastSupport
+import Foundation
+import Hosts
+import Logging
+import RFB
+
+/// How a command that connects reaches its host: `--ssh user@bastion[:port]` (a local forwarder
+/// like `ssh -L`), `--accept-new` for an SSH host key seen for the first time, and where SSH
+/// secrets come from. The server argument may also be a saved host's name or a URL with
+/// `?ssh=` (docs/hosts.md).
+struct HostOptions: ParsableArguments {
+    @Option(name: .customLong("ssh"), help: ArgumentHelp("Carry the connection through this SSH server, as `ssh -L` does (the target is resolved on its side); ~/.ssh/config applies (HostName, User, Port, IdentityFile, ProxyJump).", valueName: "user@host[:port]"))
+    var ssh: String?
+
+    @Flag(name: .customLong("accept-new"), help: "Accept an SSH host key that ~/.ssh/known_hosts does not list yet, and add it there (a changed key is still refused).")
+    var acceptNew = false
+
+    @Option(name: .customLong("ssh-identity"), help: ArgumentHelp("An SSH private key file to offer first (repeatable); then ~/.ssh/config's IdentityFile, else ~/.ssh/id_ecdsa and id_ed25519.", valueName: "path"))
+    var sshIdentity: [String] = []
+
+    @Option(name: .customLong("ssh-password-file"), help: ArgumentHelp("Read the SSH password from the first line of this file (else FARCAST_SSH_PASSWORD, the host book's secret store, or a prompt).", valueName: "path"))
+    var sshPasswordFile: String?
+
+    @Option(name: .customLong("ssh-passphrase-file"), help: ArgumentHelp("Read the passphrase of encrypted SSH keys from this file (else FARCAST_SSH_PASSPHRASE or a prompt).", valueName: "path"))
+    var sshPassphraseFile: String?
+
+    func validate() throws {
+        if let ssh {
+            do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(String(describing: error)) }
+        }
+        for (path, what) in [(sshPasswordFile, "SSH password file"), (sshPassphraseFile, "SSH passphrase file")] {
+            guard let path else { continue }
+            do { _ = try Secrets.readFirstLine(ofFile: path, what: what) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
+        }
+    }
+
+    /// A saved host named `argument`, if the argument is a name rather than an address.
+    func savedHost(_ argument: String) throws -> SavedHost? {
+        guard !argument.contains("/"), !argument.contains(":"), !argument.contains("@"), !argument.contains("[") else { return nil }
+        let path = HostBook.defaultPath()
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            return try HostBook(path: path).host(named: argument)
+        } catch {
+            throw CommandFailure(message: String(describing: error), exitCode: 2)
+        }
+    }
+
+    /// The SSH route that applies: --ssh wins over a URL's ?ssh= and a saved host's route.
+    func route(for address: HostAddress?) throws -> SSHRoute? {
+        if let ssh {
+            do { return try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+        }
+        return address?.ssh
+    }
+
+    /// The argument as a host address: a saved host, or a URL of `kind`; nil for a protocol's
+    /// own address forms (`host:1`), which the caller parses.
+    func hostAddress(_ argument: String, kind: HostProtocol) throws -> HostAddress? {
+        if let saved = try savedHost(argument) {
+            guard saved.kind == kind else {
+                throw CommandFailure(message: "the saved host '\(saved.name)' is a \(saved.kind) host, not \(kind)", exitCode: 2)
+            }
+            return saved.hostAddress
+        }
+        guard HostAddress.looksLikeURL(argument) else { return nil }
+        let address: HostAddress
+        do { address = try HostAddress(parsing: argument) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+        guard address.kind == kind else {
+            throw CommandFailure(message: "'\(argument)' is a \(address.kind) address; this command needs \(kind)", exitCode: 2)
+        }
+        return address
+    }
+
+    /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
+    func openTunnel(_ route: SSHRoute, to host: String, port: Int, timeout: Duration, logger: Logger) async throws -> SSHLocalForwarder {
+        var options = SSHTunnelOptions()
+        options.identityFiles = sshIdentity
+        options.acceptNewHostKeys = acceptNew
+        options.connectTimeout = timeout
+        return try await SSHLocalForwarder.open(through: route, to: host, port: port, options: options, prompts: prompts(logger: logger),
+                                                logger: logger)
+    }
+
+    /// Host key confirmation, passphrases and passwords: files and environment first, the
+    /// terminal last, never argv.
+    func prompts(logger: Logger) -> SSHPrompts {
+        let passwordFile = sshPasswordFile, passphraseFile = sshPassphraseFile
+        let environment = ProcessInfo.processInfo.environment
+        return SSHPrompts(
+            confirmHostKey: { host, keyType, fingerprint in
+                let answer = Secrets.prompt("The authenticity of host '\(host)' can't be established.\n\(keyType) key fingerprint is \(fingerprint).\nAre you sure you want to continue connecting (yes/no)? ", echo: true)
+                return answer?.trimmingCharacters(in: .whitespaces).lowercased() == "yes"
+            },
+            passphrase: { path in
+                if let passphraseFile, let value = try? Secrets.readFirstLine(ofFile: passphraseFile, what: "SSH passphrase file") {
+                    if let warning = value.warning { logger.warning("\(warning)") }
+                    return value.value
+                }
+                if let value = environment["FARCAST_SSH_PASSPHRASE"] { return value }
+                return Secrets.prompt("Enter passphrase for key '\(path)': ")
+            },
+            password: { user, host, attempt in
+                // A file or the environment gives one answer; only the prompt may be asked again.
+                if let passwordFile {
+                    guard attempt == 1, let value = try? Secrets.readFirstLine(ofFile: passwordFile, what: "SSH password file") else { return nil }
+                    if let warning = value.warning { logger.warning("\(warning)") }
+                    return value.value
+                }
+                if let value = environment["FARCAST_SSH_PASSWORD"] { return attempt == 1 ? value : nil }
+                return Secrets.prompt("\(host)'s password: ")
+            })
+    }
+
+    /// A logger for the tunnel that writes to stderr without taking over the process's logging
+    /// system (the protocol command bootstraps that itself).
+    static func logger(_ global: GlobalOptions) -> Logger {
+        var logger = Logger(label: "farcast.ssh") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = global.logLevel()
+        return logger
+    }
+
+    /// Records a successful connection to a saved host (best effort: a read-only book is no failure).
+    func markConnected(_ argument: String) {
+        guard (try? savedHost(argument)) != nil else { return }
+        try? HostBook(path: HostBook.defaultPath()).markConnected(named: argument)
+    }
+}
+
+// MARK: - VNC
+
+extension HostOptions {
+    /// The VNC server argument as an endpoint: a saved host, a `vnc://`/`vncs://` URL (with
+    /// `?ssh=`), or the VNC forms `host:display` and `host::port`.
+    func vncEndpoint(_ argument: String, tlsFirst: Bool) throws -> VNCEndpoint {
+        var endpoint: VNCEndpoint
+        if let address = try hostAddress(argument, kind: .vnc) {
+            endpoint = VNCEndpoint(host: address.host, port: address.port, username: address.user, tlsFirst: address.tls)
+        } else {
+            do { endpoint = try VNCEndpoint(parsing: argument) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+        }
+        if tlsFirst { endpoint.tlsFirst = true }
+        return endpoint
+    }
+
+    /// Starts the tunnel when a route applies (dialing its local end from then on) and applies a
+    /// saved host's preferences the command line left at their defaults.
+    func prepareVNC(_ argument: String, endpoint: VNCEndpoint, options: inout VNCClient.Options, timeout: Duration,
+                    logger: Logger) async throws -> SSHLocalForwarder? {
+        let saved = try savedHost(argument)
+        if let preferences = saved?.preferences {
+            if preferences.viewOnly == true { options.configuration.viewOnly = true }
+            if options.configuration.jpegQuality == nil, let quality = preferences.quality { options.configuration.jpegQuality = quality }
+            if options.configuration.encodings == RFBConnection.Configuration().encodings, let names = preferences.encodings {
+                let chosen = names.compactMap(RFBEncoding.init(name:))
+                if !chosen.isEmpty { options.configuration.encodings = chosen }
+            }
+        }
+        guard let route = try route(for: try hostAddress(argument, kind: .vnc)) else { return nil }
+        let forwarder = try await openTunnel(route, to: endpoint.host, port: endpoint.port, timeout: timeout, logger: logger)
+        options.dialHost = "127.0.0.1"
+        options.dialPort = forwarder.localPort
+        logger.info("VNC through SSH", metadata: ["via": "\(forwarder.connection.route.display)", "local": "127.0.0.1:\(forwarder.localPort)"])
+        return forwarder
+    }
+}
+
+// MARK: - Sendspin
+
+extension HostOptions {
+    /// The Sendspin server argument as the WebSocket URL to dial: a saved host, a `sendspin://`
+    /// URL or a `ws://` URL, through the tunnel when a route applies.
+    func sendspinURL(_ argument: String, timeout: Duration, logger: Logger) async throws -> (url: String, tunnel: SSHLocalForwarder?) {
+        // A WebSocket URL without --ssh is dialled exactly as given (wss:// and its path included).
+        let lower = argument.lowercased()
+        if ssh == nil, lower.hasPrefix("ws://") || lower.hasPrefix("wss://") { return (argument, nil) }
+        guard let address = try hostAddress(argument, kind: .sendspin) else {
+            throw CommandFailure(message: "'\(argument)' is neither a saved host nor a Sendspin URL (ws://HOST:8927/sendspin or sendspin://HOST)", exitCode: 2)
+        }
+        guard let route = try route(for: address) else { return (address.protocolURL(), nil) }
+        let forwarder = try await openTunnel(route, to: address.host, port: address.port, timeout: timeout, logger: logger)
+        logger.info("Sendspin through SSH", metadata: ["via": "\(forwarder.connection.route.display)", "local": "127.0.0.1:\(forwarder.localPort)"])
+        return (address.protocolURL(host: "127.0.0.1", port: forwarder.localPort), forwarder)
+    }
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# VNC through an SSH tunnel: farcast's own forwarder (--ssh) beside OpenSSH's `ssh -L`, on the
+# same recorded stream in the same run. Called by scripts/bench inside `unshare -n`; do not run
+# directly.
+#   1. Xvnc at 1920x1080 on 127.0.0.1; `farcast vnc record` records the workload (text, photos,
+#      fills, mixed) once per encoding (raw: the most bytes; zrle: what a real session sends)
+#   2. Debian's sshd on 127.0.0.1 (own host key and config; root by key, in a private mount
+#      namespace with its own /run/sshd)
+#   3. per capture and run, scripts/lib/rfb_replay_server.py serves it and `farcast vnc watch
+#      --until-eof` decodes all of it: directly, through `farcast --ssh`, and through `ssh -L`
+#      (OpenSSH 9.2, same cipher: aes256-gcm@openssh.com, the first both prefer); median of RUNS
+#      after a warm-up. Wall time runs from the client's start to the stream's end and includes
+#      farcast's SSH handshake (the -L tunnel is up before its clock starts).
+set -euo pipefail
+FARCAST=$1 JSON=$2 WORK=$3 RUNS=${RUNS:-5} PHASE_SECONDS=${PHASE_SECONDS:-2}
+say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
+ip link set lo up
+
+gcc -O2 -o "$WORK/rfb_workload" scripts/lib/bench/rfb_workload.c -lX11 -lm
+free_display() { local n=$1; while [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done; echo "$n"; }
+wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+DISPLAY_N=$(free_display 80)
+Xvnc ":$DISPLAY_N" -rfbport $((5900 + DISPLAY_N)) -localhost -interface 127.0.0.1 -SecurityTypes None \
+     -geometry 1920x1080 -depth 24 -nolisten tcp > "$WORK/xvnc.log" 2>&1 &
+XVNC=$!
+PIDS+=($XVNC)
+wait_port $((5900 + DISPLAY_N))
+ENCODINGS=(raw zrle)
+for e in "${ENCODINGS[@]}"; do
+  total=$((PHASE_SECONDS * 4 + 2))
+  say "recording $e ($total s of text, photos, fills, mixed)…"
+  "$FARCAST" vnc record "127.0.0.1::$((5900 + DISPLAY_N))" --security none -o "$WORK/$e.rfb" --duration "$total" --encoding "$e" --quiet > /dev/null &
+  recorder=$!
+  sleep 1
+  for kind in text photo fill mixed; do DISPLAY=":$DISPLAY_N" "$WORK/rfb_workload" "$kind" "$PHASE_SECONDS" 20; done
+  wait "$recorder"
+done
+kill "$XVNC"; wait "$XVNC" 2>/dev/null || true
+PIDS=()
+
+# sshd: its own host key, root by key only, forwarding on.
+mkdir -p "$WORK/ssh" "$WORK/home/.ssh"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host_ed25519"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/home/.ssh/id_ed25519"
+cp "$WORK/home/.ssh/id_ed25519.pub" "$WORK/ssh/authorized_keys"
+SSH_PORT=2222
+cat > "$WORK/ssh/sshd_config" <<EOF
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $WORK/ssh/host_ed25519
+PidFile none
+AuthorizedKeysFile $WORK/ssh/authorized_keys
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+AllowTcpForwarding yes
+EOF
+unshare -m sh -c 'mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f "$0"' "$WORK/ssh/sshd_config" \
+  > "$WORK/sshd.log" 2>&1 &
+PIDS+=($!)
+wait_port $SSH_PORT
+echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$WORK/ssh/host_ed25519.pub")" > "$WORK/home/.ssh/known_hosts"
+
+python3 - "$FARCAST" "$WORK" "$JSON" "$RUNS" "$SSH_PORT" "${ENCODINGS[@]}" <<'PY'
+import json, os, resource, socket, statistics, subprocess, sys, time
+farcast, work, as_json, runs, ssh_port, encodings = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:]
+env = dict(os.environ, HOME=f"{work}/home")
+replay = os.path.join(os.getcwd(), "scripts/lib/rfb_replay_server.py")
+cipher = "aes256-gcm@openssh.com"
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
+
+def wait_port(port):
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close(); return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"port {port} never opened")
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN); return r.ru_utime + r.ru_stime
+
+def watch(capture, dial_port, extra):
+    """Serves the capture on a fresh port (through `dial_port` when given) and times one watch."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, replay, capture, str(port)], stdout=subprocess.PIPE)
+    server.stdout.readline()
+    target = dial_port(port) if dial_port else port
+    cpu0 = children_cpu(); t0 = time.perf_counter()
+    out = subprocess.run([farcast, "vnc", "watch", f"127.0.0.1::{target}", "--security", "none", "--until-eof", "--hash", "--json",
+                          "--quiet"] + extra(port), env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0; cpu = children_cpu() - cpu0
+    server.wait(timeout=30)
+    if out.returncode != 0: raise SystemExit(f"watch failed: {out.stderr}")
+    return wall, cpu, json.loads(out.stdout)
+
+rows = []
+for e in encodings:
+    capture = f"{work}/{e}.rfb"
+    size = os.path.getsize(capture)
+    results = {}
+    # One ssh -L per encoding, up before timing starts; it forwards a fixed local port to whatever
+    # port the replay server gets, so it is restarted per run (outside the timed part).
+    def via_openssh(port):
+        local = free_port()
+        tunnel = subprocess.Popen(["ssh", "-N", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", "-c", cipher,
+                                   "-o", f"UserKnownHostsFile={work}/home/.ssh/known_hosts", "-i", f"{work}/home/.ssh/id_ed25519",
+                                   "-p", str(ssh_port), "-L", f"{local}:127.0.0.1:{port}", "root@127.0.0.1"], env=env)
+        via_openssh.tunnels.append(tunnel)
+        wait_port(local)
+        return local
+    via_openssh.tunnels = []
+    modes = {
+        "direct": (None, lambda port: []),
+        "farcast_ssh": (None, lambda port: ["--ssh", f"root@127.0.0.1:{ssh_port}"]),
+        "openssh_L": (via_openssh, lambda port: []),
+    }
+    for mode, (dial, extra) in modes.items():
+        samples = []
+        for i in range(runs + 1):
+            wall, cpu, report = watch(capture, dial, extra)
+            for t in via_openssh.tunnels:
+                t.terminate(); t.wait()
+            via_openssh.tunnels = []
+            if i > 0: samples.append((wall, cpu, report))
+        walls = [s[0] for s in samples]
+        results[mode] = {"wall_s": statistics.median(walls), "cpu_s": statistics.median(s[1] for s in samples),
+                         "sha256": samples[0][2].get("sha256"), "walls": walls}
+    ours, theirs, direct = results["farcast_ssh"], results["openssh_L"], results["direct"]
+    rows.append({
+        "encoding": e, "capture_bytes": size,
+        "direct_mb_s": round(size / direct["wall_s"] / 1e6, 1),
+        "farcast_ssh_mb_s": round(size / ours["wall_s"] / 1e6, 1),
+        "openssh_L_mb_s": round(size / theirs["wall_s"] / 1e6, 1),
+        "ratio_vs_openssh": round(theirs["wall_s"] / ours["wall_s"], 2),
+        "farcast_ssh_wall_s": round(ours["wall_s"], 3), "openssh_L_wall_s": round(theirs["wall_s"], 3), "direct_wall_s": round(direct["wall_s"], 3),
+        "farcast_ssh_client_cpu_s": round(ours["cpu_s"], 3), "openssh_L_watch_cpu_s": round(theirs["cpu_s"], 3),
+        "same_pixels": ours["sha256"] == theirs["sha256"] == direct["sha256"],
+        "cipher": cipher, "runs": runs,
+    })
+if as_json:
+    print(json.dumps(rows))
+else:
+    print(f"VNC through SSH (sshd 9.2 on 127.0.0.1, {cipher}), 1920x1080 recordings from Xvnc, median of {runs} runs after a warm-up")
+    print(f"{'encoding':<9}{'capture MB':>11}{'direct MB/s':>13}{'farcast --ssh MB/s':>20}{'ssh -L MB/s':>13}{'ratio':>7}{'same pixels':>13}")
+    for r in rows:
+        print(f"{r['encoding']:<9}{r['capture_bytes']/1e6:>11.1f}{r['direct_mb_s']:>13.1f}{r['farcast_ssh_mb_s']:>20.1f}{r['openssh_L_mb_s']:>13.1f}"
+              f"{r['ratio_vs_openssh']:>7.2f}{'yes' if r['same_pixels'] else 'NO':>13}")
+PY
