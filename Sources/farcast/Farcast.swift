@@ -16,10 +16,10 @@ struct Farcast: AsyncParsableCommand {
               vnc        remote desktops (RFB 3.3, 3.7, 3.8 and macOS 3.889)
               sendspin   synchronized multi-room audio (Sendspin, encrypted wire)
               punktfunk  low-latency game and desktop streaming (punktfunk/1 over QUIC)
-              jellyfin   media libraries on Jellyfin servers (sign in, browse, search, images, live session)
+              jellyfin   Jellyfin media libraries: sign in, browse, search, live session
               tun        TUN/TAP devices: up, echo, pipe (Linux, needs CAP_NET_ADMIN)
               discover   what answers on the local network, for every protocol
-              hosts      saved hosts (the host book); any command takes a saved name, and --ssh reaches hosts through an SSH server
+              hosts      the host book: saved names for every command; --ssh tunnels
 
             Text goes to stdout (JSON with --json); logs and progress go to stderr. A failure prints one line, `farcast: <reason>`, and exits 1; a mistake in the command line or a configuration file exits 2 (docs/cli.md). Ctrl-C or SIGTERM stops any command within a second. Secrets such as passwords are never read from the command line: use a file, an environment variable or the prompt. Identities and trust pins live in $XDG_STATE_HOME/farcast, else ~/.local/state/farcast.
 
