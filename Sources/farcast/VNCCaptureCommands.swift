@@ -52,6 +52,7 @@ struct VNCRecordCommand: AsyncParsableCommand {
             // lengths would stop clients that did not negotiate it, libvncclient for one).
             options.configuration.viewOnly = true
             options.configuration.extendedClipboard = false
+            options.configuration.alphaCursor = false
             let recorded = RecordBuffer()
             options.inboundTap = { bytes in recorded.append(bytes) }
             let metadata = RFBCapture.Metadata(pixelFormat: configuration.pixelFormat,

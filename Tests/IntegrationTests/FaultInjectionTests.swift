@@ -157,7 +157,7 @@ struct FaultInjectionTests {
             (["sendspin", "play", "http://127.0.0.1:8927/"], "ws://127.0.0.1:8927/sendspin"),
             (["sendspin", "daemon", "--config", folder.path + "/none.conf"], "no such file or directory"),
             (["vnc", "info", "::1"], "brackets"),
-            (["vnc", "info", "http://host:8080/"], "not a VNC address scheme"),
+            (["vnc", "info", "http://host:8080/"], "is a jellyfin address; this command needs vnc"),
         ]
         for (arguments, cause) in cases {
             Self.expectOneLine(try Self.farcast(arguments, folder: folder), cause, status: 2, within: 3)

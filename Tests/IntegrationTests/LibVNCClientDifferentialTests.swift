@@ -67,10 +67,11 @@ struct LibVNCClientDifferentialTests {
         configuration.jpegQuality = encoding == "tight" ? 6 : nil
         configuration.continuousUpdates = false
         configuration.securityPreference = [.none]
-        // Recorded as `farcast vnc record` does: a plain viewer's stream (no Extended Clipboard,
-        // which libvncclient did not negotiate and would reject).
+        // Recorded as `farcast vnc record` does: a plain viewer's stream (no Extended Clipboard
+        // or CursorWithAlpha, which libvncclient did not negotiate and would reject).
         configuration.viewOnly = true
         configuration.extendedClipboard = false
+        configuration.alphaCursor = false
         let recorded = RecordedBytes()
         var options = VNCClient.Options()
         options.configuration = configuration

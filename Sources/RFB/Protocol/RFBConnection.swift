@@ -33,6 +33,9 @@ public struct RFBConnection: Sendable {
         public var requestsUpdates = true
         /// Ask for cursor shapes (Cursor, XCursor) so the client can draw the pointer itself.
         public var localCursor = true
+        /// With `localCursor`, also ask for CursorWithAlpha and the VMware cursor position. Off for
+        /// recordings that other clients replay (libvncclient knows neither).
+        public var alphaCursor = true
         /// Never send input (keys, pointer, clipboard) to the server.
         public var viewOnly = false
         /// Offer QEMU extended key events (scancodes beside keysyms).
@@ -823,7 +826,9 @@ public struct RFBConnection: Sendable {
         if configuration.extendedKeyEvents && !configuration.viewOnly { list.append(.qemuExtendedKeyEvent) }
         if !configuration.viewOnly { list.append(.extendedMouseButtons) }
         if configuration.extendedClipboard { list.append(.extendedClipboard) }
-        if configuration.localCursor { list += [.cursorWithAlpha, .cursor, .xCursor, .vmwareCursorPosition] }
+        if configuration.localCursor {
+            list += configuration.alphaCursor ? [.cursorWithAlpha, .cursor, .xCursor, .vmwareCursorPosition] : [.cursor, .xCursor]
+        }
         return list
     }
 
