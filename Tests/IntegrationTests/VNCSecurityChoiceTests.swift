@@ -153,7 +153,13 @@ struct VNCSecurityChoiceTests {
             try run(try farcastBinary(), ["vnc", "info", address, "--password-file", passwords.plain, "--json", "--connect-timeout", "\(timeout)"] + extra,
                     environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
         }
-        let viaURL = try info("vncs://127.0.0.1:\(server.port)")
+        // x11vnc -sslonly listens before its TLS setup is ready and resets connections until it
+        // is: the first successful greeting is the readiness signal (up to 4 tries, 3 s apart).
+        var viaURL = try info("vncs://127.0.0.1:\(server.port)")
+        for _ in 0..<3 where viaURL.status != 0 && viaURL.stderr.contains("reset by peer") {
+            sleep(3)
+            viaURL = try info("vncs://127.0.0.1:\(server.port)")
+        }
         #expect(viaURL.status == 0, "stderr: \(viaURL.stderr)")
         #expect(viaURL.stdout.contains("\"security\":\"VncAuth\""), "stdout: \(viaURL.stdout)")
         let viaFlag = try info("127.0.0.1::\(server.port)", ["--tls-first"])

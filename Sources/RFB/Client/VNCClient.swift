@@ -341,9 +341,12 @@ public actor VNCClient {
         do { try await writer.flush() } catch { throw endReason ?? RFBError.notConnected }
     }
 
-    /// The writer task's failure ends the session like a failed read.
+    /// A failed write means the connection is going away: close it and let the read loop end
+    /// the session, since it knows why (a server that rejects a password closes before our next
+    /// write, and its reason is in what it sent, not in the write error).
     private func writeFailed(_ error: any Error) {
-        finish(closing ? nil : (error as? RFBError) ?? mapTransportError(error))
+        logger.debug("write failed", metadata: ["error": "\(describeNetworkError(error))"])
+        channel?.close(promise: nil)
     }
 
     /// Returns once the server has read and acted on everything sent before: a Fence round
