@@ -493,6 +493,10 @@ public actor VNCClient {
             try await sendInput(.keyEvent(down: true, keysym: keysym))
             _ = input.key(keysym, down: false)
             try await sendInput(.keyEvent(down: false, keysym: keysym))
+            // Servers map keysyms beyond Latin-1 onto spare keycodes on demand (Xvnc) and reuse
+            // them; a burst can remap a keycode before an application has read the previous
+            // press. A fence round trip per such character keeps the pace the server can follow.
+            if keysym > 0xFF && core.serverSupportsFence { try await sync() }
         }
     }
 
