@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Punktfunk", targets: ["Punktfunk"]),
         .library(name: "Jellyfin", targets: ["Jellyfin"]),
         .library(name: "Hosts", targets: ["Hosts"]),
+        .library(name: "Viewer", targets: ["Viewer"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -63,6 +64,9 @@ let package = Package(
                        providers: [.apt(["libngtcp2-dev", "libngtcp2-crypto-gnutls-dev", "libgnutls28-dev"])]),
         // Edwards25519 point arithmetic for SPAKE2 pairing (swift-crypto exposes no point addition).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // Windows, input and text for the Viewer module: SDL2 and SDL2_ttf. No pkgConfig: sdl2.pc
+        // adds -D_REENTRANT, which SwiftPM refuses with a warning on every build.
+        .systemLibrary(name: "CSDL2", providers: [.apt(["libsdl2-dev", "libsdl2-ttf-dev"])]),
 
         .target(
             name: "FarcastSupport",
@@ -151,6 +155,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The viewer window every protocol presents through (VNC now, punktfunk next): SDL2 on
+        // Linux; its pure parts (scaling, key mapping, the staging buffer, the menu) everywhere.
+        .target(
+            name: "Viewer",
+            dependencies: [.target(name: "CSDL2", condition: .when(platforms: [.linux]))]
+        ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         // Jellyfin: the generated layer (Generated/, package access) and the readable API above it.
@@ -195,7 +205,7 @@ let package = Package(
         .executableTarget(
             name: "farcast",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel", "Hosts",
+                "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel", "Hosts", "Viewer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -203,6 +213,7 @@ let package = Package(
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "ViewerTests", dependencies: ["Viewer"]),
         .testTarget(
             name: "TunnelTests",
             dependencies: ["Tunnel", .target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))],

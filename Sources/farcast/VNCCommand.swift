@@ -19,7 +19,7 @@ struct VNCCommand: AsyncParsableCommand {
 
             Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. User names (Plain, X509Plain, RSA-AES servers that ask, Apple Remote Desktop, MS-Logon II) come from --username, the URL, FARCAST_VNC_USERNAME or a prompt. TLS certificates (VeNCrypt X509*) and RSA-AES server keys are pinned on first use in the state directory; a changed one is refused until you connect once with --trust.
             """,
-        subcommands: [VNCInfoCommand.self, VNCScreenshotCommand.self, VNCTypeCommand.self, VNCKeyCommand.self, VNCClickCommand.self, VNCMoveCommand.self,
+        subcommands: [VNCViewCommand.self, VNCInfoCommand.self, VNCScreenshotCommand.self, VNCTypeCommand.self, VNCKeyCommand.self, VNCClickCommand.self, VNCMoveCommand.self,
                       VNCClipboardCommand.self, VNCResizeCommand.self, VNCDoCommand.self,
                       VNCRecordCommand.self, VNCReplayCommand.self, VNCWatchCommand.self]
     )
@@ -123,18 +123,28 @@ struct VNCConnectionOptions: ParsableArguments {
 
     /// Connects with these options: credentials from the file, the environment or a prompt, and
     /// a failed login that names where the password came from.
-    func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger) async throws -> VNCClient {
-        let source = PasswordSource()
+    /// `promptAttempts` > 1 asks again after a password typed at the prompt was refused (a
+    /// viewer window does; one-shot commands fail at once).
+    func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger, promptAttempts: Int = 1) async throws -> VNCClient {
         var options = options
         _ = try await route.prepareVNC(server, endpoint: endpoint, options: &options, timeout: options.connectTimeout, logger: logger)
-        do {
-            let client = try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
-                                                     options: options, logger: logger)
-            route.markConnected(server)
-            return client
-        } catch RFBError.authenticationFailed(let reason) {
-            let from = source.used.map { " (the password came from \($0))" } ?? ""
-            throw CommandFailure(message: RFBError.authenticationFailed(reason: reason).description + from)
+        var attempt = 1
+        while true {
+            let source = PasswordSource()
+            do {
+                let client = try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
+                                                         options: options, logger: logger)
+                route.markConnected(server)
+                return client
+            } catch RFBError.authenticationFailed(let reason) {
+                if source.used == "the prompt" && attempt < promptAttempts {
+                    attempt += 1
+                    FileHandle.standardError.write(Data("\(RFBError.authenticationFailed(reason: reason).description); try again\n".utf8))
+                    continue
+                }
+                let from = source.used.map { " (the password came from \($0))" } ?? ""
+                throw CommandFailure(message: RFBError.authenticationFailed(reason: reason).description + from)
+            }
         }
     }
 

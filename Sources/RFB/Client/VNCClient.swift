@@ -84,6 +84,20 @@ public actor VNCClient {
     }
     private var eventWaiters: [Int: EventWaiter] = [:]
     private var nextFenceID: UInt32 = 0
+    /// How the link carried recent framebuffer updates (for a viewer's automatic quality).
+    public struct UpdateTransfer: Sendable, Equatable {
+        public var bytes: Int
+        public var seconds: Double
+    }
+    private var transfers: [UpdateTransfer] = []
+    private var transferStart: (time: ContinuousClock.Instant, bytes: Int)?
+
+    /// The transfers recorded since the last call (at most the latest 256).
+    public func takeUpdateTransfers() -> [UpdateTransfer] {
+        defer { transfers = [] }
+        return transfers
+    }
+
     /// The server's clipboard text, as last received.
     public private(set) var serverClipboard: String?
 
@@ -199,6 +213,22 @@ public actor VNCClient {
     /// A snapshot of the remote screen as decoded so far.
     public var framebuffer: Framebuffer { core.framebuffer }
     /// The monitor layout.
+    /// Runs `body` with the framebuffer as it is now, inside the client's isolation: a viewer
+    /// copies the rectangles an update changed without copying the whole picture.
+    public func withFramebuffer<R: Sendable>(_ body: @Sendable (Framebuffer) -> R) -> R { body(core.framebuffer) }
+
+    /// Asks for JPEG at this quality level from now on (nil: lossless only), as a viewer that
+    /// adapts to its link does.
+    public func setJPEGQuality(_ quality: Int?) async throws {
+        try await sendMessage(core.changeJPEGQuality(quality))
+    }
+
+    /// The JPEG quality level asked for (nil: lossless).
+    public var jpegQuality: Int? { core.configuration.jpegQuality }
+
+    /// Bytes received from the server so far (after TLS decryption).
+    public var bytesReceived: Int { core.bytesReceived }
+
     public var screens: [RFBScreen] { core.screens }
     public var cursor: RFBCursor? { core.cursor }
     public var desktopName: String { core.desktopName }
@@ -514,6 +544,18 @@ public actor VNCClient {
         try await sendInput(core.pointerMessage(buttons: input.buttons, x: p.x, y: p.y))
     }
 
+    /// Puts the pointer at a framebuffer position with exactly these buttons held (bit 0 =
+    /// button 1): one PointerEvent, as a viewer window sends them.
+    public func setPointer(x: Int, y: Int, buttons: UInt16) async throws {
+        var next = input
+        let p = next.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
+        for button in 1...15 { _ = next.button(button, down: buttons & (1 << (button - 1)) != 0) }
+        // Refused before the state changes when the server cannot carry these buttons.
+        let message = try core.pointerMessage(buttons: next.buttons, x: p.x, y: p.y)
+        input = next
+        try await sendInput(message)
+    }
+
     /// Moves the pointer by a relative amount; fractions accumulate (trackpad motion).
     public func movePointer(byX dx: Double, y dy: Double) async throws {
         let before = (input.x, input.y)
@@ -573,7 +615,22 @@ public actor VNCClient {
                 for try await buffer in inbound {
                     if ended { break }
                     if let tap = options.inboundTap { tap(Array(buffer.readableBytesView)) }
+                    let arrived = ContinuousClock.now
                     let actions = buffer.withUnsafeReadableBytes { core.receive($0) }
+                    if actions.contains(where: { if case .event(.framebufferUpdated) = $0 { true } else { false } }) {
+                        // The chunks after an update's first one, over the time they took: the
+                        // link's pace (idle time before the update and the first chunk, which
+                        // may have waited in a buffer, are not counted).
+                        if let start = transferStart {
+                            let d = arrived - start.time
+                            transfers.append(UpdateTransfer(bytes: core.bytesReceived - start.bytes,
+                                                            seconds: Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18))
+                        }
+                        transferStart = nil
+                        if transfers.count > 256 { transfers.removeFirst(transfers.count - 256) }
+                    } else if transferStart == nil && core.isReady {
+                        transferStart = (arrived, core.bytesReceived)
+                    }
                     try await perform(actions, credentials: credentials)
                     if ended || core.isClosed { break }
                 }

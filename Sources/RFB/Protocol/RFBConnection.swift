@@ -119,7 +119,7 @@ public struct RFBConnection: Sendable {
         var dirty: [RFBRect] = []
     }
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     private(set) var phase: Phase = .version
     /// Minor version agreed (3, 7 or 8).
     public private(set) var minorVersion = 0
@@ -807,6 +807,13 @@ public struct RFBConnection: Sendable {
         actions.append(.send(ClientMessage.framebufferUpdateRequest(incremental: false, RFBRect(x: 0, y: 0, width: width, height: height)).encoded()))
         phase = .messages
         actions.append(.ready(info))
+    }
+
+    /// Changes the JPEG quality level mid-session (nil: lossless) and returns the SetEncodings
+    /// that tells the server; what it sends after that follows the new list.
+    public mutating func changeJPEGQuality(_ quality: Int?) -> ClientMessage {
+        configuration.jpegQuality = quality.map { min(max($0, 0), 9) }
+        return .setEncodings(encodingList())
     }
 
     /// The SetEncodings list: pixel encodings in preference order, then pseudo-encodings.

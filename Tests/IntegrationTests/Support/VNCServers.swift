@@ -99,9 +99,10 @@ final class XvncServer: XDisplay, @unchecked Sendable {
 
     /// `securityTypes` nil leaves Xvnc's own default (TLSVnc,VncAuth). With `pamUser`, Xvnc runs
     /// in a private mount namespace where that user exists, for the Plain security types.
+    /// `reuseDisplay`: a display number used before (a server restarted in place); new by default.
     init(geometry: String = "400x300", securityTypes: String? = "VncAuth", passwords: PasswordFiles?, pamUser: PAMUser? = nil,
-         extra: [String] = []) throws {
-        display = DisplayNumbers.allocate()
+         extra: [String] = [], reuseDisplay: Int? = nil) throws {
+        display = reuseDisplay ?? DisplayNumbers.allocate()
         port = 5900 + display
         var arguments = [":\(display)", "-rfbport", "\(port)", "-localhost", "-interface", "127.0.0.1",
                          "-geometry", geometry, "-depth", "24", "-nolisten", "tcp", "-AlwaysShared"]
@@ -272,10 +273,19 @@ struct XWDImage {
     let pixels: [UInt32]
 
     static func captureRoot(of display: some XDisplay) throws -> XWDImage {
+        try capture(of: display, arguments: ["-root", "-silent"])
+    }
+
+    /// One window's contents (`xwd -id`), without its frame.
+    static func capture(window: String, of display: some XDisplay) throws -> XWDImage {
+        try capture(of: display, arguments: ["-id", window, "-silent"])
+    }
+
+    private static func capture(of display: some XDisplay, arguments: [String]) throws -> XWDImage {
         let xwd = try requireExecutable("xwd", package: "x11-apps")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: xwd)
-        process.arguments = ["-root", "-silent"]
+        process.arguments = arguments
         process.environment = display.environment
         let output = Pipe()
         process.standardOutput = output

@@ -1,0 +1,48 @@
+/// What the HUD shows and `--stats` prints: updates and bytes per second, frames presented, and
+/// the latency from an update's arrival to the present that first showed it. Times are seconds
+/// on one monotonic clock; the caller supplies them (testable without a clock).
+public struct PresentationStats: Sendable {
+    public private(set) var updates = 0
+    public private(set) var framesPresented = 0
+    public private(set) var bytes = 0
+    /// Latencies (seconds) of the most recent presents, newest last, at most `window` of them.
+    public private(set) var latencies: [Double] = []
+    private let window: Int
+    /// Recent (time, updates, bytes) samples for the rates.
+    private var samples: [(time: Double, updates: Int, bytes: Int)] = []
+
+    public init(window: Int = 512) {
+        self.window = window
+    }
+
+    /// `count` updates arrived, costing `bytes` on the wire together.
+    public mutating func recordUpdates(_ count: Int, bytes: Int) {
+        updates += count
+        self.bytes += bytes
+    }
+
+    /// A frame was presented; `latency` is how long its oldest update waited, if it had one.
+    public mutating func recordPresent(latency: Double?) {
+        framesPresented += 1
+        guard let latency else { return }
+        latencies.append(latency)
+        if latencies.count > window { latencies.removeFirst(latencies.count - window) }
+    }
+
+    /// Updates per second and megabits per second over the last `span` seconds before `now`.
+    public mutating func rates(now: Double, span: Double = 2) -> (updatesPerSecond: Double, megabitsPerSecond: Double) {
+        samples.append((now, updates, bytes))
+        while let first = samples.first, now - first.time > span, samples.count > 2 { samples.removeFirst() }
+        guard let first = samples.first, now - first.time > 0 else { return (0, 0) }
+        let dt = now - first.time
+        return (Double(updates - first.updates) / dt, Double(bytes - first.bytes) * 8 / dt / 1e6)
+    }
+
+    /// The latency at quantile `q` (0…1) of the recent presents, nil before the first.
+    public func latency(quantile q: Double) -> Double? {
+        guard !latencies.isEmpty else { return nil }
+        let sorted = latencies.sorted()
+        let index = min(sorted.count - 1, max(0, Int((q * Double(sorted.count - 1)).rounded())))
+        return sorted[index]
+    }
+}

@@ -1,0 +1,121 @@
+/// An integer rectangle in pixels (remote framebuffer or window coordinates).
+public struct ViewerRect: Sendable, Equatable, Hashable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    public var isEmpty: Bool { width <= 0 || height <= 0 }
+    public var area: Int { isEmpty ? 0 : width * height }
+    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
+
+    /// The part of this rectangle inside `other` (empty when they do not meet).
+    public func intersection(_ other: ViewerRect) -> ViewerRect {
+        let x0 = max(x, other.x), y0 = max(y, other.y)
+        let x1 = min(x + width, other.x + other.width), y1 = min(y + height, other.y + other.height)
+        return ViewerRect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
+    }
+
+    /// The smallest rectangle holding both.
+    public func union(_ other: ViewerRect) -> ViewerRect {
+        if isEmpty { return other }
+        if other.isEmpty { return self }
+        let x0 = min(x, other.x), y0 = min(y, other.y)
+        let x1 = max(x + width, other.x + other.width), y1 = max(y + height, other.y + other.height)
+        return ViewerRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+}
+
+/// How the remote picture fills the window.
+public enum ScaleMode: String, Sendable, CaseIterable {
+    /// The whole picture, as large as fits, aspect kept, bars around it (the default).
+    case fit
+    /// One remote pixel per window pixel; a window smaller than the picture pans.
+    case oneToOne = "1:1"
+    /// The whole window, aspect not kept.
+    case fill
+}
+
+/// Where the shown part of the remote framebuffer lands in the window, and the way back from a
+/// window point to a remote pixel. Pure arithmetic: the window code and the tests share it.
+public struct ViewTransform: Sendable, Equatable {
+    /// The part of the remote framebuffer shown (all of it, or one monitor).
+    public var source: ViewerRect
+    /// Where that part is drawn in the window (may extend past the window when panning at 1:1).
+    public var destination: ViewerRect
+
+    public init(source: ViewerRect, destination: ViewerRect) {
+        self.source = source
+        self.destination = destination
+    }
+
+    /// The transform for a window of `windowWidth`×`windowHeight` showing `source` in `mode`;
+    /// `pan` is how far (in remote pixels) a 1:1 view has scrolled right and down.
+    public static func make(source: ViewerRect, windowWidth: Int, windowHeight: Int, mode: ScaleMode,
+                            pan: (x: Int, y: Int) = (0, 0)) -> ViewTransform {
+        let ww = max(1, windowWidth), wh = max(1, windowHeight)
+        guard !source.isEmpty else {
+            return ViewTransform(source: source, destination: ViewerRect(x: 0, y: 0, width: ww, height: wh))
+        }
+        switch mode {
+        case .fill:
+            return ViewTransform(source: source, destination: ViewerRect(x: 0, y: 0, width: ww, height: wh))
+        case .fit:
+            // Compare the aspect ratios exactly in integers: the wider side decides.
+            let w: Int, h: Int
+            if ww * source.height <= wh * source.width {
+                w = ww
+                h = max(1, (ww * source.height + source.width / 2) / source.width)
+            } else {
+                h = wh
+                w = max(1, (wh * source.width + source.height / 2) / source.height)
+            }
+            return ViewTransform(source: source, destination: ViewerRect(x: (ww - w) / 2, y: (wh - h) / 2, width: w, height: h))
+        case .oneToOne:
+            let clamped = clampPan(pan, source: source, windowWidth: ww, windowHeight: wh)
+            // Centred when the window is larger than the picture, scrolled when smaller.
+            let x = source.width <= ww ? (ww - source.width) / 2 : -clamped.x
+            let y = source.height <= wh ? (wh - source.height) / 2 : -clamped.y
+            return ViewTransform(source: source, destination: ViewerRect(x: x, y: y, width: source.width, height: source.height))
+        }
+    }
+
+    /// A pan kept within the picture: never scrolled past its right or bottom edge.
+    public static func clampPan(_ pan: (x: Int, y: Int), source: ViewerRect, windowWidth: Int, windowHeight: Int) -> (x: Int, y: Int) {
+        (min(max(0, pan.x), max(0, source.width - windowWidth)), min(max(0, pan.y), max(0, source.height - windowHeight)))
+    }
+
+    /// True when one remote pixel is drawn as exactly one window pixel.
+    public var isUnscaled: Bool { destination.width == source.width && destination.height == source.height }
+
+    /// The remote pixel under a window point, clamped into the shown part (a pointer over the
+    /// letterbox bars points at the nearest edge pixel, as other viewers do).
+    public func remotePoint(windowX: Double, windowY: Double) -> (x: Int, y: Int) {
+        guard !source.isEmpty, !destination.isEmpty else { return (source.x, source.y) }
+        let fx = (windowX - Double(destination.x)) * Double(source.width) / Double(destination.width)
+        let fy = (windowY - Double(destination.y)) * Double(source.height) / Double(destination.height)
+        let x = min(max(0, Int(fx.rounded(.down))), source.width - 1)
+        let y = min(max(0, Int(fy.rounded(.down))), source.height - 1)
+        return (source.x + x, source.y + y)
+    }
+
+    /// The window rectangle covering a remote rectangle (rounded outwards).
+    public func windowRect(for remote: ViewerRect) -> ViewerRect {
+        let r = remote.intersection(source)
+        guard !r.isEmpty else { return ViewerRect(x: 0, y: 0, width: 0, height: 0) }
+        let sx = Double(destination.width) / Double(source.width), sy = Double(destination.height) / Double(source.height)
+        let x0 = Double(destination.x) + Double(r.x - source.x) * sx
+        let y0 = Double(destination.y) + Double(r.y - source.y) * sy
+        let x1 = Double(destination.x) + Double(r.x + r.width - source.x) * sx
+        let y1 = Double(destination.y) + Double(r.y + r.height - source.y) * sy
+        let ix0 = Int(x0.rounded(.down)), iy0 = Int(y0.rounded(.down))
+        return ViewerRect(x: ix0, y: iy0, width: Int(x1.rounded(.up)) - ix0, height: Int(y1.rounded(.up)) - iy0)
+    }
+}

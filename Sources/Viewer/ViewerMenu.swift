@@ -1,0 +1,82 @@
+/// The F8 menu: its items, as they read for the window's current settings, and what choosing
+/// one does. Pure (the window draws it and routes keys and clicks here), so tests can walk it.
+public struct ViewerMenu: Sendable, Equatable {
+    public enum Item: Sendable, Equatable, CaseIterable {
+        case fullscreen, viewOnly, scale, monitor, clipboard, keyboardGrab, hud
+        case sendCtrlAltDel, sendMenuKey, reconnect, disconnect, close
+    }
+
+    /// The settings the menu shows and toggles.
+    public struct Settings: Sendable, Equatable {
+        public var fullscreen: Bool
+        public var viewOnly: Bool
+        public var viewOnlyLocked: Bool
+        public var scale: ScaleMode
+        /// nil: all monitors.
+        public var monitor: Int?
+        public var monitorCount: Int
+        public var clipboardSync: Bool
+        public var keyboardGrab: Bool
+        public var hud: Bool
+    }
+
+    /// What choosing an item asks for.
+    public enum Outcome: Sendable, Equatable {
+        case changed(Settings)
+        case command(ViewerCommand)
+        case closeMenu
+    }
+
+    public var selected = 0
+    public let items: [Item] = Item.allCases
+
+    public init() {}
+
+    public static func label(_ item: Item, _ s: Settings) -> String {
+        func onOff(_ on: Bool) -> String { on ? "on" : "off" }
+        switch item {
+        case .fullscreen: return "Full screen: \(onOff(s.fullscreen))"
+        case .viewOnly: return "View only: \(onOff(s.viewOnly))" + (s.viewOnlyLocked ? " (--view-only)" : "")
+        case .scale: return "Scaling: \(s.scale.rawValue)"
+        case .monitor: return "Monitor: " + (s.monitor.map { "\($0 + 1) of \(s.monitorCount)" } ?? "all (\(s.monitorCount))")
+        case .clipboard: return "Clipboard sync: \(onOff(s.clipboardSync))"
+        case .keyboardGrab: return "Grab keyboard: \(onOff(s.keyboardGrab))"
+        case .hud: return "Statistics overlay: \(onOff(s.hud))"
+        case .sendCtrlAltDel: return "Send Ctrl+Alt+Del"
+        case .sendMenuKey: return "Send F8"
+        case .reconnect: return "Reconnect"
+        case .disconnect: return "Disconnect and quit"
+        case .close: return "Close menu (Esc)"
+        }
+    }
+
+    /// Choosing `item` with the window in `settings`.
+    public static func choose(_ item: Item, _ settings: Settings) -> Outcome {
+        var s = settings
+        switch item {
+        case .fullscreen: s.fullscreen.toggle()
+        case .viewOnly:
+            guard !s.viewOnlyLocked else { return .closeMenu }
+            s.viewOnly.toggle()
+        case .scale:
+            let all = ScaleMode.allCases
+            s.scale = all[(all.firstIndex(of: s.scale)! + 1) % all.count]
+        case .monitor:
+            // all → 1 → 2 → … → all
+            if s.monitorCount <= 1 { s.monitor = nil } else if let m = s.monitor { s.monitor = m + 1 < s.monitorCount ? m + 1 : nil } else { s.monitor = 0 }
+        case .clipboard: s.clipboardSync.toggle()
+        case .keyboardGrab: s.keyboardGrab.toggle()
+        case .hud: s.hud.toggle()
+        case .sendCtrlAltDel: return .command(.pressKeys([0xFFE3, 0xFFE9, 0xFFFF]))
+        case .sendMenuKey: return .command(.pressKeys([0xFFC5]))
+        case .reconnect: return .command(.reconnect)
+        case .disconnect: return .command(.disconnect)
+        case .close: return .closeMenu
+        }
+        return .changed(s)
+    }
+
+    public mutating func move(by delta: Int) {
+        selected = (selected + delta % items.count + items.count) % items.count
+    }
+}

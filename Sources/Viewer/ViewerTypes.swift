@@ -1,0 +1,109 @@
+/// How a viewer window starts; the menu (F8) changes most of it while it runs.
+public struct ViewerConfiguration: Sendable {
+    /// Window title before the remote side has named itself.
+    public var title = "farcast"
+    public var scale: ScaleMode = .fit
+    public var fullscreen = false
+    /// Input is not sent (the menu can turn it off unless `viewOnlyLocked`).
+    public var viewOnly = false
+    /// `viewOnly` was asked for on the command line: the menu shows it and cannot change it.
+    public var viewOnlyLocked = false
+    /// Exchange clipboard text with the remote side.
+    public var clipboardSync = true
+    /// Grab the keyboard so system shortcuts (Alt+Tab, Super) go to the remote side.
+    public var grabKeyboard = false
+    /// The window follows the remote desktop's size; with `resizeRemote` the remote desktop
+    /// follows the window instead.
+    public var resizeRemote = false
+    /// Show the statistics overlay from the start.
+    public var showHUD = false
+    /// Show only this monitor (index into the screens the remote side reports); nil shows all.
+    public var monitor: Int?
+    /// A TrueType font for the overlays (HUD, menu, status); nil looks for DejaVu Sans Mono.
+    public var fontPath: String?
+    /// The key that opens the menu (an SDL keycode; F8 like TigerVNC's viewer).
+    public var menuKeycode: Int32 = (1 << 30) | 65
+
+    public init() {}
+}
+
+/// Something the remote side should do on the user's behalf.
+public enum ViewerCommand: Sendable, Equatable {
+    /// Press these keysyms in order and release them in reverse (Ctrl+Alt+Del, the menu key).
+    case pressKeys([UInt32])
+    /// Drop the connection and connect again now.
+    case reconnect
+    /// End the session and close the window.
+    case disconnect
+}
+
+/// What the person at the window did, in remote coordinates, in the order it happened.
+public enum ViewerInput: Sendable, Equatable {
+    /// A key went down or up; `usbUsage` is the physical key (USB HID usage) when known.
+    case key(ViewerKey, down: Bool, usbUsage: UInt16?)
+    /// The pointer is at (x, y) of the remote framebuffer with these buttons held (bit 0 =
+    /// button 1; 4–7 are wheel clicks, 8/9 back and forward).
+    case pointer(x: Int, y: Int, buttons: UInt16)
+    /// Relative pointer mode: the pointer moved by (dx, dy) remote pixels.
+    case pointerMotion(dx: Double, dy: Double, buttons: UInt16)
+    /// The local clipboard now holds this text.
+    case clipboard(String)
+    /// The window's drawable area changed to this size (sent only with `resizeRemote`).
+    case resizeRemote(width: Int, height: Int)
+    case command(ViewerCommand)
+    /// The window was closed; nothing more follows.
+    case closed
+}
+
+/// A pointer shape in straight RGBA (R, G, B, A bytes per pixel, rows top to bottom).
+public struct ViewerCursor: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var hotspotX: Int
+    public var hotspotY: Int
+    public var rgba: [UInt8]
+
+    public init(width: Int, height: Int, hotspotX: Int, hotspotY: Int, rgba: [UInt8]) {
+        self.width = width
+        self.height = height
+        self.hotspotX = hotspotX
+        self.hotspotY = hotspotY
+        self.rgba = rgba
+    }
+
+    /// The small dot shown while the remote side draws no cursor of its own: a white centre
+    /// with a black ring, visible on any background.
+    public static let dot: ViewerCursor = {
+        let side = 5
+        var rgba = [UInt8](repeating: 0, count: side * side * 4)
+        for y in 0..<side {
+            for x in 0..<side {
+                let dx = x - 2, dy = y - 2, d = dx * dx + dy * dy
+                guard d <= 5 else { continue }
+                let v: UInt8 = d <= 1 ? 255 : 0
+                let i = (y * side + x) * 4
+                rgba[i] = v; rgba[i + 1] = v; rgba[i + 2] = v; rgba[i + 3] = 255
+            }
+        }
+        return ViewerCursor(width: side, height: side, hotspotX: 2, hotspotY: 2, rgba: rgba)
+    }()
+}
+
+/// The connection's state as the window shows it (title, and a banner unless connected).
+public enum ViewerStatus: Sendable, Equatable {
+    case connecting(String)
+    case connected(desktopName: String)
+    /// Lost; `retryIn` seconds until the next attempt.
+    case reconnecting(reason: String, retryIn: Int)
+    /// Over for good; the window stays open showing why until closed.
+    case ended(String)
+}
+
+/// What the window has shown so far; `ViewerWindow.statistics` returns it at any time.
+public struct ViewerStatistics: Sendable, Equatable, Codable {
+    public var framesPresented: Int
+    public var updates: Int
+    public var latencyP50Milliseconds: Double?
+    public var latencyP95Milliseconds: Double?
+    public var renderer: String
+}

@@ -1,0 +1,232 @@
+import FarcastSupport
+import Foundation
+import Testing
+
+/// An X server for the viewer's window (Xvfb, no window manager), apart from the VNC server's.
+final class ViewerScreen: XDisplay, @unchecked Sendable {
+    let display: Int
+    let port = 0
+    let xvfb: BackgroundProcess
+
+    init(geometry: String = "1280x1024") throws {
+        display = DisplayNumbers.allocate()
+        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
+                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
+        try waitUntil("Xvfb :\(display)", timeout: 10) { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") }
+    }
+
+    /// The id of the viewer's window once it is connected (its title ends in "farcast").
+    func viewerWindow(_ viewer: BackgroundProcess, timeout: TimeInterval = 20) throws -> String {
+        var id = ""
+        try waitUntil("the viewer window on :\(display)", timeout: timeout) {
+            guard viewer.isRunning else { throw PeerFailed(name: "farcast vnc view", log: viewer.log) }
+            let found = try run(try requireExecutable("xdotool", package: "xdotool"), ["search", "--name", "farcast$"],
+                                environment: environment, timeout: 10)
+            id = found.stdout.split(separator: "\n").first.map(String.init) ?? ""
+            return !id.isEmpty
+        }
+        return id
+    }
+
+    deinit {
+        xvfb.stop()
+        removeStaleXFiles(display)
+    }
+}
+
+/// `farcast vnc view`: the window, checked from the outside — its pixels read back with xwd,
+/// input typed and clicked into it with xdotool (XTEST, as a person's keyboard) and seen by an
+/// X client on the VNC server's desktop, the clipboard read with xclip on both displays.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct VNCViewerWindowTests {
+    let folder: TemporaryFolder
+
+    init() throws {
+        folder = try TemporaryFolder()
+    }
+
+    private func view(_ server: some XDisplay, on screen: ViewerScreen, _ extra: [String] = []) throws -> BackgroundProcess {
+        var env = screen.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        return try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)"] + extra,
+                                     environment: env, logName: "farcast-view")
+    }
+
+    /// The JSON report `--json` prints when the window closes (its last line starting with "{").
+    static func report(_ log: String) -> [String: Any]? {
+        guard let line = log.split(separator: "\n").last(where: { $0.hasPrefix("{") }) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+
+    /// Waits until the window shows exactly the server's screen (1:1), pixel for pixel.
+    private func expectWindowShowsServer(_ window: String, on screen: ViewerScreen, _ server: some XDisplay, _ what: String) throws {
+        var last = ""
+        do {
+            try waitUntil("the window to show \(what)", timeout: 15) {
+                let expected = try XWDImage.captureRoot(of: server)
+                let shown = try XWDImage.capture(window: window, of: screen)
+                guard shown.width == expected.width && shown.height == expected.height else {
+                    last = "window \(shown.width)x\(shown.height), server \(expected.width)x\(expected.height)"
+                    return false
+                }
+                let differing = zip(shown.pixels, expected.pixels).filter { $0 != $1 }.count
+                last = "\(differing) of \(expected.pixels.count) pixels differ"
+                return differing == 0
+            }
+        } catch {
+            Issue.record("\(what): \(last)")
+            throw error
+        }
+    }
+
+    @Test func windowShowsTheServersScreenPixelForPixelThroughUpdatesAndAResize() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let first = try server.drawTestContent(kind: "mixed", seed: 1, in: folder)
+        let screen = try ViewerScreen()
+        let viewer = try view(server, on: screen, ["--scale", "1:1", "--no-clipboard"])
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try expectWindowShowsServer(window, on: screen, server, "the first frame")
+
+        // A series of updates: new pictures over the old one.
+        first.stop()
+        let second = try server.drawTestContent(kind: "photo", seed: 2, background: "darkolivegreen", in: folder)
+        try expectWindowShowsServer(window, on: screen, server, "the second picture")
+        second.stop()
+        let third = try server.drawTestContent(kind: "mixed", seed: 3, background: "gray30", in: folder)
+        defer { third.stop() }
+        try expectWindowShowsServer(window, on: screen, server, "the third picture")
+
+        // The remote desktop changes size: the window follows and still matches.
+        let resized = try run(try farcastBinary(), ["vnc", "resize", "127.0.0.1::\(server.port)", "520x360"],
+                              environment: ["XDG_STATE_HOME": folder.path + "/state"], timeout: 30)
+        #expect(resized.status == 0, "stderr: \(resized.stderr)")
+        try expectWindowShowsServer(window, on: screen, server, "the resized desktop")
+    }
+
+    @Test func keysTypedAndClicksMadeInTheWindowArriveOnTheRemoteDesktop() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let echo = try InputEcho(on: server)
+        let screen = try ViewerScreen()
+        let viewer = try view(server, on: screen, ["--scale", "1:1", "--no-clipboard"])
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+
+        // Typed as a keyboard would (XTEST): Latin-1, Greek and Cyrillic through the input
+        // method's text, Return through its keycode.
+        let text = "Hi wörld αβγ Жж"
+        try screen.x("xdotool", ["type", "--delay", "40", text], package: "xdotool")
+        try screen.x("xdotool", ["key", "Return"], package: "xdotool")
+        try echo.waitForEvents("the typed text") { events in
+            events.compactMap { if case .key(_, let t?) = $0 { t } else { nil } }.joined() == text + "\r"
+        }
+        // Every key pressed was released again.
+        let events = echo.events
+        let presses = events.filter { if case .key(let k, _) = $0, ![0xFFE1, 0xFFE2, 0xFE03].contains(k) { true } else { false } }.count
+        let releases = events.filter { if case .keyUp(let k) = $0, ![0xFFE1, 0xFFE2, 0xFE03].contains(k) { true } else { false } }.count
+        #expect(presses == releases, "every key press has its release: \(events)")
+
+        // A click at a window point lands on the same remote pixel (1:1, window at its origin).
+        let geometry = try screen.x("xdotool", ["getwindowgeometry", window], package: "xdotool").stdout
+        let position = geometry.split(separator: "\n").first { $0.contains("Position:") }?
+            .split(separator: " ").dropFirst().first?.split(separator: ",").compactMap { Int($0) } ?? []
+        #expect(position.count == 2, "xdotool getwindowgeometry: \(geometry)")
+        guard position.count == 2 else { return }
+        try screen.x("xdotool", ["mousemove", "--sync", "\(position[0] + 123)", "\(position[1] + 77)", "click", "3"], package: "xdotool")
+        try echo.waitForEvents("the right click") { $0.contains(.button(3, x: 123, y: 77)) && $0.contains(.release(3)) }
+        // The wheel: one notch down is button 5 pressed and released.
+        try screen.x("xdotool", ["click", "5"], package: "xdotool")
+        try echo.waitForEvents("the wheel click") { $0.contains { if case .button(5, _, _) = $0 { true } else { false } } && $0.contains(.release(5)) }
+    }
+
+    @Test func clipboardTravelsBothWays() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let screen = try ViewerScreen()
+        let viewer = try view(server, on: screen, ["--scale", "1:1"])
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+
+        // Copied on the viewer's desktop → pasteable on the remote one.
+        let local = "from the viewer: grüße ✓"
+        let owner = try screen.setSelection(local, in: folder)
+        try waitUntil("the remote clipboard to hold the viewer's text", timeout: 10) { try server.selection() == local }
+        owner.stop()
+
+        // Copied on the remote desktop → on the viewer's clipboard.
+        let remote = "from the server: ½ αβγ"
+        let remoteOwner = try server.setSelection(remote, in: folder)
+        defer { remoteOwner.stop() }
+        try waitUntil("the viewer's clipboard to hold the server's text", timeout: 10) { try screen.selection() == remote }
+    }
+
+    @Test func viewerReconnectsByItselfWhenTheServerRestarts() throws {
+        var server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let display = server.display
+        let screen = try ViewerScreen()
+        var env = screen.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)", "--scale", "1:1", "--no-clipboard", "--json"],
+                                           environment: env, logName: "farcast-view")
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try expectWindowShowsServer(window, on: screen, server, "the first server")
+
+        server.stop()
+        server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil, reuseDisplay: display)
+        let content = try server.drawTestContent(kind: "mixed", seed: 9, background: "firebrick", in: folder)
+        defer { content.stop() }
+        // Back-off is 1 s, 2 s, 4 s…: the restarted server is found within a few seconds.
+        try expectWindowShowsServer(window, on: screen, server, "the restarted server's desktop")
+
+        viewer.terminate()
+        #expect(viewer.waitForExit(timeout: 10), "the viewer stops on SIGTERM")
+        let report = Self.report(viewer.log)
+        #expect(report?["sessions"] as? Int == 2, "one session before the restart, one after: \(viewer.log)")
+    }
+
+    @Test func automaticQualityPicksJPEGOnASlowLinkAndLosslessOnLoopback() throws {
+        let server = try XvncServer(geometry: "640x480", securityTypes: "None", passwords: nil)
+        let screen = try ViewerScreen()
+
+        func watch(seconds: Int) throws -> [String: Any] {
+            let viewer = try view(server, on: screen, ["--no-clipboard", "--json", "--duration", "\(seconds)"])
+            defer { viewer.stop() }
+            _ = try screen.viewerWindow(viewer, timeout: 30)
+            // Changing photographic content: large updates that show the link's speed.
+            for seed in 1...4 {
+                let picture = try server.drawTestContent(kind: "photo", width: 600, height: 440, seed: seed, in: folder)
+                usleep(700_000)
+                picture.stop()
+            }
+            #expect(viewer.waitForExit(timeout: Double(seconds) + 20), "the viewer closes after --duration")
+            guard let report = Self.report(viewer.log) else {
+                Issue.record("no JSON report: \(viewer.log)")
+                return [:]
+            }
+            return report
+        }
+
+        let fast = try watch(seconds: 6)
+        #expect((fast["quality"] as? String)?.hasPrefix("lossless") == true, "loopback stays lossless: \(fast)")
+
+        // 5 Mbit/s with 40 ms delay on what the server sends (this kernel has no netem).
+        let link = try ImpairedLink(match: "-p tcp --sport \(server.port)", options: ["--rate-kbit", "5000", "--delay-ms", "40"], folder: folder)
+        defer { link.stop() }
+        let slow = try watch(seconds: 10)
+        #expect((slow["quality"] as? String)?.hasPrefix("JPEG") == true, "a 5 Mbit/s link gets JPEG: \(slow)")
+        #expect((slow["link_megabits_per_second"] as? Double).map { $0 < 10 } == true, "the link estimate is below 10 Mbit/s: \(slow)")
+    }
+
+    @Test func withoutADisplayTheViewerSaysSoAndExits() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "DISPLAY")
+        env.removeValue(forKey: "WAYLAND_DISPLAY")
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let result = try run(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)"], environment: env, timeout: 30)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot open a window"), "stderr: \(result.stderr)")
+    }
+}

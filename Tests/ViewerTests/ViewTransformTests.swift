@@ -1,0 +1,178 @@
+import Testing
+@testable import Viewer
+
+struct ViewTransformTests {
+    let picture = ViewerRect(x: 0, y: 0, width: 1600, height: 900)
+
+    @Test func fitLetterboxesAndKeepsTheAspect() {
+        // A 4:3 window on a 16:9 picture: full width, bars above and below.
+        let t = ViewTransform.make(source: picture, windowWidth: 800, windowHeight: 600, mode: .fit)
+        #expect(t.destination == ViewerRect(x: 0, y: 75, width: 800, height: 450))
+        #expect(!t.isUnscaled)
+        // A tall window gets bars at the sides instead.
+        let wide = ViewTransform.make(source: picture, windowWidth: 2000, windowHeight: 900, mode: .fit)
+        #expect(wide.destination == ViewerRect(x: 200, y: 0, width: 1600, height: 900))
+        #expect(wide.isUnscaled)
+    }
+
+    @Test func pointsMapBackToRemotePixelsAndClampAtTheBars() {
+        let t = ViewTransform.make(source: picture, windowWidth: 800, windowHeight: 600, mode: .fit)
+        #expect(t.remotePoint(windowX: 0, windowY: 75) == (0, 0))
+        #expect(t.remotePoint(windowX: 400.5, windowY: 300) == (801, 450))
+        #expect(t.remotePoint(windowX: 799.9, windowY: 524.9) == (1599, 899))
+        // Over the letterbox bars: the nearest edge pixel.
+        #expect(t.remotePoint(windowX: 10, windowY: 5) == (20, 0))
+        #expect(t.remotePoint(windowX: -50, windowY: 599) == (0, 899))
+    }
+
+    @Test func oneToOneCentresASmallPictureAndPansALargeOne() {
+        let small = ViewTransform.make(source: ViewerRect(x: 0, y: 0, width: 400, height: 300), windowWidth: 500, windowHeight: 400, mode: .oneToOne)
+        #expect(small.destination == ViewerRect(x: 50, y: 50, width: 400, height: 300))
+        #expect(small.remotePoint(windowX: 50, windowY: 50) == (0, 0))
+
+        let panned = ViewTransform.make(source: picture, windowWidth: 800, windowHeight: 600, mode: .oneToOne, pan: (300, 100))
+        #expect(panned.destination == ViewerRect(x: -300, y: -100, width: 1600, height: 900))
+        #expect(panned.isUnscaled)
+        #expect(panned.remotePoint(windowX: 0, windowY: 0) == (300, 100))
+        // A pan past the edge stops at it.
+        let clamped = ViewTransform.make(source: picture, windowWidth: 800, windowHeight: 600, mode: .oneToOne, pan: (5000, -20))
+        #expect(clamped.destination.x == -800 && clamped.destination.y == 0)
+    }
+
+    @Test func fillStretchesAndAMonitorSourceOffsetsPoints() {
+        let monitor = ViewerRect(x: 1920, y: 0, width: 1280, height: 1024)
+        let t = ViewTransform.make(source: monitor, windowWidth: 640, windowHeight: 256, mode: .fill)
+        #expect(t.destination == ViewerRect(x: 0, y: 0, width: 640, height: 256))
+        #expect(t.remotePoint(windowX: 320, windowY: 128) == (1920 + 640, 512))
+        #expect(t.windowRect(for: ViewerRect(x: 1920, y: 0, width: 2, height: 4)) == ViewerRect(x: 0, y: 0, width: 1, height: 1))
+        #expect(t.windowRect(for: ViewerRect(x: 0, y: 0, width: 100, height: 100)).isEmpty, "a rectangle on another monitor is not shown")
+    }
+
+    @Test func anEmptyPictureMapsToItsOrigin() {
+        let t = ViewTransform.make(source: ViewerRect(x: 0, y: 0, width: 0, height: 0), windowWidth: 0, windowHeight: 0, mode: .fit)
+        #expect(t.remotePoint(windowX: 10, windowY: 10) == (0, 0))
+    }
+}
+
+struct WheelAccumulatorTests {
+    @Test func fractionsAddUpToWholeClicksAndAReversalStartsAfresh() {
+        var wheel = WheelAccumulator()
+        #expect(wheel.add(x: 0, y: 0.4) == (0, 0, 0, 0))
+        #expect(wheel.add(x: 0, y: 0.4) == (0, 0, 0, 0))
+        #expect(wheel.add(x: 0, y: 0.4) == (1, 0, 0, 0))     // 1.2: one click up, 0.2 kept
+        #expect(wheel.add(x: 0, y: -0.5) == (0, 0, 0, 0))    // reversal drops the 0.2
+        #expect(wheel.add(x: 0, y: -2.6) == (0, 3, 0, 0))
+        #expect(wheel.add(x: 1.0, y: 0) == (0, 0, 0, 1))
+        #expect(wheel.add(x: -3, y: 0) == (0, 0, 3, 0))
+    }
+}
+
+struct KeyMappingTests {
+    static let mask: Int32 = 1 << 30
+
+    @Test func keysWithoutCharactersMapToTheirKeysyms() {
+        #expect(KeyMapping.namedKey(keycode: 13, scancode: 40, numLock: false) == 0xFF0D)        // Return
+        #expect(KeyMapping.namedKey(keycode: 8, scancode: 42, numLock: false) == 0xFF08)         // BackSpace
+        #expect(KeyMapping.namedKey(keycode: 127, scancode: 76, numLock: false) == 0xFFFF)       // Delete
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 65, scancode: 65, numLock: false) == 0xFFC5)   // F8
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 82, scancode: 82, numLock: false) == 0xFF52)   // Up
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 225, scancode: 225, numLock: false) == 0xFFE1) // Shift_L
+        // AltGr on a layout that has it is ISO_Level3_Shift; on one without it, Alt_R.
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 257, scancode: 230, numLock: false) == 0xFE03)
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 230, scancode: 230, numLock: false) == 0xFFEA)
+    }
+
+    @Test func keypadDigitsFollowNumLock() {
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 89, scancode: 89, numLock: true) == 0xFFB1)    // KP_1
+        #expect(KeyMapping.namedKey(keycode: Self.mask | 89, scancode: 89, numLock: false) == 0xFF9C)   // KP_End
+    }
+
+    @Test func characterKeysAreLeftToTheirText() {
+        #expect(KeyMapping.namedKey(keycode: 97, scancode: 4, numLock: false) == nil)      // a
+        #expect(KeyMapping.namedKey(keycode: 0xF6, scancode: 51, numLock: false) == nil)   // ö on a German layout
+        #expect(KeyMapping.character(keycode: 99) == "c")
+        #expect(KeyMapping.character(keycode: 0) == nil, "a dead key has no character of its own")
+        #expect(KeyMapping.character(keycode: Self.mask | 58) == nil)
+        #expect(KeyMapping.isModifier(0xFFE3) && KeyMapping.isModifier(0xFE03) && !KeyMapping.isModifier(0x61))
+    }
+}
+
+struct FrameStagingTests {
+    @Test func onlyTheDirtyRectanglesAreCopiedAndDrainedOnce() {
+        let staging = FrameStaging()
+        var source = [UInt32](repeating: 0x111111, count: 8 * 4)
+        source.withUnsafeBufferPointer { staging.stage(width: 8, height: 4, stride: 8, dirty: [], from: $0, arrival: 1, bytes: 10) }
+        staging.drain { pending, pixels in
+            #expect(pending.dirty == [ViewerRect(x: 0, y: 0, width: 8, height: 4)], "a new size is dirty everywhere")
+            #expect(pending.generation == 1 && pending.oldestArrival == 1 && pending.bytes == 10)
+            #expect(pixels.allSatisfy { $0 == 0x111111 })
+        }
+        for i in source.indices { source[i] = 0x222222 }
+        source.withUnsafeBufferPointer {
+            staging.stage(width: 8, height: 4, stride: 8, dirty: [ViewerRect(x: 2, y: 1, width: 3, height: 2), ViewerRect(x: 7, y: 3, width: 5, height: 5)],
+                          from: $0, arrival: 2, bytes: 5)
+        }
+        staging.drain { pending, pixels in
+            #expect(pending.generation == 1)
+            #expect(pending.dirty == [ViewerRect(x: 2, y: 1, width: 3, height: 2), ViewerRect(x: 7, y: 3, width: 1, height: 1)], "clipped to the picture")
+            let changed = pixels.enumerated().filter { $0.element == 0x222222 }.map { $0.offset }
+            #expect(changed == [10, 11, 12, 18, 19, 20, 31], "nothing outside the dirty rectangles was copied")
+        }
+        staging.drain { pending, _ in
+            #expect(pending.dirty.isEmpty && pending.oldestArrival == nil && pending.updates == 0)
+        }
+    }
+
+    @Test func manyRectanglesMergeIntoTheirBoundingBox() {
+        let staging = FrameStaging()
+        let source = [UInt32](repeating: 7, count: 200 * 200)
+        source.withUnsafeBufferPointer { staging.stage(width: 200, height: 200, stride: 200, dirty: [], from: $0, arrival: 0, bytes: 0) }
+        staging.drain { _, _ in }
+        let rects = (0..<100).map { ViewerRect(x: $0, y: $0, width: 1, height: 1) }
+        source.withUnsafeBufferPointer { staging.stage(width: 200, height: 200, stride: 200, dirty: rects, from: $0, arrival: 0, bytes: 0) }
+        staging.drain { pending, _ in #expect(pending.dirty == [ViewerRect(x: 0, y: 0, width: 100, height: 100)]) }
+    }
+}
+
+struct ViewerMenuTests {
+    let settings = ViewerMenu.Settings(fullscreen: false, viewOnly: false, viewOnlyLocked: false, scale: .fit, monitor: nil, monitorCount: 2,
+                                       clipboardSync: true, keyboardGrab: false, hud: false)
+
+    @Test func togglesCycleAndCommands() {
+        guard case .changed(let s1) = ViewerMenu.choose(.scale, settings) else { Issue.record("scale"); return }
+        #expect(s1.scale == .oneToOne)
+        guard case .changed(let s2) = ViewerMenu.choose(.monitor, settings), case .changed(let s3) = ViewerMenu.choose(.monitor, s2),
+              case .changed(let s4) = ViewerMenu.choose(.monitor, s3) else { Issue.record("monitor"); return }
+        #expect(s2.monitor == 0 && s3.monitor == 1 && s4.monitor == nil, "all → 1 → 2 → all")
+        #expect(ViewerMenu.choose(.sendCtrlAltDel, settings) == .command(.pressKeys([0xFFE3, 0xFFE9, 0xFFFF])))
+        #expect(ViewerMenu.choose(.disconnect, settings) == .command(.disconnect))
+        #expect(ViewerMenu.label(.monitor, s2) == "Monitor: 1 of 2")
+    }
+
+    @Test func viewOnlyFromTheCommandLineStaysOn() {
+        var locked = settings
+        locked.viewOnly = true
+        locked.viewOnlyLocked = true
+        #expect(ViewerMenu.choose(.viewOnly, locked) == .closeMenu)
+        #expect(ViewerMenu.label(.viewOnly, locked).contains("--view-only"))
+        var menu = ViewerMenu()
+        menu.move(by: -1)
+        #expect(menu.selected == menu.items.count - 1, "up from the first item wraps to the last")
+    }
+}
+
+struct PresentationStatsTests {
+    @Test func ratesAndQuantiles() {
+        var stats = PresentationStats()
+        _ = stats.rates(now: 0)
+        stats.recordUpdates(10, bytes: 1_000_000)
+        let r = stats.rates(now: 1)
+        #expect(r.updatesPerSecond == 10 && r.megabitsPerSecond == 8)
+        #expect(stats.latency(quantile: 0.5) == nil)
+        for ms in 1...100 { stats.recordPresent(latency: Double(ms) / 1000) }
+        stats.recordPresent(latency: nil)
+        #expect(stats.framesPresented == 101)
+        #expect(stats.latency(quantile: 0.5) == 0.051 || stats.latency(quantile: 0.5) == 0.050)
+        #expect(stats.latency(quantile: 0.95) == 0.095 || stats.latency(quantile: 0.95) == 0.096)
+    }
+}
