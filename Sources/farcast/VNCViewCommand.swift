@@ -253,12 +253,15 @@ actor ViewSession {
     }
 
     private func adaptQuality(_ client: VNCClient) async {
-        guard quality != nil else { return }
+        guard var adaptive = quality else { return }
         let transfers = await client.takeUpdateTransfers()
-        guard let choice = quality!.observe(transfers) else { return }
-        logger.info("quality: \(choice) (link ≈ \(String(format: "%.1f", quality!.megabitsPerSecond ?? 0)) Mbit/s)")
+        let choice = adaptive.observe(transfers)
+        quality = adaptive
+        guard let choice else { return }
+        let link = String(format: "%.1f", adaptive.megabitsPerSecond ?? 0)
+        logger.info("quality: \(choice) (link ≈ \(link) Mbit/s)")
         try? await client.setJPEGQuality(choice.jpegQuality)
-        viewer.setHUDExtra(["quality \(choice) (auto, link ≈ \(String(format: "%.1f", quality!.megabitsPerSecond ?? 0)) Mbit/s)"])
+        viewer.setHUDExtra(["quality \(choice) (auto, link ≈ \(link) Mbit/s)"])
     }
 
     static func viewerCursor(_ c: RFBCursor) -> ViewerCursor {
@@ -307,8 +310,7 @@ actor ViewSession {
         case .resizeRemote(let width, let height):
             try await client.requestDesktopSize(width: width, height: height, timeout: .seconds(5))
         case .command(.pressKeys(let keys)):
-            for k in keys { try await client.key(k, down: true) }
-            for k in keys.reversed() { try await client.key(k, down: false) }
+            try await client.press(keysyms: keys)
         case .command, .closed:
             break
         }

@@ -511,7 +511,11 @@ public actor VNCClient {
 
     /// Presses a combination such as "ctrl+alt+Delete": keys down in order, up in reverse.
     public func press(_ combination: String) async throws {
-        let keys = try Keysym.combination(combination)
+        try await press(keysyms: try Keysym.combination(combination))
+    }
+
+    /// Presses these keysyms in order and releases them in reverse.
+    public func press(keysyms keys: [UInt32]) async throws {
         for k in keys { try await key(k, down: true) }
         for k in keys.reversed() { try await key(k, down: false) }
     }
@@ -549,7 +553,7 @@ public actor VNCClient {
     public func setPointer(x: Int, y: Int, buttons: UInt16) async throws {
         var next = input
         let p = next.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
-        for button in 1...15 { _ = next.button(button, down: buttons & (1 << (button - 1)) != 0) }
+        next.setButtons(buttons)
         // Refused before the state changes when the server cannot carry these buttons.
         let message = try core.pointerMessage(buttons: next.buttons, x: p.x, y: p.y)
         input = next

@@ -37,6 +37,11 @@ public struct InputTracker: Sendable, Equatable {
         return buttons
     }
 
+    /// Holds exactly the buttons in `mask` (bit 0 = button 1; 1–15).
+    public mutating func setButtons(_ mask: UInt16) {
+        buttons = mask & 0x7FFF
+    }
+
     /// Moves to an absolute position, clamped to a `width`×`height` screen.
     public mutating func move(toX newX: Int, y newY: Int, width: Int, height: Int) -> (x: Int, y: Int) {
         x = min(max(newX, 0), max(width - 1, 0))
