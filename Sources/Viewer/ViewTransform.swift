@@ -92,6 +92,12 @@ public struct ViewTransform: Sendable, Equatable {
         (min(max(0, pan.x), max(0, source.width - windowWidth)), min(max(0, pan.y), max(0, source.height - windowHeight)))
     }
 
+    /// Window pixels per remote pixel, across and down.
+    public var scale: (x: Double, y: Double) {
+        guard !source.isEmpty else { return (1, 1) }
+        return (Double(destination.width) / Double(source.width), Double(destination.height) / Double(source.height))
+    }
+
     /// True when one remote pixel is drawn as exactly one window pixel.
     public var isUnscaled: Bool { destination.width == source.width && destination.height == source.height }
 

@@ -2,7 +2,7 @@
 /// one does. Pure (the window draws it and routes keys and clicks here), so tests can walk it.
 public struct ViewerMenu: Sendable, Equatable {
     public enum Item: Sendable, Equatable, CaseIterable {
-        case fullscreen, viewOnly, scale, monitor, clipboard, keyboardGrab, hud
+        case fullscreen, viewOnly, scale, monitor, clipboard, keyboardGrab, relativePointer, hud
         case sendCtrlAltDel, sendMenuKey, reconnect, disconnect, close
     }
 
@@ -18,6 +18,8 @@ public struct ViewerMenu: Sendable, Equatable {
         public var clipboardSync: Bool
         public var keyboardGrab: Bool
         public var hud: Bool
+        /// Send pointer deltas with the pointer captured (see `ViewerConfiguration.relativePointer`).
+        public var relativePointer = false
     }
 
     /// What choosing an item asks for.
@@ -41,6 +43,7 @@ public struct ViewerMenu: Sendable, Equatable {
         case .monitor: return "Monitor: " + (s.monitor.map { "\($0 + 1) of \(s.monitorCount)" } ?? "all (\(s.monitorCount))")
         case .clipboard: return "Clipboard sync: \(onOff(s.clipboardSync))"
         case .keyboardGrab: return "Grab keyboard: \(onOff(s.keyboardGrab))"
+        case .relativePointer: return "Relative pointer: \(onOff(s.relativePointer))"
         case .hud: return "Statistics overlay: \(onOff(s.hud))"
         case .sendCtrlAltDel: return "Send Ctrl+Alt+Del"
         case .sendMenuKey: return "Send F8"
@@ -66,6 +69,7 @@ public struct ViewerMenu: Sendable, Equatable {
             if s.monitorCount <= 1 { s.monitor = nil } else if let m = s.monitor { s.monitor = m + 1 < s.monitorCount ? m + 1 : nil } else { s.monitor = 0 }
         case .clipboard: s.clipboardSync.toggle()
         case .keyboardGrab: s.keyboardGrab.toggle()
+        case .relativePointer: s.relativePointer.toggle()
         case .hud: s.hud.toggle()
         case .sendCtrlAltDel: return .command(.pressKeys([0xFFE3, 0xFFE9, 0xFFFF]))
         case .sendMenuKey: return .command(.pressKeys([0xFFC5]))

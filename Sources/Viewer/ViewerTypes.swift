@@ -12,6 +12,10 @@ public struct ViewerConfiguration: Sendable {
     public var clipboardSync = true
     /// Grab the keyboard so system shortcuts (Alt+Tab, Super) go to the remote side.
     public var grabKeyboard = false
+    /// Capture the pointer and send how far it moved (`ViewerInput.pointerMotion`) instead of
+    /// where it is: for remote sides that want mouse deltas (games, a VM without an absolute
+    /// pointer). The menu key still works, and opening the menu frees the pointer.
+    public var relativePointer = false
     /// The window follows the remote desktop's size; with `resizeRemote` the remote desktop
     /// follows the window instead.
     public var resizeRemote = false
@@ -44,7 +48,8 @@ public enum ViewerInput: Sendable, Equatable {
     /// The pointer is at (x, y) of the remote framebuffer with these buttons held (bit 0 =
     /// button 1; 4–7 are wheel clicks, 8/9 back and forward).
     case pointer(x: Int, y: Int, buttons: UInt16)
-    /// Relative pointer mode: the pointer moved by (dx, dy) remote pixels.
+    /// Relative pointer mode: the pointer moved by (dx, dy) remote pixels (0, 0 when only the
+    /// buttons changed).
     case pointerMotion(dx: Double, dy: Double, buttons: UInt16)
     /// The local clipboard now holds this text.
     case clipboard(String)
@@ -69,6 +74,45 @@ public struct ViewerCursor: Sendable, Equatable {
         self.hotspotX = hotspotX
         self.hotspotY = hotspotY
         self.rgba = rgba
+    }
+
+    /// This cursor drawn `factor` times as large, the hotspot moved with it, so it keeps its
+    /// size relative to a scaled picture. Bilinear over premultiplied alpha (edges do not
+    /// darken); the factor is kept within 1/8…8 and the result within 256×256 pixels.
+    public func scaled(by factor: Double) -> ViewerCursor {
+        guard width > 0, height > 0, rgba.count >= width * height * 4 else { return self }
+        var f = min(8, max(0.125, factor.isFinite ? factor : 1))
+        f = min(f, 256 / Double(max(width, height)))
+        let w = max(1, Int((Double(width) * f).rounded())), h = max(1, Int((Double(height) * f).rounded()))
+        if w == width && h == height { return self }
+        let sx = Double(width) / Double(w), sy = Double(height) / Double(h)
+        var out = [UInt8](repeating: 0, count: w * h * 4)
+        for y in 0..<h {
+            let fy = min(max(0, (Double(y) + 0.5) * sy - 0.5), Double(height - 1))
+            let y0 = Int(fy), y1 = min(y0 + 1, height - 1), wy = fy - Double(y0)
+            for x in 0..<w {
+                let fx = min(max(0, (Double(x) + 0.5) * sx - 0.5), Double(width - 1))
+                let x0 = Int(fx), x1 = min(x0 + 1, width - 1), wx = fx - Double(x0)
+                var acc = (r: 0.0, g: 0.0, b: 0.0, a: 0.0)
+                for (px, py, weight) in [(x0, y0, (1 - wx) * (1 - wy)), (x1, y0, wx * (1 - wy)), (x0, y1, (1 - wx) * wy), (x1, y1, wx * wy)] where weight > 0 {
+                    let i = (py * width + px) * 4
+                    let a = Double(rgba[i + 3]) * weight
+                    acc.r += Double(rgba[i]) * a
+                    acc.g += Double(rgba[i + 1]) * a
+                    acc.b += Double(rgba[i + 2]) * a
+                    acc.a += a
+                }
+                let o = (y * w + x) * 4
+                guard acc.a > 0 else { continue }
+                out[o] = UInt8(min(255, (acc.r / acc.a).rounded()))
+                out[o + 1] = UInt8(min(255, (acc.g / acc.a).rounded()))
+                out[o + 2] = UInt8(min(255, (acc.b / acc.a).rounded()))
+                out[o + 3] = UInt8(min(255, acc.a.rounded()))
+            }
+        }
+        let hx = min(w - 1, Int(Double(hotspotX) * Double(w) / Double(width)))
+        let hy = min(h - 1, Int(Double(hotspotY) * Double(h) / Double(height)))
+        return ViewerCursor(width: w, height: h, hotspotX: hx, hotspotY: hy, rgba: out)
     }
 
     /// The small dot shown while the remote side draws no cursor of its own: a white centre

@@ -39,6 +39,8 @@ public final class ViewerWindow: Sendable {
         var status: ViewerStatus?
         var screens: [ViewerRect]?
         var closeRequested = false
+        /// A question for the person (`ask`), until the window takes it.
+        var question: Question?
         var statistics = ViewerStatistics(framesPresented: 0, updates: 0, latencyP50Milliseconds: nil, latencyP95Milliseconds: nil, renderer: "")
     }
     let shared = Mutex(Shared())
@@ -102,6 +104,32 @@ public final class ViewerWindow: Sendable {
         wake()
     }
 
+    /// A question the window asks in place of the picture (`ask`).
+    struct Question: Sendable {
+        var prompt: String
+        var secret: Bool
+        var answer: CheckedContinuation<String?, Never>
+    }
+
+    /// Asks the person for a line of text in the window (a password when `secret`: typed
+    /// characters show as dots): for when there is no terminal to prompt at. Returns nil when
+    /// they cancel (Esc), the window closes, or it is not open.
+    public func ask(_ prompt: String, secret: Bool) async -> String? {
+        await withCheckedContinuation { (answer: CheckedContinuation<String?, Never>) in
+            let refused: CheckedContinuation<String?, Never>? = lifecycle.withLock { l in
+                guard case .success = l.opened, !l.ended else { return answer }
+                return shared.withLock { s in
+                    // One question at a time: a newer one replaces an unanswered one.
+                    let previous = s.question?.answer
+                    s.question = Question(prompt: prompt, secret: secret, answer: answer)
+                    return previous
+                }
+            }
+            refused?.resume(returning: nil)
+            wake()
+        }
+    }
+
     /// What the window has presented so far.
     public var statistics: ViewerStatistics { shared.withLock { $0.statistics } }
 
@@ -156,6 +184,8 @@ public final class ViewerWindow: Sendable {
             defer { l.endWaiters = [] }
             return l.endWaiters
         }
+        // A question the window never took goes unanswered.
+        shared.withLock { s in defer { s.question = nil }; return s.question?.answer }?.resume(returning: nil)
         for w in waiters { w.resume() }
     }
 

@@ -53,10 +53,21 @@ final class WindowLoop {
     private var pendingRemoteResize: (due: Double, width: Int, height: Int)?
     private var lastRequestedRemoteSize: (width: Int, height: Int)?
     private var running = true
+    /// A question the protocol side asked (`ViewerWindow.ask`), shown over the picture until
+    /// answered; keys go to it, not to the remote side.
+    private var question: (prompt: String, secret: Bool, answer: CheckedContinuation<String?, Never>, typed: String)?
+    /// SDL's relative mouse mode is on (the setting, unless the menu or a question needs the pointer).
+    private var relativeActive = false
+    /// Relative motion not yet sent, in remote pixels.
+    private var pendingDelta = (x: 0.0, y: 0.0)
+    /// The remote cursor as it came, and the factor it is shown at (the picture's scale).
+    private var cursorImage: ViewerCursor = .dot
+    private var cursorScale = 1.0
 
     init(owner: ViewerWindow) throws {
         self.owner = owner
         let c = owner.configuration
+        Self.useUTF8Characters()
         SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0")
         // No SDL signal handlers: the command handles SIGINT/SIGTERM itself.
         SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
@@ -89,7 +100,8 @@ final class WindowLoop {
         SDL_GetRendererInfo(renderer, &info)
         rendererName = info.name.map { String(cString: $0) } ?? "unknown"
         settings = ViewerMenu.Settings(fullscreen: c.fullscreen, viewOnly: c.viewOnly, viewOnlyLocked: c.viewOnlyLocked, scale: c.scale,
-                                       monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD)
+                                       monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD,
+                                       relativePointer: c.relativePointer)
         text = TextOverlay(path: c.fontPath, size: 14)
         if text == nil { FileHandle.standardError.write(Data("farcast: no font for the window's overlays (install fonts-dejavu-core); the menu and statistics are not drawn\n".utf8)) }
         if c.grabKeyboard { SDL_SetWindowKeyboardGrab(window, SDL_TRUE) }
@@ -100,8 +112,20 @@ final class WindowLoop {
         owner.wakeEventType.store(type == UInt32.max ? 0 : type, ordering: .releasing)
     }
 
+    /// Swift programs start in the C locale, where Xlib cannot convert a title with any
+    /// character beyond ASCII: SDL then leaves _NET_WM_NAME (what window managers show) at the
+    /// first title. The character type comes from the environment instead, or C.UTF-8.
+    private static func useUTF8Characters() {
+        guard let current = setlocale(LC_CTYPE, nil).map({ String(cString: $0) }), current == "C" || current == "POSIX" else { return }
+        if let chosen = setlocale(LC_CTYPE, ""), String(cString: chosen).uppercased().replacingOccurrences(of: "-", with: "").contains("UTF8") { return }
+        if setlocale(LC_CTYPE, "C.UTF-8") == nil { setlocale(LC_CTYPE, "C") }
+    }
+
     func shutdown() {
         releaseEverything()
+        question?.answer.resume(returning: nil)
+        question = nil
+        if relativeActive { SDL_SetRelativeMouseMode(SDL_FALSE) }
         owner.inputSink.yield(.closed)
         owner.inputSink.finish()
         owner.wakeEventType.store(0, ordering: .releasing)
@@ -127,6 +151,7 @@ final class WindowLoop {
             owner.wakePending.store(false, ordering: .releasing)
             guard running else { break }
             takeShared()
+            updatePointerMode()
             let now = ViewerWindow.now()
             if let pending = pendingRemoteResize, now >= pending.due {
                 pendingRemoteResize = nil
@@ -163,7 +188,11 @@ final class WindowLoop {
             // Text that came after its key's press, or an input method's commit.
             textArrived(Self.text(of: event.text))
         case SDL_MOUSEMOTION.rawValue:
-            mouseMoved(x: Double(event.motion.x), y: Double(event.motion.y))
+            if relativeActive {
+                mouseMovedBy(x: Double(event.motion.xrel), y: Double(event.motion.yrel))
+            } else {
+                mouseMoved(x: Double(event.motion.x), y: Double(event.motion.y))
+            }
         case SDL_MOUSEBUTTONDOWN.rawValue, SDL_MOUSEBUTTONUP.rawValue:
             mouseButton(event.button, down: event.type == SDL_MOUSEBUTTONDOWN.rawValue)
         case SDL_MOUSEWHEEL.rawValue:
@@ -203,6 +232,7 @@ final class WindowLoop {
         let keycode = e.keysym.sym
         let scancode = Int32(e.keysym.scancode.rawValue)
         let mods = UInt32(e.keysym.mod)
+        if question != nil { questionKey(keycode, mods: mods); return }
         if menuOpen { menuKey(keycode); dropText(); return }
         if keycode == owner.configuration.menuKeycode && mods & (KMOD_CTRL.rawValue | KMOD_SHIFT.rawValue | KMOD_ALT.rawValue | KMOD_GUI.rawValue) == 0 {
             dropText()
@@ -260,6 +290,11 @@ final class WindowLoop {
 
     /// Text that arrived after its key's press (or, from an input method, with none).
     private func textArrived(_ typed: String) {
+        if question != nil {
+            question?.typed += typed
+            needsRedraw = true
+            return
+        }
         guard !menuOpen, !settings.viewOnly else { pendingCharacter = nil; return }
         if let pending = pendingCharacter {
             pendingCharacter = nil
@@ -324,11 +359,14 @@ final class WindowLoop {
             send(.key(held.key, down: false, usbUsage: held.usage))
         }
         heldKeys = [:]
-        if buttons != 0, let p = lastPointer {
+        if buttons != 0 {
             buttons = 0
-            send(.pointer(x: p.x, y: p.y, buttons: 0))
+            if relativeActive {
+                send(.pointerMotion(dx: 0, dy: 0, buttons: 0))
+            } else if let p = lastPointer {
+                send(.pointer(x: p.x, y: p.y, buttons: 0))
+            }
         }
-        buttons = 0
     }
 
     // MARK: - Pointer
@@ -347,7 +385,18 @@ final class WindowLoop {
         return (x * Double(out.width) / Double(ww), y * Double(out.height) / Double(wh))
     }
 
+    /// Relative mode: the pointer moved by (x, y) window points; the remote side is told how
+    /// many of its pixels that is at the picture's scale.
+    private func mouseMovedBy(x: Double, y: Double) {
+        guard !settings.viewOnly, remoteWidth > 0 else { return }
+        let (ox, oy) = outputPoint(x: x, y: y)
+        let scale = transform().scale
+        pendingDelta.x += ox / scale.x
+        pendingDelta.y += oy / scale.y
+    }
+
     private func mouseMoved(x: Double, y: Double) {
+        guard question == nil else { return }
         let (ox, oy) = outputPoint(x: x, y: y)
         if menuOpen {
             if let index = menuItem(at: oy), index != menu.selected { menu.selected = index; needsRedraw = true }
@@ -369,6 +418,11 @@ final class WindowLoop {
     }
 
     private func flushMotion() {
+        if pendingDelta != (0, 0) {
+            let delta = pendingDelta
+            pendingDelta = (0, 0)
+            owner.inputSink.yield(.pointerMotion(dx: delta.x, dy: delta.y, buttons: buttons))
+        }
         guard let p = pendingMotion else { return }
         pendingMotion = nil
         if let last = lastPointer, last == p { return }
@@ -396,17 +450,23 @@ final class WindowLoop {
             if let index = menuItem(at: oy) { menu.selected = index; chooseMenuItem() } else { menuOpen = false; needsRedraw = true }
             return
         }
-        guard !settings.viewOnly, remoteWidth > 0, let button = Self.remoteButton(e.button) else { return }
+        guard question == nil, !settings.viewOnly, remoteWidth > 0, let button = Self.remoteButton(e.button) else { return }
+        let bit = UInt16(1) << (button - 1)
+        if relativeActive {
+            flushMotion()
+            buttons = down ? buttons | bit : buttons & ~bit
+            send(.pointerMotion(dx: 0, dy: 0, buttons: buttons))
+            return
+        }
         let p = transform().remotePoint(windowX: ox, windowY: oy)
         pendingMotion = nil
-        let bit = UInt16(1) << (button - 1)
         buttons = down ? buttons | bit : buttons & ~bit
         lastPointer = p
         send(.pointer(x: p.x, y: p.y, buttons: buttons))
     }
 
     private func mouseWheel(_ e: SDL_MouseWheelEvent) {
-        guard !menuOpen, !settings.viewOnly, remoteWidth > 0 else { return }
+        guard !menuOpen, question == nil, !settings.viewOnly, remoteWidth > 0 else { return }
         flushMotion()
         let flip: Float = e.direction == SDL_MOUSEWHEEL_FLIPPED.rawValue ? -1 : 1
         let clicks = wheel.add(x: Double(e.preciseX * flip), y: Double(e.preciseY * flip))
@@ -414,8 +474,13 @@ final class WindowLoop {
         for (count, button) in [(clicks.up, 4), (clicks.down, 5), (clicks.left, 6), (clicks.right, 7)] where count > 0 {
             let bit = UInt16(1) << (button - 1)
             for _ in 0..<count {
-                send(.pointer(x: p.x, y: p.y, buttons: buttons | bit))
-                send(.pointer(x: p.x, y: p.y, buttons: buttons))
+                if relativeActive {
+                    send(.pointerMotion(dx: 0, dy: 0, buttons: buttons | bit))
+                    send(.pointerMotion(dx: 0, dy: 0, buttons: buttons))
+                } else {
+                    send(.pointer(x: p.x, y: p.y, buttons: buttons | bit))
+                    send(.pointer(x: p.x, y: p.y, buttons: buttons))
+                }
             }
         }
     }
@@ -423,6 +488,69 @@ final class WindowLoop {
     private func send(_ input: ViewerInput) {
         if case .pointer = input {} else if case .pointerMotion = input {} else { flushMotion() }
         owner.inputSink.yield(input)
+    }
+
+    /// SDL's relative mode follows the setting, except while the menu or a question is open
+    /// (the person needs the pointer there) or input is not being sent.
+    private func updatePointerMode() {
+        let wanted = settings.relativePointer && !menuOpen && question == nil && !settings.viewOnly
+        guard wanted != relativeActive else { return }
+        flushMotion()
+        if !wanted && buttons != 0 { releaseEverything() }
+        relativeActive = SDL_SetRelativeMouseMode(wanted ? SDL_TRUE : SDL_FALSE) == 0 ? wanted : false
+    }
+
+    // MARK: - Questions
+
+    private func questionKey(_ keycode: Int32, mods: UInt32) {
+        guard var q = question else { return }
+        switch keycode {
+        case 13, (1 << 30) | 88: // Return, keypad Enter
+            dropText()
+            answer(q.typed)
+        case 27: // Escape
+            dropText()
+            answer(nil)
+        case 8: // Backspace
+            dropText()
+            if !q.typed.isEmpty { q.typed.removeLast() }
+            question = q
+        case 118 where mods & KMOD_CTRL.rawValue != 0, 117 where mods & KMOD_CTRL.rawValue != 0:
+            // Ctrl+V pastes the clipboard's first line; Ctrl+U clears the field.
+            dropText()
+            if keycode == 117 {
+                q.typed = ""
+            } else if SDL_HasClipboardText() == SDL_TRUE, let raw = SDL_GetClipboardText() {
+                q.typed += String(cString: raw).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+                SDL_free(raw)
+            }
+            question = q
+        default:
+            break // the key's text arrives as a text event
+        }
+        needsRedraw = true
+    }
+
+    private func answer(_ text: String?) {
+        guard let q = question else { return }
+        question = nil
+        q.answer.resume(returning: text)
+        SDL_SetWindowTitle(window, title())
+        needsRedraw = true
+    }
+
+    private func drawQuestion(_ text: TextOverlay) {
+        guard let q = question else { return }
+        let field = (q.secret ? String(repeating: "•", count: q.typed.count) : q.typed) + "▏"
+        let lines = [q.prompt, "", "> " + field, "", "Return: send   Esc: cancel   Ctrl+V: paste"]
+        let size = outputSize()
+        let width = lines.map { text.width(of: $0) }.max() ?? 0
+        let x = max(8, (Int32(size.width) - width) / 2), y = max(8, (Int32(size.height) - text.lineHeight * Int32(lines.count)) / 2)
+        var box = SDL_Rect(x: x - 16, y: y - 12, w: width + 32, h: text.lineHeight * Int32(lines.count) + 24)
+        SDL_SetRenderDrawBlendMode(renderer, SDL_BLENDMODE_BLEND)
+        SDL_SetRenderDrawColor(renderer, 20, 20, 24, 235)
+        SDL_RenderFillRect(renderer, &box)
+        for (i, line) in lines.enumerated() { text.draw(line, x: x, y: y + Int32(i) * text.lineHeight, renderer: renderer) }
     }
 
     // MARK: - Menu
@@ -482,9 +610,24 @@ final class WindowLoop {
     // MARK: - From the protocol side
 
     private func takeShared() {
-        let (cursor, clipboard, status, screens, close) = owner.shared.withLock { s in
-            defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil }
-            return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested)
+        let (cursor, clipboard, status, screens, close, asked) = owner.shared.withLock { s in
+            defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil; s.question = nil }
+            return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested, s.question)
+        }
+        if let asked {
+            question?.answer.resume(returning: nil)
+            if text == nil {
+                // Nothing to draw the question with: the person would type blind.
+                FileHandle.standardError.write(Data("farcast: cannot ask in the window without a font (install fonts-dejavu-core)\n".utf8))
+                asked.answer.resume(returning: nil)
+            } else {
+                releaseEverything()
+                menuOpen = false
+                question = (asked.prompt, asked.secret, asked.answer, "")
+                SDL_RaiseWindow(window)
+                SDL_SetWindowTitle(window, title())
+                needsRedraw = true
+            }
         }
         if close { running = false; return }
         if let cursor { setCursor(cursor) }
@@ -505,6 +648,7 @@ final class WindowLoop {
     }
 
     private func title() -> String {
+        if let question { return "\(owner.configuration.title) — \(question.secret ? "password" : "question")" }
         switch status {
         case .connecting(let what): return "\(owner.configuration.title) — connecting\(what.isEmpty ? "" : " to \(what)")…"
         case .connected(let name): return "\(name.isEmpty ? owner.configuration.title : name) — farcast" + (settings.viewOnly ? " (view only)" : "")
@@ -514,6 +658,31 @@ final class WindowLoop {
     }
 
     private func setCursor(_ cursor: ViewerCursor) {
+        cursorImage = cursor
+        cursorScale = Self.cursorFactor(transform(), window: window, output: outputSize())
+        showCursor(cursor.scaled(by: cursorScale))
+    }
+
+    /// The cursor drawn at the picture's scale (in window points, which may differ from
+    /// output pixels on HiDPI displays).
+    private static func cursorFactor(_ t: ViewTransform, window: OpaquePointer, output: (width: Int, height: Int)) -> Double {
+        var ww: Int32 = 0, wh: Int32 = 0
+        SDL_GetWindowSize(window, &ww, &wh)
+        let points = output.width > 0 ? Double(ww) / Double(output.width) : 1
+        let factor = min(t.scale.x, t.scale.y) * points
+        // Within 2 % of 1:1 the cursor keeps its exact pixels.
+        return abs(factor - 1) < 0.02 ? 1 : factor
+    }
+
+    /// Follows the picture's scale with the cursor's size (window resized, scaling changed).
+    private func updateCursorScale(_ t: ViewTransform) {
+        let factor = Self.cursorFactor(t, window: window, output: outputSize())
+        guard abs(factor - cursorScale) > 0.01 else { return }
+        cursorScale = factor
+        showCursor(cursorImage.scaled(by: factor))
+    }
+
+    private func showCursor(_ cursor: ViewerCursor) {
         if cursor.width == 0 || cursor.height == 0 || cursor.rgba.count < cursor.width * cursor.height * 4 {
             SDL_ShowCursor(SDL_DISABLE)
             return
@@ -627,6 +796,7 @@ final class WindowLoop {
         SDL_RenderClear(renderer)
         if let texture, remoteWidth > 0 {
             let t = transform()
+            updateCursorScale(t)
             SDL_SetTextureScaleMode(texture, t.isUnscaled ? SDL_ScaleModeNearest : SDL_ScaleModeLinear)
             var src = SDL_Rect(x: Int32(t.source.x), y: Int32(t.source.y), w: Int32(t.source.width), h: Int32(t.source.height))
             var dst = SDL_Rect(x: Int32(t.destination.x), y: Int32(t.destination.y), w: Int32(t.destination.width), h: Int32(t.destination.height))
@@ -636,6 +806,7 @@ final class WindowLoop {
             drawStatus(text)
             if settings.hud { drawLines(hudLines, x: 8, y: 8, text) }
             if menuOpen { drawMenu(text) }
+            drawQuestion(text)
         }
         SDL_RenderPresent(renderer)
         let latency = latencyStart.map { ViewerWindow.now() - $0 }

@@ -55,7 +55,8 @@ enum Secrets {
         return (text, data.count)
     }
 
-    /// Prompts on the controlling terminal with echo off. Returns nil when there is no terminal.
+    /// Prompts on the controlling terminal with echo off. Returns nil only when there is no
+    /// terminal (end of input gives an empty line).
     static func prompt(_ message: String, echo: Bool = false) -> String? {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY)
         guard fd >= 0 else { return nil }

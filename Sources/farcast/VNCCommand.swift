@@ -124,15 +124,22 @@ struct VNCConnectionOptions: ParsableArguments {
     /// Connects with these options: credentials from the file, the environment or a prompt, and
     /// a failed login that names where the password came from.
     /// `promptAttempts` > 1 asks again after a password typed at the prompt was refused (a
-    /// viewer window does; one-shot commands fail at once).
-    func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger, promptAttempts: Int = 1) async throws -> VNCClient {
+    /// viewer window does; one-shot commands fail at once). `ask` prompts somewhere else (a
+    /// viewer's window) when there is no terminal.
+    func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger, promptAttempts: Int = 1,
+                 ask: Asker? = nil) async throws -> VNCClient {
         var options = options
         _ = try await route.prepareVNC(server, endpoint: endpoint, options: &options, timeout: options.connectTimeout, logger: logger)
         var attempt = 1
         while true {
             let source = PasswordSource()
+            // Asked again in a window, the question says why.
+            var asker = ask
+            if attempt > 1, let ask {
+                asker = { prompt, secret in await ask("That was refused; try again. " + prompt, secret) }
+            }
             do {
-                let client = try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source),
+                let client = try await VNCClient.connect(to: endpoint, credentials: credentialProvider(endpoint: endpoint, logger: logger, source: source, ask: asker),
                                                          options: options, logger: logger)
                 route.markConnected(server)
                 return client
@@ -155,14 +162,21 @@ struct VNCConnectionOptions: ParsableArguments {
         func record(_ source: String) { value.withLock { $0 = source } }
     }
 
-    /// Supplies credentials from the file, the environment or a prompt.
-    func credentialProvider(endpoint: VNCEndpoint, logger: Logger, source: PasswordSource = PasswordSource()) -> VNCCredentialProvider {
+    /// Asks the person for a line of text (prompt, secret) somewhere other than the terminal;
+    /// nil when they decline.
+    typealias Asker = @Sendable (String, Bool) async -> String?
+
+    /// Supplies credentials from the file, the environment or a prompt: at the terminal, or
+    /// through `ask` when there is none.
+    func credentialProvider(endpoint: VNCEndpoint, logger: Logger, source: PasswordSource = PasswordSource(),
+                            ask: Asker? = nil) -> VNCCredentialProvider {
         let passwordFile = passwordFile
         let username = username ?? endpoint.username ?? ProcessInfo.processInfo.environment["FARCAST_VNC_USERNAME"]
         return { request in
             var user = username
             if request.needsUsername && user == nil {
                 user = Secrets.prompt("User name for \(endpoint): ", echo: true)
+                if user == nil, let ask { user = await ask("User name for \(endpoint)", false) }
                 if user == nil { throw RFBError.credentialsRequired("a user name (\(request.method))") }
             }
             if let passwordFile {
@@ -176,6 +190,10 @@ struct VNCConnectionOptions: ParsableArguments {
                 return VNCCredentials(username: user, password: password)
             }
             if let password = Secrets.prompt("Password for \(endpoint) (\(request.method)): ") {
+                source.record("the prompt")
+                return VNCCredentials(username: user, password: password)
+            }
+            if let ask, let password = await ask("Password for \(endpoint) (\(request.method))", true) {
                 source.record("the prompt")
                 return VNCCredentials(username: user, password: password)
             }

@@ -11,9 +11,9 @@ struct VNCViewCommand: AsyncParsableCommand {
         commandName: "view",
         abstract: "Open a window on the remote desktop and work in it.",
         discussion: """
-            The window follows the remote desktop's size; keys, pointer, wheel and the clipboard go to the server (not with --view-only). F8 opens the menu: full screen, view only, scaling, monitor, clipboard sync, keyboard grab, the statistics overlay, Ctrl+Alt+Del, F8 itself, reconnect, disconnect.
+            The window follows the remote desktop's size; keys, pointer, wheel and the clipboard go to the server (not with --view-only). F8 opens the menu: full screen, view only, scaling, monitor, clipboard sync, keyboard grab, relative pointer, the statistics overlay, Ctrl+Alt+Del, F8 itself, reconnect, disconnect.
 
-            A dropped connection is retried with back-off (1 s doubling to 30 s) and the window says so; a refused password typed at the prompt is asked again. Quality is automatic by default: lossless on a fast link, Tight JPEG on a slow one (measured from how fast updates arrive); --quality 0-9 fixes a JPEG level, --encodings the encodings asked for.
+            A dropped connection is retried with back-off (1 s doubling to 30 s) and the window says so. Without --password-file or FARCAST_VNC_PASSWORD the password is asked at the terminal, or in the window when there is no terminal (started from a desktop menu); a refused password is asked again. Quality is automatic by default: lossless on a fast link, Tight JPEG on a slow one (measured from how fast updates arrive); --quality 0-9 fixes a JPEG level, --encodings the encodings asked for.
 
             Needs a display (DISPLAY, or a desktop session). Examples:
               farcast vnc view myhost:1
@@ -47,6 +47,9 @@ struct VNCViewCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("grab-keyboard"), help: "Grab the keyboard so system shortcuts (Alt+Tab, Super) go to the remote desktop.")
     var grabKeyboard = false
+
+    @Flag(name: .customLong("relative-pointer"), help: "Capture the pointer and move the remote one by how far the mouse moves, not to where it points (F8 frees it; the menu toggles it).")
+    var relativePointer = false
 
     @Flag(help: "Show the statistics overlay (updates/s, Mbit/s, update→present latency, encoding, quality).")
     var hud = false
@@ -102,6 +105,7 @@ struct VNCViewCommand: AsyncParsableCommand {
             viewerConfiguration.viewOnlyLocked = connection.viewOnly
             viewerConfiguration.clipboardSync = !noClipboard
             viewerConfiguration.grabKeyboard = grabKeyboard
+            viewerConfiguration.relativePointer = relativePointer
             viewerConfiguration.resizeRemote = resizeRemote
             viewerConfiguration.showHUD = hud
             viewerConfiguration.monitor = monitor.map { $0 - 1 }
@@ -121,7 +125,8 @@ struct VNCViewCommand: AsyncParsableCommand {
                 viewer.setStatus(connectedOnce ? .reconnecting(reason: await session.lastReason ?? "reconnecting", retryIn: 0) : .connecting("\(endpoint)"))
                 let client: VNCClient
                 do {
-                    client = try await connection.connect(endpoint, options: options, logger: logger, promptAttempts: 3)
+                    client = try await connection.connect(endpoint, options: options, logger: logger, promptAttempts: 3,
+                                                          ask: { prompt, secret in await viewer.ask(prompt, secret: secret) })
                 } catch {
                     // The first connection failing is the command failing; later ones are retried.
                     guard connectedOnce, await !session.stopped else { failure = error; break }
@@ -303,8 +308,8 @@ actor ViewSession {
             }
         case .pointer(let x, let y, let buttons):
             try await client.setPointer(x: x, y: y, buttons: buttons)
-        case .pointerMotion(let dx, let dy, _):
-            try await client.movePointer(byX: dx, y: dy)
+        case .pointerMotion(let dx, let dy, let buttons):
+            try await client.movePointer(byX: dx, y: dy, buttons: buttons)
         case .clipboard(let text):
             _ = try await client.setClipboard(text)
         case .resizeRemote(let width, let height):

@@ -17,15 +17,42 @@ final class ViewerScreen: XDisplay, @unchecked Sendable {
 
     /// The id of the viewer's window once it is connected (its title ends in "farcast").
     func viewerWindow(_ viewer: BackgroundProcess, timeout: TimeInterval = 20) throws -> String {
+        try window(titled: "farcast$", of: viewer, timeout: timeout)
+    }
+
+    /// The id of the viewer's window once its title (_NET_WM_NAME, what window managers show)
+    /// matches `pattern`, a regular expression. The window is found by its class, "farcast".
+    func window(titled pattern: String, of viewer: BackgroundProcess, timeout: TimeInterval = 20) throws -> String {
         var id = ""
-        try waitUntil("the viewer window on :\(display)", timeout: timeout) {
-            guard viewer.isRunning else { throw PeerFailed(name: "farcast vnc view", log: viewer.log) }
-            let found = try run(try requireExecutable("xdotool", package: "xdotool"), ["search", "--name", "farcast$"],
-                                environment: environment, timeout: 10)
-            id = found.stdout.split(separator: "\n").first.map(String.init) ?? ""
-            return !id.isEmpty
+        var titles: [String] = []
+        do {
+            try waitUntil("a viewer window titled /\(pattern)/ on :\(display)", timeout: timeout) {
+                guard viewer.isRunning else { throw PeerFailed(name: "farcast vnc view", log: viewer.log) }
+                let found = try run(try requireExecutable("xdotool", package: "xdotool"), ["search", "--class", "^farcast$"],
+                                    environment: environment, timeout: 10)
+                titles = []
+                for window in found.stdout.split(separator: "\n").map(String.init) {
+                    let title = try title(of: window)
+                    titles.append(title)
+                    if title.range(of: pattern, options: .regularExpression) != nil { id = window; return true }
+                }
+                return false
+            }
+        } catch {
+            Issue.record("windows of class farcast were titled \(titles)")
+            throw error
         }
         return id
+    }
+
+    /// A window's _NET_WM_NAME, in UTF-8.
+    func title(of window: String) throws -> String {
+        var env = environment
+        env["LC_ALL"] = "C.UTF-8"
+        let shown = try run(try requireExecutable("xprop", package: "x11-utils"), ["-id", window, "_NET_WM_NAME"], environment: env, timeout: 10)
+        // _NET_WM_NAME(UTF8_STRING) = "title"
+        guard let start = shown.stdout.firstIndex(of: "\""), let end = shown.stdout.lastIndex(of: "\""), start < end else { return "" }
+        return String(shown.stdout[shown.stdout.index(after: start)..<end])
     }
 
     deinit {
@@ -217,6 +244,60 @@ struct VNCViewerWindowTests {
         let slow = try watch(seconds: 10)
         #expect((slow["quality"] as? String)?.hasPrefix("JPEG") == true, "a 5 Mbit/s link gets JPEG: \(slow)")
         #expect((slow["link_megabits_per_second"] as? Double).map { $0 < 10 } == true, "the link estimate is below 10 Mbit/s: \(slow)")
+    }
+
+    /// Started without a terminal (a session of its own, as from a desktop menu), the viewer
+    /// asks for the password in its window; a refused one is asked for again.
+    @Test func withoutATerminalThePasswordIsAskedInTheWindowAndAgainWhenRefused() throws {
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(passwords: passwords)
+        let screen = try ViewerScreen()
+        var env = screen.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        env.removeValue(forKey: "FARCAST_VNC_PASSWORD")
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)", "--scale", "1:1", "--no-clipboard"],
+                                           environment: env, logName: "farcast-view", newSession: true)
+        defer { viewer.stop() }
+        func answer(_ text: String) throws {
+            let window = try screen.window(titled: " — password$", of: viewer)
+            try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+            try screen.x("xdotool", ["type", "--delay", "30", text], package: "xdotool")
+            try screen.x("xdotool", ["key", "Return"], package: "xdotool")
+        }
+        try answer("wrong-one")
+        try waitUntil("the wrong password to be refused", timeout: 15) { viewer.log.contains("try again") }
+        try answer(passwords.password)
+        let window = try screen.viewerWindow(viewer)
+        try expectWindowShowsServer(window, on: screen, server, "the desktop after the password")
+    }
+
+    /// --relative-pointer: the remote pointer moves by how far the mouse moved, and buttons
+    /// press where it is.
+    @Test func relativePointerMovesTheRemotePointerByTheMotion() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let echo = try InputEcho(on: server)
+        let screen = try ViewerScreen()
+        let viewer = try view(server, on: screen, ["--scale", "1:1", "--no-clipboard", "--relative-pointer"])
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+        try screen.x("xdotool", ["mousemove", "--window", window, "200", "150"], package: "xdotool")
+        usleep(300_000)
+        func clickAfterMoving(_ dx: Int, _ dy: Int) throws -> (x: Int, y: Int) {
+            let before = echo.events.count
+            try screen.x("xdotool", ["mousemove_relative", "--", "\(dx)", "\(dy)"], package: "xdotool")
+            usleep(200_000)
+            try screen.x("xdotool", ["click", "1"], package: "xdotool")
+            var at: (x: Int, y: Int)?
+            try echo.waitForEvents("a click after moving by (\(dx), \(dy))") { events in
+                for case .button(1, let x, let y) in events.dropFirst(before) { at = (x, y) }
+                return at != nil && events.dropFirst(before).contains(.release(1))
+            }
+            return at ?? (0, 0)
+        }
+        let first = try clickAfterMoving(30, 20)
+        let second = try clickAfterMoving(40, -10)
+        #expect(second.x - first.x == 40 && second.y - first.y == -10, "moved by (40, -10): \(first) → \(second)")
     }
 
     @Test func withoutADisplayTheViewerSaysSoAndExits() throws {

@@ -147,6 +147,8 @@ struct ViewerMenuTests {
         #expect(ViewerMenu.choose(.sendCtrlAltDel, settings) == .command(.pressKeys([0xFFE3, 0xFFE9, 0xFFFF])))
         #expect(ViewerMenu.choose(.disconnect, settings) == .command(.disconnect))
         #expect(ViewerMenu.label(.monitor, s2) == "Monitor: 1 of 2")
+        guard case .changed(let relative) = ViewerMenu.choose(.relativePointer, settings) else { Issue.record("relative pointer"); return }
+        #expect(relative.relativePointer && ViewerMenu.label(.relativePointer, relative) == "Relative pointer: on")
     }
 
     @Test func viewOnlyFromTheCommandLineStaysOn() {
@@ -174,5 +176,48 @@ struct PresentationStatsTests {
         #expect(stats.framesPresented == 101)
         #expect(stats.latency(quantile: 0.5) == 0.051 || stats.latency(quantile: 0.5) == 0.050)
         #expect(stats.latency(quantile: 0.95) == 0.095 || stats.latency(quantile: 0.95) == 0.096)
+    }
+}
+
+struct ViewerCursorScalingTests {
+    /// A 4×4 cursor: the left half opaque red, the right half transparent; hotspot (1, 2).
+    let cursor: ViewerCursor = {
+        var rgba = [UInt8](repeating: 0, count: 4 * 4 * 4)
+        for y in 0..<4 { for x in 0..<2 { let i = (y * 4 + x) * 4; rgba[i] = 255; rgba[i + 3] = 255 } }
+        return ViewerCursor(width: 4, height: 4, hotspotX: 1, hotspotY: 2, rgba: rgba)
+    }()
+
+    @Test func unscaledIsUnchanged() {
+        #expect(cursor.scaled(by: 1) == cursor)
+        #expect(cursor.scaled(by: .nan) == cursor, "a nonsensical factor leaves the cursor alone")
+    }
+
+    @Test func doubledKeepsColoursAndMovesTheHotspot() {
+        let big = cursor.scaled(by: 2)
+        #expect(big.width == 8 && big.height == 8 && big.rgba.count == 8 * 8 * 4)
+        #expect(big.hotspotX == 2 && big.hotspotY == 4)
+        func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(big.rgba[(y * 8 + x) * 4..<(y * 8 + x) * 4 + 4]) }
+        #expect(pixel(0, 0) == [255, 0, 0, 255] && pixel(2, 5) == [255, 0, 0, 255], "inside the red half stays opaque red")
+        #expect(pixel(7, 7)[3] == 0, "inside the transparent half stays transparent")
+        // At the edge alpha blends, but the colour does not darken toward the transparent
+        // (black) pixels: premultiplied filtering.
+        let edge = pixel(4, 3)
+        #expect(edge[3] > 0 && edge[3] < 255 && edge[0] == 255 && edge[1] == 0, "edge pixel \(edge)")
+    }
+
+    @Test func halvedAndClamped() {
+        let small = cursor.scaled(by: 0.5)
+        #expect(small.width == 2 && small.height == 2 && small.hotspotX == 0 && small.hotspotY == 1)
+        let huge = cursor.scaled(by: 1000)
+        #expect(huge.width == 32 && huge.height == 32, "at most 8× (and never past 256 pixels)")
+        let large = ViewerCursor(width: 200, height: 10, hotspotX: 199, hotspotY: 9, rgba: [UInt8](repeating: 255, count: 200 * 10 * 4)).scaled(by: 4)
+        #expect(large.width == 256 && large.hotspotX < large.width && large.hotspotY < large.height)
+    }
+
+    @Test func transformScaleIsWindowPixelsPerRemotePixel() {
+        let t = ViewTransform.make(source: ViewerRect(x: 0, y: 0, width: 800, height: 600), windowWidth: 400, windowHeight: 400, mode: .fit)
+        #expect(t.scale.x == 0.5 && t.scale.y == 0.5)
+        let fill = ViewTransform.make(source: ViewerRect(x: 0, y: 0, width: 800, height: 600), windowWidth: 1600, windowHeight: 600, mode: .fill)
+        #expect(fill.scale.x == 2 && fill.scale.y == 1)
     }
 }

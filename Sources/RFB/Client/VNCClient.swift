@@ -560,12 +560,18 @@ public actor VNCClient {
         try await sendInput(message)
     }
 
-    /// Moves the pointer by a relative amount; fractions accumulate (trackpad motion).
-    public func movePointer(byX dx: Double, y dy: Double) async throws {
-        let before = (input.x, input.y)
-        let p = input.move(byX: dx, y: dy, width: core.framebuffer.width, height: core.framebuffer.height)
-        guard p != before else { return }
-        try await sendInput(core.pointerMessage(buttons: input.buttons, x: p.x, y: p.y))
+    /// Moves the pointer by a relative amount; fractions accumulate (trackpad motion, a viewer's
+    /// relative mode). With `buttons`, exactly those are held afterwards (bit 0 = button 1).
+    public func movePointer(byX dx: Double, y dy: Double, buttons: UInt16? = nil) async throws {
+        var next = input
+        let before = (next.x, next.y, next.buttons)
+        let p = next.move(byX: dx, y: dy, width: core.framebuffer.width, height: core.framebuffer.height)
+        if let buttons { next.setButtons(buttons) }
+        guard (p.x, p.y, next.buttons) != before else { return }
+        // Refused before the state changes when the server cannot carry these buttons.
+        let message = try core.pointerMessage(buttons: next.buttons, x: p.x, y: p.y)
+        input = next
+        try await sendInput(message)
     }
 
     /// Presses or releases mouse button 1–15 (4/5 wheel up/down, 6/7 wheel left/right, 8/9 back

@@ -112,11 +112,13 @@ final class BackgroundProcess: @unchecked Sendable {
     let name: String
     private let exit = Mutex<Int32?>(nil)
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, logName: String) throws {
+    /// `newSession`: the process leads a session of its own, without a controlling terminal
+    /// (as a program started from a desktop menu has none).
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, logName: String, newSession: Bool = false) throws {
         name = logName
         logPath = NSTemporaryDirectory() + "farcast-\(logName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        pid = try spawn(executable, arguments, environment: environment, stdin: "/dev/null", output: logPath)
+        pid = try spawn(executable, arguments, environment: environment, stdin: "/dev/null", output: logPath, newSession: newSession)
     }
 
     /// True until the process has exited (it is reaped here the moment it has).
@@ -176,7 +178,7 @@ final class BackgroundProcess: @unchecked Sendable {
 /// SIGTERM, SIGHUP, SIGCHLD, SIGQUIT at their default actions. SIGPIPE stays ignored, as the test
 /// process has it and Foundation's Process passed it on: PulseAudio writes into its pipe sink
 /// before the test's reader has opened it, and a default SIGPIPE would kill it.
-func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?, stdin: String, output: String) throws -> pid_t {
+func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?, stdin: String, output: String, newSession: Bool = false) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -193,7 +195,9 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
     sigemptyset(&defaults)
     for number in [SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, number) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    // POSIX_SPAWN_SETSID (glibc 2.26+, 0x80) is not imported into Swift; the value is glibc's.
+    let setsid: Int32 = newSession ? 0x80 : 0
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setsid))
     let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = env.map { strdup($0) } + [nil]
