@@ -300,6 +300,40 @@ struct VNCViewerWindowTests {
         #expect(second.x - first.x == 40 && second.y - first.y == -10, "moved by (40, -10): \(first) → \(second)")
     }
 
+    /// QEMU takes keys as XT scancodes (QEMU extended key events): the viewer sends the
+    /// physical key's scancode with every keysym, read back from QEMU's key-event trace.
+    @Test func keysReachQEMUWithTheirPhysicalScancodes() throws {
+        let server = try QEMUVNCServer(folder: folder)
+        let screen = try ViewerScreen()
+        var env = screen.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)", "--security", "none", "--no-clipboard"],
+                                           environment: env, logName: "farcast-view")
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+        try screen.x("xdotool", ["type", "--delay", "40", "aZ1"], package: "xdotool")
+        try screen.x("xdotool", ["key", "Return", "ctrl+c", "F5"], package: "xdotool")
+        // keysym → the XT scancode of the US-layout key that types it.
+        let expected: [(UInt32, UInt32)] = [(0x61, 0x1E), (0xFFE1, 0x2A), (0x5A, 0x2C), (0x31, 0x02), (0xFF0D, 0x1C), (0xFFE3, 0x1D), (0x63, 0x2E), (0xFFC2, 0x3F)]
+        var seen: [(down: Bool, keysym: UInt32, scancode: UInt32?)] = []
+        do {
+            try waitUntil("QEMU to see every key pressed and released", timeout: 15) {
+                seen = server.keyEvents
+                return expected.allSatisfy { key in seen.contains { !$0.down && $0.keysym == key.0 } }
+            }
+        } catch {
+            Issue.record("QEMU saw \(seen)")
+            throw error
+        }
+        for (keysym, scancode) in expected {
+            let events = seen.filter { $0.keysym == keysym }
+            #expect(events.count == 2 && events.allSatisfy { $0.scancode == scancode },
+                    "keysym 0x\(String(keysym, radix: 16)): one press and one release with scancode 0x\(String(scancode, radix: 16)), got \(events)")
+        }
+        #expect(seen.allSatisfy { $0.scancode != nil }, "every key went as an extended key event: \(seen)")
+    }
+
     @Test func withoutADisplayTheViewerSaysSoAndExits() throws {
         let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
         var env = ProcessInfo.processInfo.environment

@@ -126,6 +126,43 @@ final class XvncServer: XDisplay, @unchecked Sendable {
     deinit { stop() }
 }
 
+/// QEMU's own VNC server (Debian's qemu-system-x86 7.2) on 127.0.0.1, for a machine that is
+/// created but never started (-S: no guest, no CPU time): the server still takes input, and its
+/// trace of key events shows what a client sent — keysym and, with QEMU extended key events, the
+/// XT scancode.
+final class QEMUVNCServer: @unchecked Sendable {
+    // @unchecked: immutable after init; the process is only stopped by deinit.
+    let display: Int
+    let port: Int
+    let process: BackgroundProcess
+    let tracePath: String
+
+    init(folder: TemporaryFolder) throws {
+        display = DisplayNumbers.allocate()
+        port = 5900 + display
+        tracePath = folder.path + "/qemu-\(display)-trace.log"
+        let qemu = try requireExecutable("qemu-system-x86_64", package: "qemu-system-x86")
+        process = try BackgroundProcess(qemu, ["-machine", "pc", "-accel", "tcg", "-m", "32", "-nodefaults", "-vga", "std", "-S",
+                                               "-display", "vnc=127.0.0.1:\(display)", "-trace", "vnc_key_event_ext", "-trace", "vnc_key_event_map",
+                                               "-D", tracePath], logName: "qemu")
+        try waitForTCPPort(port, process: process)
+    }
+
+    /// Key events as QEMU saw them: (down, keysym, XT scancode; nil when it came without one).
+    var keyEvents: [(down: Bool, keysym: UInt32, scancode: UInt32?)] {
+        let log = (try? String(contentsOfFile: tracePath, encoding: .utf8)) ?? ""
+        // vnc_key_event_ext down 1, sym 0x61, keycode 0x1e [a]   (vnc_key_event_map: from the keysym)
+        return log.split(separator: "\n").compactMap { line in
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "," })
+            guard words.count >= 7, words[0].hasPrefix("vnc_key_event_"), words[1] == "down", words[3] == "sym", words[5] == "keycode",
+                  let sym = UInt32(words[4].dropFirst(2), radix: 16), let code = UInt32(words[6].dropFirst(2), radix: 16) else { return nil }
+            return (words[2] == "1", sym, words[0] == "vnc_key_event_ext" ? code : nil)
+        }
+    }
+
+    deinit { process.stop() }
+}
+
 /// TightVNC 1.3.10's Xtightvnc on 127.0.0.1 (Debian's tightvncserver): an X server with its own
 /// RFB 3.8 server, offering VncAuth and the Tight security type.
 final class TightVNCServer: XDisplay, @unchecked Sendable {
