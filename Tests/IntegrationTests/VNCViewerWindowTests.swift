@@ -334,6 +334,77 @@ struct VNCViewerWindowTests {
         #expect(seen.allSatisfy { $0.scancode != nil }, "every key went as an extended key event: \(seen)")
     }
 
+    /// On Wayland: the same window under Weston, the picture pixel for pixel and typed keys
+    /// arriving. Weston runs with its X11 backend inside an Xvfb, because that gives it a seat
+    /// (a keyboard and pointer xdotool can drive); SDL 2.26 crashes in SDL_Init on a compositor
+    /// without any seat, such as Weston's headless backend — no desktop has none.
+    @Test func onWaylandTheWindowShowsTheDesktopAndTakesKeys() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let content = try server.drawTestContent(kind: "mixed", seed: 5, in: folder)
+        defer { content.stop() }
+        let screen = try ViewerScreen()
+        let runtime = folder.path + "/xdg-runtime"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // kiosk-shell: the one window fills the output, so the picture's place is known.
+        try "[core]\nshell=kiosk-shell.so\n".write(toFile: folder.path + "/weston.ini", atomically: true, encoding: .utf8)
+        var westonEnv = screen.environment
+        westonEnv["XDG_RUNTIME_DIR"] = runtime
+        let weston = try BackgroundProcess(try requireExecutable("weston", package: "weston"),
+                                           ["--config=\(folder.path)/weston.ini", "--backend=x11-backend.so", "--use-pixman", "--socket=wayland-farcast",
+                                            "--width=800", "--height=600", "--idle-time=0"], environment: westonEnv, logName: "weston")
+        defer { weston.stop() }
+        try waitUntil("Weston's socket", timeout: 15) {
+            guard weston.isRunning else { throw PeerFailed(name: "weston", log: weston.log) }
+            return FileManager.default.fileExists(atPath: runtime + "/wayland-farcast")
+        }
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "DISPLAY")
+        env["WAYLAND_DISPLAY"] = "wayland-farcast"
+        env["XDG_RUNTIME_DIR"] = runtime
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)", "--scale", "1:1", "--no-clipboard", "--json"],
+                                           environment: env, logName: "farcast-view")
+        defer { viewer.stop() }
+        var output = ""
+        try waitUntil("Weston's window on :\(screen.display)", timeout: 15) {
+            let found = try run(try requireExecutable("xdotool", package: "xdotool"), ["search", "--class", "^Weston Compositor$"],
+                                environment: screen.environment, timeout: 10)
+            output = found.stdout.split(separator: "\n").first.map(String.init) ?? ""
+            return !output.isEmpty
+        }
+
+        // The 400×300 picture at 1:1, centred in the 800×600 output.
+        var last = ""
+        do {
+            try waitUntil("the picture on Weston's output", timeout: 20) {
+                guard viewer.isRunning else { throw PeerFailed(name: "farcast vnc view", log: viewer.log) }
+                let expected = try XWDImage.captureRoot(of: server)
+                let shown = try XWDImage.capture(window: output, of: screen)
+                guard shown.width == 800, shown.height == 600 else { last = "output \(shown.width)x\(shown.height)"; return false }
+                var differing = 0
+                for y in 0..<300 { for x in 0..<400 where shown.pixels[(150 + y) * 800 + 200 + x] != expected.pixels[y * 400 + x] { differing += 1 } }
+                last = "\(differing) of 120000 pixels differ"
+                return differing == 0
+            }
+        } catch {
+            Issue.record("Wayland picture: \(last); viewer: \(viewer.log)")
+            throw error
+        }
+
+        // Keys typed into Weston's window reach the remote desktop.
+        content.stop()
+        let echo = try InputEcho(on: server)
+        try screen.x("xdotool", ["windowfocus", "--sync", output], package: "xdotool")
+        try screen.x("xdotool", ["mousemove", "--window", output, "400", "300"], package: "xdotool")
+        try screen.x("xdotool", ["type", "--delay", "40", "Wayland ok"], package: "xdotool")
+        try echo.waitForEvents("the text typed on Wayland") { events in
+            events.compactMap { if case .key(_, let t?) = $0 { t } else { nil } }.joined() == "Wayland ok"
+        }
+        viewer.terminate()
+        #expect(viewer.waitForExit(timeout: 10), "the viewer stops on SIGTERM")
+        #expect(Self.report(viewer.log)?["frames_presented"] as? Int ?? 0 > 0, "frames were presented: \(viewer.log)")
+    }
+
     @Test func withoutADisplayTheViewerSaysSoAndExits() throws {
         let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
         var env = ProcessInfo.processInfo.environment
