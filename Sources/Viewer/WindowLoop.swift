@@ -803,7 +803,7 @@ final class WindowLoop {
             SDL_RenderCopy(renderer, texture, &src, &dst)
         }
         if let text {
-            drawStatus(text)
+            if question == nil { drawStatus(text) }
             if settings.hud { drawLines(hudLines, x: 8, y: 8, text) }
             if menuOpen { drawMenu(text) }
             drawQuestion(text)
