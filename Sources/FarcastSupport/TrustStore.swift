@@ -40,18 +40,30 @@ public struct TrustStore: Sendable {
     /// Compares a presented fingerprint (lowercase hex SHA-256) with the pin for `peer`, pinning
     /// it on first use or when `acceptChange` is set.
     public func check(peer: String, fingerprint: String, acceptChange: Bool) throws -> Verdict {
+        let verdict = try evaluate(peer: peer, fingerprint: fingerprint, acceptChange: acceptChange)
+        switch verdict {
+        case .pinnedOnFirstUse, .replacedPin: try record(peer: peer, fingerprint: fingerprint)
+        case .matchesPin, .mismatch: break
+        }
+        return verdict
+    }
+
+    /// What `check` would conclude, without pinning anything: for a caller that pins only once
+    /// the connection proved good (`record`), so a handshake that failed leaves no pin behind.
+    public func evaluate(peer: String, fingerprint: String, acceptChange: Bool) throws -> Verdict {
+        let presented = fingerprint.lowercased()
+        guard let existing = try load()[peer] else { return .pinnedOnFirstUse }
+        if existing.sha256 == presented { return .matchesPin }
+        return acceptChange ? .replacedPin(previous: existing.sha256) : .mismatch(pinned: existing.sha256)
+    }
+
+    /// Pins `fingerprint` for `peer` (after `evaluate` said it may be).
+    public func record(peer: String, fingerprint: String) throws {
         var pins = try load()
         let presented = fingerprint.lowercased()
-        if let existing = pins[peer] {
-            if existing.sha256 == presented { return .matchesPin }
-            guard acceptChange else { return .mismatch(pinned: existing.sha256) }
-            pins[peer] = Pin(sha256: presented, firstSeen: Self.now())
-            try save(pins)
-            return .replacedPin(previous: existing.sha256)
-        }
+        if pins[peer]?.sha256 == presented { return }
         pins[peer] = Pin(sha256: presented, firstSeen: Self.now())
         try save(pins)
-        return .pinnedOnFirstUse
     }
 
     /// Forgets a peer's pin.

@@ -20,6 +20,18 @@ import Testing
         #expect(try store.pin(for: "other:1") == "cc")
     }
 
+    @Test func evaluateDecidesWithoutPinningAndRecordPins() throws {
+        let scratch = ScratchFolder()
+        let store = TrustStore(directory: StateDirectory(path: scratch.path), fileName: "vnc/pins.json")
+        #expect(try store.evaluate(peer: "h:5900", fingerprint: "AA11", acceptChange: false) == .pinnedOnFirstUse)
+        #expect(try store.pin(for: "h:5900") == nil, "evaluating wrote nothing")
+        try store.record(peer: "h:5900", fingerprint: "AA11")
+        #expect(try store.pin(for: "h:5900") == "aa11")
+        #expect(try store.evaluate(peer: "h:5900", fingerprint: "bb22", acceptChange: false) == .mismatch(pinned: "aa11"))
+        #expect(try store.evaluate(peer: "h:5900", fingerprint: "bb22", acceptChange: true) == .replacedPin(previous: "aa11"))
+        #expect(try store.pin(for: "h:5900") == "aa11", "still the old pin until recorded")
+    }
+
     @Test func aCorruptPinFileIsAnErrorNotASilentReset() throws {
         let scratch = ScratchFolder()
         let dir = StateDirectory(path: scratch.path)

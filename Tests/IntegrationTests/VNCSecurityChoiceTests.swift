@@ -76,6 +76,45 @@ struct VNCSecurityChoiceTests {
                 return (s, s)
             },
             offered: [19, 18], subtypes: [258, 261], chosen: "X509Vnc"),
+        Row(name: "QEMU 7.2 without authentication",
+            server: { folder, _ in let s = try QEMUVNCServer(folder: folder); return (s, s) },
+            offered: [1], subtypes: [], chosen: "None"),
+        Row(name: "QEMU 7.2 password",
+            server: { folder, pw in
+                let s = try QEMUVNCServer(folder: folder, vncOptions: ",password-secret=pw", objects: ["secret,id=pw,data=\(pw.password)"])
+                return (s, s)
+            },
+            offered: [2], subtypes: [], chosen: "VncAuth"),
+        Row(name: "QEMU 7.2 anonymous TLS (tls-creds-anon)",
+            server: { folder, _ in
+                let s = try QEMUVNCServer(folder: folder, vncOptions: ",tls-creds=tls0", objects: ["tls-creds-anon,id=tls0,endpoint=server"])
+                return (s, s)
+            },
+            offered: [19], subtypes: [257], chosen: "TLSNone"),
+        Row(name: "QEMU 7.2 anonymous TLS and a password",
+            server: { folder, pw in
+                let s = try QEMUVNCServer(folder: folder, vncOptions: ",tls-creds=tls0,password-secret=pw",
+                                          objects: ["tls-creds-anon,id=tls0,endpoint=server", "secret,id=pw,data=\(pw.password)"])
+                return (s, s)
+            },
+            offered: [19], subtypes: [258], chosen: "TLSVnc"),
+        Row(name: "QEMU 7.2 x509 (tls-creds-x509)",
+            server: { folder, _ in
+                let pki = try TestPKI(in: folder)
+                let s = try QEMUVNCServer(folder: folder, vncOptions: ",tls-creds=tls0",
+                                          objects: ["tls-creds-x509,id=tls0,dir=\(pki.directory),endpoint=server,verify-peer=no"])
+                return (s, s)
+            },
+            offered: [19], subtypes: [260], chosen: "X509None"),
+        Row(name: "QEMU 7.2 x509 and a password",
+            server: { folder, pw in
+                let pki = try TestPKI(in: folder)
+                let s = try QEMUVNCServer(folder: folder, vncOptions: ",tls-creds=tls0,password-secret=pw",
+                                          objects: ["tls-creds-x509,id=tls0,dir=\(pki.directory),endpoint=server,verify-peer=no",
+                                                    "secret,id=pw,data=\(pw.password)"])
+                return (s, s)
+            },
+            offered: [19], subtypes: [261], chosen: "X509Vnc"),
     ]
 
     @Test(arguments: rows)
@@ -140,6 +179,32 @@ struct VNCSecurityChoiceTests {
         let mismatched = try info(["--client-cert", mine.cert, "--client-key", stranger.key])
         #expect(mismatched.status == 2)
         #expect(mismatched.stderr.contains("does not belong to the certificate"), "stderr: \(mismatched.stderr)")
+    }
+
+    /// QEMU with verify-peer=yes (GnuTLS, which hangs up without an alert when a client shows no
+    /// certificate): the certificate its CA signed logs in; without one the failure points at
+    /// --client-cert, and the server's certificate is not pinned by the refused attempt.
+    @Test func qemuVerifyingClientsAcceptsOurCertificateAndPinsNothingWhenItRefuses() throws {
+        let folder = try TemporaryFolder()
+        let pki = try TestPKI(in: folder)
+        let server = try QEMUVNCServer(folder: folder, vncOptions: ",tls-creds=tls0",
+                                       objects: ["tls-creds-x509,id=tls0,dir=\(pki.directory),endpoint=server,verify-peer=yes"])
+        let state = folder.path + "/state"
+        func info(_ extra: [String]) throws -> ProcessResult {
+            try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--json"] + extra,
+                    environment: ["XDG_STATE_HOME": state, "PATH": "/usr/bin:/bin"], timeout: 60)
+        }
+        let pins = state + "/farcast/vnc/pins.json"
+        let without = try info([])
+        #expect(without.status == 1)
+        #expect(without.stderr.contains("requires one") && without.stderr.contains("--client-cert"), "stderr: \(without.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: pins) || !((try? String(contentsOfFile: pins, encoding: .utf8)) ?? "").contains("\(server.port)"),
+                "the refused attempt pinned nothing")
+        let accepted = try info(["--client-cert", pki.clientCert, "--client-key", pki.clientKey])
+        #expect(accepted.status == 0, "stderr: \(accepted.stderr)")
+        #expect(accepted.stdout.contains("\"security\":\"X509None\""), "stdout: \(accepted.stdout)")
+        let pinned = (try? String(contentsOfFile: pins, encoding: .utf8)) ?? ""
+        #expect(pinned.contains("127.0.0.1:\(server.port)"), "the completed login pinned the server: \(pinned)")
     }
 
     /// x11vnc -sslonly speaks TLS from the first byte (as servers behind stunnel do): a vncs://

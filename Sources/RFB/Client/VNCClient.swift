@@ -762,14 +762,17 @@ public actor VNCClient {
                         return
                     }
                     let fingerprint = hexString(SHA256.hash(data: try leaf.toDERBytes()))
-                    switch try store.check(peer: peer, fingerprint: fingerprint, acceptChange: accept) {
+                    // A new pin is written only once the server speaks through TLS (below): a
+                    // server that then refuses us (no client certificate) is not pinned.
+                    switch try store.evaluate(peer: peer, fingerprint: fingerprint, acceptChange: accept) {
                     case .matchesPin:
+                        outcome.set(.accepted(pin: nil))
                         promise.succeed(.certificateVerified)
                     case .pinnedOnFirstUse:
-                        log.notice("pinned the TLS certificate of \(peer) on first use", metadata: ["sha256": "\(fingerprint)"])
+                        outcome.set(.accepted(pin: (fingerprint, "pinned the TLS certificate of \(peer) on first use")))
                         promise.succeed(.certificateVerified)
                     case .replacedPin(let previous):
-                        log.notice("replaced the TLS pin of \(peer) as asked (--trust)", metadata: ["old": "\(previous)", "new": "\(fingerprint)"])
+                        outcome.set(.accepted(pin: (fingerprint, "replaced the TLS pin of \(peer) as asked (--trust); it was \(previous)")))
                         promise.succeed(.certificateVerified)
                     case .mismatch(let pinned):
                         outcome.set(.mismatch(pinned: pinned, presented: fingerprint))
@@ -780,7 +783,19 @@ public actor VNCClient {
                     promise.succeed(.failed)
                 }
             }
+            let completion = TLSSessionProof {
+                guard case .accepted(let pin)? = outcome.get() else { return }
+                outcome.set(.completed)
+                guard let pin else { return }
+                do {
+                    try store.record(peer: peer, fingerprint: pin.fingerprint)
+                    log.notice("\(pin.message)", metadata: ["sha256": "\(pin.fingerprint)"])
+                } catch {
+                    log.warning("could not save the TLS pin of \(peer): \(error)")
+                }
+            }
             try channel.pipeline.syncOperations.addHandler(handler, position: .first)
+            try channel.pipeline.syncOperations.addHandler(completion, position: .after(handler))
         }.get()
     }
 
@@ -790,7 +805,11 @@ public actor VNCClient {
             return .certificateChanged(host: endpoint.pinKey, pinned: pinned, presented: presented)
         case .failed(let reason):
             return .tlsFailed(reason)
-        case nil:
+        case .accepted where options.clientIdentity == nil && (error as? NIOSSLError) == .uncleanShutdown:
+            // The server showed its certificate, we showed none, and it hung up without an alert
+            // (GnuTLS servers such as QEMU with verify-peer=yes do; OpenSSL ones send an alert).
+            return .tlsFailed("the server closed the connection during the TLS handshake, after we presented no client certificate — it probably requires one: give it with --client-cert and --client-key")
+        case .accepted, .completed, nil:
             #if os(Linux)
             if let anonymous = error as? AnonymousTLSHandler.Failure { return .tlsFailed(anonymous.description) }
             #endif
@@ -838,11 +857,36 @@ public actor VNCClient {
     }
 }
 
+/// Runs `proven` once the server has spoken through the TLS session in front of it: the first
+/// bytes it decrypts. Not the handshake's completion — in TLS 1.3 the client completes before the
+/// server has judged the client's certificate (or its absence), so a server requiring one hangs
+/// up only after that.
+final class TLSSessionProof: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    private var proven: (@Sendable () -> Void)?
+
+    init(_ proven: @escaping @Sendable () -> Void) {
+        self.proven = proven
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if let proven {
+            self.proven = nil
+            proven()
+        }
+        context.fireChannelRead(data)
+    }
+}
+
 /// What the TLS verification callback decided, read back when the handshake fails.
 final class TLSOutcome: Sendable {
     enum Value: Sendable {
         case mismatch(pinned: String, presented: String)
         case failed(String)
+        /// The certificate passed; the server has not yet spoken through TLS. `pin` is the
+        /// fingerprint to record once it has (nil when the pin already matched), with what to log.
+        case accepted(pin: (fingerprint: String, message: String)?)
+        case completed
     }
 
     private let value = Mutex<Value?>(nil)

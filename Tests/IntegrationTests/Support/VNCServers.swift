@@ -126,25 +126,36 @@ final class XvncServer: XDisplay, @unchecked Sendable {
     deinit { stop() }
 }
 
-/// QEMU's own VNC server (Debian's qemu-system-x86 7.2) on 127.0.0.1, for a machine that is
-/// created but never started (-S: no guest, no CPU time): the server still takes input, and its
-/// trace of key events shows what a client sent — keysym and, with QEMU extended key events, the
-/// XT scancode.
-final class QEMUVNCServer: @unchecked Sendable {
+/// QEMU's own VNC server (Debian's qemu-system-x86 7.2) on 127.0.0.1, for a PC with no disk.
+/// `running: false` creates the machine without starting it (-S: no CPU time; the screen says the
+/// guest has not initialised the display); running, SeaBIOS finds nothing to boot and says so in
+/// VGA text mode. The trace of key events shows what a client sent (keysym and, with QEMU
+/// extended key events, the XT scancode); the monitor takes `screendump`, QEMU's own picture of
+/// its screen.
+final class QEMUVNCServer: XDisplay, @unchecked Sendable {
     // @unchecked: immutable after init; the process is only stopped by deinit.
     let display: Int
     let port: Int
     let process: BackgroundProcess
     let tracePath: String
+    let monitorPath: String
+    private let folder: TemporaryFolder
 
-    init(folder: TemporaryFolder) throws {
+    /// `vncOptions` are appended to `-vnc 127.0.0.1:N` (",password-secret=pw,tls-creds=tls0");
+    /// `objects` are `-object` values (the secrets and TLS credentials those options name).
+    init(folder: TemporaryFolder, running: Bool = false, vncOptions: String = "", objects: [String] = []) throws {
+        self.folder = folder
         display = DisplayNumbers.allocate()
         port = 5900 + display
         tracePath = folder.path + "/qemu-\(display)-trace.log"
+        monitorPath = folder.path + "/qemu-\(display)-monitor.sock"
         let qemu = try requireExecutable("qemu-system-x86_64", package: "qemu-system-x86")
-        process = try BackgroundProcess(qemu, ["-machine", "pc", "-accel", "tcg", "-m", "32", "-nodefaults", "-vga", "std", "-S",
-                                               "-display", "vnc=127.0.0.1:\(display)", "-trace", "vnc_key_event_ext", "-trace", "vnc_key_event_map",
-                                               "-D", tracePath], logName: "qemu")
+        var arguments = ["-machine", "pc", "-accel", "tcg", "-m", "32", "-nodefaults", "-vga", "std", "-display", "none",
+                         "-vnc", "127.0.0.1:\(display)\(vncOptions)", "-monitor", "unix:\(monitorPath),server=on,wait=off",
+                         "-trace", "vnc_key_event_ext", "-trace", "vnc_key_event_map", "-D", tracePath]
+        if !running { arguments.append("-S") }
+        for object in objects { arguments += ["-object", object] }
+        process = try BackgroundProcess(qemu, arguments, logName: "qemu")
         try waitForTCPPort(port, process: process)
     }
 
@@ -160,7 +171,70 @@ final class QEMUVNCServer: @unchecked Sendable {
         }
     }
 
+    /// QEMU's own picture of its screen (the monitor's `screendump`): width, height and
+    /// 0x00RRGGBB pixels.
+    func screendump() throws -> (width: Int, height: Int, pixels: [UInt32]) {
+        let path = folder.path + "/screendump-\(UInt32.random(in: 0...UInt32.max)).ppm"
+        let sent = try run(try requireExecutable("socat", package: "socat"), ["-t", "2", "-", "UNIX-CONNECT:\(monitorPath)"],
+                           stdin: Data("screendump \(path)\n".utf8), timeout: 20)
+        guard sent.status == 0 else { throw PeerFailed(name: "socat to QEMU's monitor", log: sent.stderr) }
+        var bytes: [UInt8] = []
+        try waitUntil("QEMU to write its screendump", timeout: 10) {
+            bytes = Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())
+            return Self.ppm(bytes) != nil
+        }
+        try? FileManager.default.removeItem(atPath: path)
+        guard let image = Self.ppm(bytes) else { throw PeerFailed(name: "QEMU screendump", log: "not a complete PPM") }
+        return image
+    }
+
+    /// A binary PPM (P6, maxval 255) as 0x00RRGGBB pixels; nil while incomplete.
+    static func ppm(_ bytes: [UInt8]) -> (width: Int, height: Int, pixels: [UInt32])? {
+        var fields: [Int] = [], i = 2
+        guard bytes.count > 2, bytes[0] == 0x50, bytes[1] == 0x36 else { return nil }
+        while fields.count < 3, i < bytes.count {
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+            var n = 0, digits = 0
+            while i < bytes.count, (0x30...0x39).contains(bytes[i]) { n = n * 10 + Int(bytes[i] - 0x30); i += 1; digits += 1 }
+            guard digits > 0 else { return nil }
+            fields.append(n)
+        }
+        i += 1
+        guard fields.count == 3, fields[2] == 255, bytes.count >= i + fields[0] * fields[1] * 3 else { return nil }
+        let pixels = (0..<(fields[0] * fields[1])).map { p in
+            let o = i + p * 3
+            return UInt32(bytes[o]) << 16 | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2])
+        }
+        return (fields[0], fields[1], pixels)
+    }
+
     deinit { process.stop() }
+}
+
+/// A certificate authority with a server and a client certificate it signed, laid out as QEMU's
+/// tls-creds-x509 reads a directory (ca-cert.pem, server-cert.pem, server-key.pem).
+struct TestPKI {
+    let directory: String
+    var clientCert: String { directory + "/client-cert.pem" }
+    var clientKey: String { directory + "/client-key.pem" }
+
+    init(in folder: TemporaryFolder) throws {
+        directory = folder.path + "/pki"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let openssl = try requireExecutable("openssl", package: "openssl")
+        func step(_ arguments: [String]) throws {
+            let result = try run(openssl, arguments)
+            guard result.status == 0 else { throw PeerFailed(name: "openssl \(arguments[0])", log: result.stderr) }
+        }
+        let d = directory
+        try step(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", d + "/ca-key.pem", "-out", d + "/ca-cert.pem",
+                  "-days", "2", "-subj", "/CN=farcast test CA"])
+        for (name, subject) in [("server", "/CN=localhost"), ("client", "/CN=farcast-client")] {
+            try step(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", d + "/\(name)-key.pem", "-out", d + "/\(name).csr", "-subj", subject])
+            try step(["x509", "-req", "-in", d + "/\(name).csr", "-CA", d + "/ca-cert.pem", "-CAkey", d + "/ca-key.pem", "-CAcreateserial",
+                      "-out", d + "/\(name)-cert.pem", "-days", "2"])
+        }
+    }
 }
 
 /// TightVNC 1.3.10's Xtightvnc on 127.0.0.1 (Debian's tightvncserver): an X server with its own
