@@ -16,6 +16,7 @@
  */
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
+#include <X11/XKBlib.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,12 @@
 int main(void) {
     setlocale(LC_ALL, "C.UTF-8");
     XSetLocaleModifiers("@im=none");
+    /* Xlib's keyboard through the core protocol, not XKB. VNC servers add keysyms to the keymap
+       on the fly, on keycodes that had none; Xlib's XKB side refreshes only the symbols named
+       by a core MappingNotify, not the key's new group count, so the first such key pressed
+       after a fresh server started read as NoSymbol about one run in four. The core keymap
+       (what XRefreshKeyboardMapping reloads) has every added keysym. */
+    XkbIgnoreExtension(True);
     Display *display = XOpenDisplay(NULL);
     if (!display) {
         fprintf(stderr, "x11_input_echo: cannot open display %s\n", getenv("DISPLAY") ? getenv("DISPLAY") : "(unset)");

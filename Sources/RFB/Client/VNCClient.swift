@@ -500,6 +500,7 @@ public actor VNCClient {
     /// Presses or releases one key. With QEMU extended key events (when the server offers
     /// them) and a known scancode, the physical key travels too.
     public func key(_ keysym: UInt32, down: Bool, scancode: UInt32? = nil) async throws {
+        if down { try await prepareKeyboard(for: keysym) }
         guard input.key(keysym, down: down) else { return }
         let code = scancode ?? (core.serverSupportsExtendedKeyEvents ? XTScancode.forKeysym(keysym) : nil)
         if let code, core.serverSupportsExtendedKeyEvents {
@@ -523,15 +524,50 @@ public actor VNCClient {
     /// Types text, one key press per character (by keysym, so any layout on the server works).
     public func type(_ text: String) async throws {
         for keysym in Keysym.forText(text) {
+            try await prepareKeyboard(for: keysym)
             guard input.key(keysym, down: true) else { continue }
             try await sendInput(.keyEvent(down: true, keysym: keysym))
+            // Servers map keysyms their keymap lacks onto a spare keycode on demand (Xvnc), and
+            // take it back or reuse it for the next such keysym; an application reads a key press
+            // with the keymap as it is when it reads it. Such a key is therefore held the way a
+            // typist holds it — the server has taken the press (a fence round trip), then
+            // `remapHold` passes — so an application on a busy machine reads it while it is
+            // still mapped.
+            let mayRemap = Self.mayNeedKeymapChange(keysym)
+            if mayRemap {
+                if core.serverSupportsFence { try await sync() }
+                try await Task.sleep(for: Self.remapHold)
+            }
             _ = input.key(keysym, down: false)
             try await sendInput(.keyEvent(down: false, keysym: keysym))
-            // Servers map keysyms beyond Latin-1 onto spare keycodes on demand (Xvnc) and reuse
-            // them; a burst can remap a keycode before an application has read the previous
-            // press. A fence round trip per such character keeps the pace the server can follow.
-            if keysym > 0xFF && core.serverSupportsFence { try await sync() }
+            if mayRemap && core.serverSupportsFence { try await sync() }
         }
+    }
+
+    /// How long `type` holds a key the server may have mapped for it: a typist's hold, which
+    /// applications on a machine busy with three CPU-bound loops on two cores kept up with in
+    /// the tests (pressed and released back to back, they read some as nothing).
+    static let remapHold: Duration = .milliseconds(60)
+
+    /// False until this session has sent a key.
+    private var keyboardUsed = false
+
+    /// Xvnc takes the first key event after it starts through a switch of its core keyboard, and
+    /// an application then reads a keysym the server had to add to its keymap for that very
+    /// press as NoSymbol (checked: a fresh Xvnc, "α" typed first arrives as keysym 0). When a
+    /// session's first key is such a keysym, a Shift tap goes first and takes the switch.
+    private func prepareKeyboard(for keysym: UInt32) async throws {
+        guard !keyboardUsed else { return }
+        keyboardUsed = true
+        guard Self.mayNeedKeymapChange(keysym) else { return }
+        try await sendInput(.keyEvent(down: true, keysym: 0xFFE1))
+        try await sendInput(.keyEvent(down: false, keysym: 0xFFE1))
+    }
+
+    /// Keysyms beyond Latin-1, which a common keymap lacks, except the function-key page
+    /// (Return, arrows, modifiers, keypad), which every keymap has.
+    static func mayNeedKeymapChange(_ keysym: UInt32) -> Bool {
+        keysym > 0xFF && !(0xFF00...0xFFFF).contains(keysym)
     }
 
     /// Where the pointer is (as last sent) and which buttons are held.
@@ -567,7 +603,8 @@ public actor VNCClient {
         let before = (next.x, next.y, next.buttons)
         let p = next.move(byX: dx, y: dy, width: core.framebuffer.width, height: core.framebuffer.height)
         if let buttons { next.setButtons(buttons) }
-        guard (p.x, p.y, next.buttons) != before else { return }
+        // Nothing to send yet, but the fraction moved is kept.
+        guard (p.x, p.y, next.buttons) != before else { input = next; return }
         // Refused before the state changes when the server cannot carry these buttons.
         let message = try core.pointerMessage(buttons: next.buttons, x: p.x, y: p.y)
         input = next
