@@ -148,6 +148,70 @@ import Testing
         #expect(h.connection.bytesReceived == 12)
     }
 
+    /// One Tight capability: code, 4-byte vendor, 8-byte name.
+    private func capability(_ code: UInt32, _ vendor: String, _ name: String) -> [UInt8] {
+        var w = ByteWriter()
+        w.writeInteger(code)
+        return w.bytes + Array(vendor.utf8) + Array(name.utf8)
+    }
+
+    @Test func tightSecurityTakesNoTunnelThenVNCAuthenticationAndReadsTheCapabilitiesInServerInit() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.tight]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 2, 16])
+        #expect(h.sent.last == [16])
+        // One tunnel type (no tunnel), chosen by code 0; then VNC Authentication among two.
+        h.feed([0, 0, 0, 1] + capability(0, "TGHT", "NOTUNNEL"))
+        #expect(h.sent.last == [0, 0, 0, 0])
+        h.feed([0, 0, 0, 2] + capability(1, "STDV", "NOAUTH__") + capability(2, "STDV", "VNCAUTH_"))
+        #expect(h.sent.last == [0, 0, 0, 2])
+        #expect(h.actions.contains { if case .requestCredentials(let r) = $0 { r.method == .tight } else { false } })
+        let challenge = [UInt8](repeating: 7, count: 16)
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "pw"))
+        h.feed(challenge)
+        #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "pw"))
+        h.feed([0, 0, 0, 0])
+        #expect(h.sent.last == [1])
+        // ServerInit, then Tight's interaction capabilities: 1 server message, 0 client, 2 encodings.
+        h.feed(serverInit(name: "tight") + [0, 1, 0, 0, 0, 2, 0, 0] + capability(130, "TGHT", "FTS_LSDA")
+               + capability(7, "TGHT", "TIGHT___") + capability(16, "TRDV", "ZRLE____"))
+        #expect(h.connection.isReady)
+        #expect(h.connection.serverInfo?.security == "Tight")
+        #expect(h.connection.tightEncodingCapabilities == ["TGHTTIGHT___", "TRDVZRLE____"])
+    }
+
+    @Test func tightSecurityWithNoAuthenticationGoesStraightOn() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.tight]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 1, 16] + [0, 0, 0, 0] + [0, 0, 0, 0])
+        #expect(h.sent.last == [16], "no tunnel list, no authentication list: nothing to answer")
+        h.feed([0, 0, 0, 0])             // SecurityResult OK
+        #expect(h.sent.last == [1])
+        h.feed(serverInit() + [0, 0, 0, 0, 0, 0, 0, 0])
+        #expect(h.connection.isReady)
+    }
+
+    @Test func tightSecurityRefusesHostileCountsAndRequiredTunnels() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.tight]
+        var hostile = Harness(configuration: configuration)
+        hostile.feed(Array("RFB 003.008\n".utf8) + [1, 16] + [0xFF, 0xFF, 0xFF, 0xFF])
+        guard case .protocolViolation(let detail)? = hostile.closeError else {
+            Issue.record("expected a protocol violation, got \(String(describing: hostile.closeError))")
+            return
+        }
+        #expect(detail.contains("4294967295"))
+        var tunnel = Harness(configuration: configuration)
+        tunnel.feed(Array("RFB 003.008\n".utf8) + [1, 16] + [0, 0, 0, 1] + capability(1, "SICR", "SCHANNEL"))
+        guard case .unsupported(let message)? = tunnel.closeError else {
+            Issue.record("expected unsupported, got \(String(describing: tunnel.closeError))")
+            return
+        }
+        #expect(message.contains("requires a tunnel") && message.contains("SICRSCHANNEL"))
+    }
+
     @Test func serverRefusalBeforeSecurityCarriesItsReason() {
         var h = Harness()
         h.feed(Array("RFB 003.008\n".utf8) + [0] + reason("server is shutting down"))

@@ -100,6 +100,8 @@ public struct RFBConnection: Sendable {
         case appleDHParameters
         case msLogonIIParameters
         case dhCredentials
+        case tightTunnels
+        case tightAuthTypes
         case securityResult
         case serverInit
         case messages
@@ -162,6 +164,10 @@ public struct RFBConnection: Sendable {
     /// Overrides the chosen method's need for a user name (RSA-AES: the server decides).
     private var usernameNeeded: Bool?
     private var rsa: RSAState?
+    /// The Tight security type was used: ServerInit carries Tight's capability lists.
+    private var tightServerInit = false
+    /// Tight's interaction capabilities from ServerInit: the encodings the server names.
+    public private(set) var tightEncodingCapabilities: [String] = []
     /// The EAX record layer of RSA-AES, once keys are agreed.
     private var recordLayer: RA2RecordLayer?
     /// Set by the step that turns the record layer on: input from here on is ciphertext.
@@ -224,6 +230,7 @@ public struct RFBConnection: Sendable {
         case .plainCredentials: return "the user name and password exchange"
         case .rsaServerKey, .rsaVerifyingKey, .rsaServerRandom, .rsaServerHash, .rsaSubtype, .rsaCredentials: return "the RSA-AES key exchange"
         case .appleDHParameters, .msLogonIIParameters, .dhCredentials: return "the Diffie-Hellman login"
+        case .tightTunnels, .tightAuthTypes: return "the Tight security type's capability lists"
         case .securityResult: return "the result of authentication"
         case .serverInit: return "its ServerInit (desktop size and name)"
         case .messages, .closed: return nil
@@ -526,6 +533,8 @@ public struct RFBConnection: Sendable {
             actions.append(.send(try respond(creds)))
             dhResponse = nil
             phase = .securityResult
+        case .tightTunnels: try readTightTunnels(&reader, &actions)
+        case .tightAuthTypes: try readTightAuthTypes(&reader, &actions)
         case .securityResult:
             let result = try reader.readInteger(as: UInt32.self)
             guard result == 0 else {
@@ -682,6 +691,9 @@ public struct RFBConnection: Sendable {
             phase = .appleDHParameters
         case 113:
             phase = .msLogonIIParameters
+        case 16:
+            tightServerInit = true
+            phase = .tightTunnels
         default:
             throw RFBError.protocolViolation("security type \(type) chosen but not implemented")
         }
@@ -775,6 +787,64 @@ public struct RFBConnection: Sendable {
         throw RFBError.protocolViolation("VeNCrypt subtype \(method) was acknowledged but is not a TLS subtype")
     }
 
+    // MARK: - Tight (type 16)
+
+    /// One Tight capability: a code, a 4-byte vendor and an 8-byte name ("STDVVNCAUTH_").
+    struct TightCapability: Sendable, Equatable {
+        var code: UInt32
+        var vendor: String
+        var name: String
+    }
+
+    private static func readTightCapabilities(_ r: inout ByteReader, count: Int, what: String) throws -> [TightCapability] {
+        guard count <= 256 else { throw RFBError.protocolViolation("the server listed \(count) Tight \(what) capabilities") }
+        return try (0..<count).map { _ in
+            let code = try r.readInteger(as: UInt32.self)
+            let vendor = String(decoding: try r.readBytes(4), as: UTF8.self)
+            let name = String(decoding: try r.readBytes(8), as: UTF8.self)
+            return TightCapability(code: code, vendor: vendor, name: name)
+        }
+    }
+
+    /// Tunnels the server offers; only "no tunnel" (code 0) is something a client can take.
+    private mutating func readTightTunnels(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let count = Int(try r.readInteger(as: UInt32.self))
+        let tunnels = try Self.readTightCapabilities(&r, count: count, what: "tunnel")
+        reader = r
+        if !tunnels.isEmpty {
+            guard tunnels.contains(where: { $0.code == 0 }) else {
+                throw RFBError.unsupported("the server's Tight security type requires a tunnel (\(tunnels.map { $0.vendor + $0.name }.joined(separator: ", "))), which farcast does not implement")
+            }
+            actions.append(.send([0, 0, 0, 0]))
+        }
+        phase = .tightAuthTypes
+    }
+
+    /// The authentication types inside Tight: VNC Authentication (2) or none (1).
+    private mutating func readTightAuthTypes(_ reader: inout ByteReader, _ actions: inout [Action]) throws {
+        var r = reader
+        let count = Int(try r.readInteger(as: UInt32.self))
+        let types = try Self.readTightCapabilities(&r, count: count, what: "authentication")
+        reader = r
+        guard !types.isEmpty else {
+            // No authentication at all: the server goes on as after None.
+            if minorVersion >= 8 { phase = .securityResult } else { sendClientInit(&actions) }
+            return
+        }
+        let codes = types.map(\.code)
+        if codes.contains(2) {
+            actions.append(.send([0, 0, 0, 2]))
+            phase = .vncAuthChallenge
+            _ = try credentialsOrRequest(&actions)
+        } else if codes.contains(1) {
+            actions.append(.send([0, 0, 0, 1]))
+            if minorVersion >= 8 { phase = .securityResult } else { sendClientInit(&actions) }
+        } else {
+            throw RFBError.unsupported("the server's Tight security type offers only \(types.map { "\($0.vendor)\($0.name) (\($0.code))" }.joined(separator: ", ")) inside, which farcast does not implement")
+        }
+    }
+
     private mutating func sendClientInit(_ actions: inout [Action]) {
         actions.append(.send([configuration.shared ? 1 : 0]))
         phase = .serverInit
@@ -788,6 +858,17 @@ public struct RFBConnection: Sendable {
         let nameLength = Int(try r.readInteger(as: UInt32.self))
         guard nameLength <= 1 << 20 else { throw RFBError.protocolViolation("desktop name of \(nameLength) bytes") }
         let name = try r.readUTF8(nameLength)
+        if tightServerInit {
+            // Tight's interaction capabilities: the server-to-client and client-to-server
+            // message types and the encodings it knows, 16 bytes each.
+            let serverMessages = Int(try r.readInteger(as: UInt16.self))
+            let clientMessages = Int(try r.readInteger(as: UInt16.self))
+            let encodings = Int(try r.readInteger(as: UInt16.self))
+            _ = try r.readInteger(as: UInt16.self)
+            _ = try Self.readTightCapabilities(&r, count: serverMessages, what: "server message")
+            _ = try Self.readTightCapabilities(&r, count: clientMessages, what: "client message")
+            tightEncodingCapabilities = try Self.readTightCapabilities(&r, count: encodings, what: "encoding").map { $0.vendor + $0.name }
+        }
         reader = r
         guard width <= Framebuffer.maximumDimension, height <= Framebuffer.maximumDimension else {
             throw RFBError.framebufferTooLarge(width: width, height: height)

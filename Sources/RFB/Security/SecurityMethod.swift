@@ -29,19 +29,23 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// UltraVNC MS-Logon II (type 113): a 64-bit Diffie-Hellman, user name and password. Weak;
     /// never tried unless listed.
     case msLogonII = "mslogon2"
+    /// TightVNC's Tight type (16): capability lists (tunnels, then authentication types), then
+    /// VNC Authentication or none inside. Offers no more protection than those; used when the
+    /// server offers nothing plainer, or when asked for.
+    case tight
 
     /// Methods in the default order: certificate-protected and RSA-AES first, then anonymous TLS
     /// (encrypted, but the server unauthenticated), then Apple's and plain VNC Authentication, no
     /// authentication last. Clear-text Plain (and TLSPlain) and the weak MS-Logon II are never
     /// tried unless asked for.
     public static let defaultPreference: [SecurityMethod] = [.x509Vnc, .x509Plain, .x509None, .ra2_256, .ra2, .ra2ne_256, .ra2ne,
-                                                             .tlsVnc, .tlsNone, .vncAuth, .appleDH, .none].filter(implemented.contains)
+                                                             .tlsVnc, .tlsNone, .vncAuth, .appleDH, .tight, .none].filter(implemented.contains)
 
     /// The methods this engine can carry out.
     /// Anonymous TLS (TLSNone, TLSVnc, TLSPlain) runs on OpenSSL's libssl, Linux only.
     public static let implemented: Set<SecurityMethod> = {
         var methods: Set<SecurityMethod> = [.none, .vncAuth, .plain, .x509None, .x509Vnc, .x509Plain,
-                                            .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII]
+                                            .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII, .tight]
         #if os(Linux)
         methods.formUnion([.tlsNone, .tlsVnc, .tlsPlain])
         #endif
@@ -60,6 +64,7 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .ra2ne: return 6
         case .appleDH: return 30
         case .msLogonII: return 113
+        case .tight: return 16
         case .ra2_256: return 129
         case .ra2ne_256: return 130
         default: return nil
@@ -87,7 +92,8 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     var onlyInsideVeNCrypt: Bool { topLevelType == nil }
 
     var usesTLS: Bool { [.x509None, .x509Vnc, .x509Plain, .tlsNone, .tlsVnc, .tlsPlain].contains(self) }
-    var needsPassword: Bool { ![.none, .x509None, .tlsNone].contains(self) }
+    /// Tight asks for a password only when its inner type is VNC Authentication.
+    var needsPassword: Bool { ![.none, .x509None, .tlsNone, .tight].contains(self) }
     /// RSA-AES asks for a user name only when the server wants one (its subtype says so).
     var needsUsername: Bool { [.plain, .x509Plain, .tlsPlain, .appleDH, .msLogonII].contains(self) }
 
@@ -108,6 +114,7 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .ra2ne: return "RA2ne"
         case .appleDH: return "AppleDH"
         case .msLogonII: return "MSLogonII"
+        case .tight: return "Tight"
         }
     }
 

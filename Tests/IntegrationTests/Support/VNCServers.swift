@@ -245,12 +245,13 @@ final class TightVNCServer: XDisplay, @unchecked Sendable {
     let port: Int
     let process: BackgroundProcess
 
-    init(geometry: String = "400x300", passwords: PasswordFiles) throws {
+    /// Without `passwords` the server asks for none (it then offers None and Tight).
+    init(geometry: String = "400x300", passwords: PasswordFiles?) throws {
         display = DisplayNumbers.allocate()
         port = 5900 + display
         let server = try requireExecutable("Xtightvnc", package: "tightvncserver")
         process = try BackgroundProcess(server, [":\(display)", "-rfbport", "\(port)", "-localhost", "-nolisten", "tcp",
-                                                 "-geometry", geometry, "-depth", "24", "-rfbauth", passwords.tigervnc],
+                                                 "-geometry", geometry, "-depth", "24"] + (passwords.map { ["-rfbauth", $0.tigervnc] } ?? []),
                                         logName: "Xtightvnc")
         try waitForTCPPort(port, process: process)
         try waitForRFBBanner(port, timeout: 20, process: process)
