@@ -225,8 +225,11 @@ struct VNCWatchCommand: AsyncParsableCommand {
         discussion: """
             With --until-eof it runs until the server closes the connection — so a recorded stream served by any replay server can be checked — and reports updates, rectangles and pixels decoded, CPU seconds, and with --hash the SHA-256 of the final framebuffer's RGB bytes (the same figure 'farcast vnc replay' prints).
 
+            --audio plays a QEMU virtual machine's sound (QEMU's own VNC server with -vnc …,audiodev=ID) on an ALSA device, or writes it to a WAV file.
+
             Examples: farcast vnc watch myhost:1 --duration 60 --encoding tight --quality 6
                       farcast vnc watch 127.0.0.1::5999 --until-eof --hash
+                      farcast vnc watch vm-host:0 --duration 600 --audio alsa
             """
     )
 
@@ -242,11 +245,15 @@ struct VNCWatchCommand: AsyncParsableCommand {
     @Flag(help: "Print the SHA-256 of the final framebuffer's RGB bytes.")
     var hash = false
 
+    @Option(help: ArgumentHelp("Play the server's audio (QEMU): alsa, alsa:DEVICE, or write it to FILE.wav.", valueName: "alsa[:device]|file.wav"))
+    var audio: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard untilEOF != (duration != nil) else { throw ValidationError("give exactly one of --until-eof and --duration") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        if let audio { do { _ = try VNCAudioOutput.Destination(audio) } catch { throw ValidationError(error.message) } }
     }
 
     func run() async throws {
@@ -255,15 +262,25 @@ struct VNCWatchCommand: AsyncParsableCommand {
             let endpoint = try connection.endpoint()
             var configuration = RFBConnection.Configuration()
             encodingOptions.apply(to: &configuration)
+            let output = try audio.map { try VNCAudioOutput(try VNCAudioOutput.Destination($0)) }
+            if output != nil { configuration.audio = VNCAudioOutput.format }
             let cpuBefore = cpuSeconds()
             let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
             // Events until the server ends the session, or (--duration) the time is up; a server
             // that dies meanwhile ends the watch as a failure.
             let started = ContinuousClock.now
-            let ended = await Self.watch(client.events, for: duration.map { .milliseconds(Int($0 * 1000)) })
+            let ended = await Self.watch(client.events, for: duration.map { .milliseconds(Int($0 * 1000)) }) { event in
+                if case .audio(let sound) = event { output?.handle(sound) }
+            }
             let framebuffer = await client.framebuffer
             let stats = await client.statistics
+            let audioOffered = await client.serverSupportsAudio
             await client.close()
+            let played = output?.close()
+            if let failure = played?.failure { throw CommandFailure(message: "the audio output failed: \(failure)") }
+            if output != nil && !audioOffered {
+                logger.warning("the server sent no audio: only QEMU's own VNC server has it (started with -vnc …,audiodev=ID)")
+            }
             let cpu = cpuSeconds() - cpuBefore
             switch ended {
             case .timeUp:
@@ -277,7 +294,8 @@ struct VNCWatchCommand: AsyncParsableCommand {
             }
             let digest = hash ? hexString(SHA256.hash(data: framebuffer.rgbBytes())) : nil
             let report = WatchReport(server: endpoint.description, updates: stats.updates, rectangles: stats.rectangles, pixels: stats.pixels,
-                                     cpuSeconds: cpu, width: framebuffer.width, height: framebuffer.height, sha256: digest)
+                                     cpuSeconds: cpu, width: framebuffer.width, height: framebuffer.height, sha256: digest,
+                                     audioSeconds: played?.seconds)
             if global.json {
                 try printJSON(report)
             } else {
@@ -285,6 +303,7 @@ struct VNCWatchCommand: AsyncParsableCommand {
                 print("decoded      \(report.updates) updates, \(report.rectangles) rectangles, \(report.pixels) pixels")
                 print("cpu          \(String(format: "%.3f", cpu)) s")
                 print("framebuffer  \(report.width)x\(report.height)\(digest.map { " sha256 \($0)" } ?? "")")
+                if let seconds = played?.seconds { print("audio        \(String(format: "%.1f", seconds)) s") }
             }
         }
     }
@@ -297,10 +316,12 @@ extension VNCWatchCommand {
     }
 
     /// Consumes events until the session ends or `duration` (if any) has passed.
-    static func watch(_ events: AsyncStream<RFBEvent>, for duration: Duration?) async -> WatchEnd {
+    static func watch(_ events: AsyncStream<RFBEvent>, for duration: Duration?,
+                      onEvent: @escaping @Sendable (RFBEvent) -> Void = { _ in }) async -> WatchEnd {
         await withTaskGroup(of: WatchEnd?.self) { group in
             group.addTask {
                 for await event in events {
+                    onEvent(event)
                     if case .disconnected(let reason) = event { return .disconnected(reason) }
                 }
                 return .disconnected(nil)
@@ -327,4 +348,6 @@ struct WatchReport: Encodable {
     var width: Int
     var height: Int
     var sha256: String?
+    /// Seconds of QEMU audio written (with --audio).
+    var audioSeconds: Double?
 }

@@ -51,6 +51,9 @@ struct VNCViewCommand: AsyncParsableCommand {
     @Flag(name: .customLong("relative-pointer"), help: "Capture the pointer and move the remote one by how far the mouse moves, not to where it points (F8 frees it; the menu toggles it).")
     var relativePointer = false
 
+    @Option(help: ArgumentHelp("Play the server's audio (QEMU's own VNC server with -vnc …,audiodev=ID): alsa, alsa:DEVICE, or write it to FILE.wav.", valueName: "alsa[:device]|file.wav"))
+    var audio: String?
+
     @Flag(help: "Show the statistics overlay (updates/s, Mbit/s, update→present latency, encoding, quality).")
     var hud = false
 
@@ -65,6 +68,7 @@ struct VNCViewCommand: AsyncParsableCommand {
         _ = try qualityChoice()
         _ = try encodingList()
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
+        if let audio { do { _ = try VNCAudioOutput.Destination(audio) } catch { throw ValidationError(error.message) } }
     }
 
     /// nil: automatic.
@@ -95,6 +99,8 @@ struct VNCViewCommand: AsyncParsableCommand {
             configuration.encodings = try encodingList()
             let fixedQuality = try qualityChoice()
             configuration.jpegQuality = fixedQuality?.jpegQuality
+            let output = try audio.map { try VNCAudioOutput(try VNCAudioOutput.Destination($0)) }
+            if output != nil { configuration.audio = VNCAudioOutput.format }
             let options = try connection.clientOptions(configuration)
 
             var viewerConfiguration = ViewerConfiguration()
@@ -112,7 +118,7 @@ struct VNCViewCommand: AsyncParsableCommand {
             let viewer = ViewerWindow(configuration: viewerConfiguration)
             do { try await viewer.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
 
-            let session = ViewSession(viewer: viewer, logger: logger, autoQuality: fixedQuality == nil)
+            let session = ViewSession(viewer: viewer, logger: logger, autoQuality: fixedQuality == nil, audio: output)
             let signals = SignalWatcher { _ in viewer.close() }
             defer { signals.cancel() }
             let inputs = Task { await session.forwardInput() }
@@ -148,6 +154,7 @@ struct VNCViewCommand: AsyncParsableCommand {
             await viewer.waitUntilClosed()
             inputs.cancel()
             timer?.cancel()
+            if let failure = output?.close().failure { logger.warning("the audio output failed: \(failure)") }
             if let failure { throw failure }
             let stats = viewer.statistics
             let summary = await session.summary()
@@ -195,10 +202,12 @@ actor ViewSession {
     private var sessions = 0
     private var encodings: [String: Int] = [:]
     private var lastBytes = 0
+    private let audio: VNCAudioOutput?
 
-    init(viewer: ViewerWindow, logger: Logger, autoQuality: Bool) {
+    init(viewer: ViewerWindow, logger: Logger, autoQuality: Bool, audio: VNCAudioOutput? = nil) {
         self.viewer = viewer
         self.logger = logger
+        self.audio = audio
         quality = autoQuality ? AdaptiveQuality() : nil
     }
 
@@ -230,6 +239,8 @@ actor ViewSession {
                 viewer.setRemoteClipboard(text)
             case .desktopNameChanged(let name):
                 viewer.setStatus(.connected(desktopName: name))
+            case .audio(let sound):
+                audio?.handle(sound)
             case .disconnected(let error):
                 reason = error.map { "\($0)" }
             default:

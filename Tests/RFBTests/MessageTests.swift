@@ -59,6 +59,35 @@ import Testing
         #expect(h.sent.count == 1)
     }
 
+    @Test func qemuAudioIsStartedOnceConfirmedAndItsMessagesBecomeEvents() {
+        var configuration = RFBConnection.Configuration()
+        configuration.audio = RFBAudioFormat(sample: .s16, channels: 2, sampleRate: 44100)
+        #expect(configuration.audio != nil && RFBConnection(configuration: configuration).encodingList().contains(.qemuAudio))
+        var h = ready(configuration)
+        let before = h.sent.count
+        var s = ServerScript()
+        s.updateHeader(rects: 1)
+        s.rect(RFBRect(x: 0, y: 0, width: 16, height: 8), .qemuAudio, [])
+        h.feed(s.bytes)
+        // Set format (S16, 2 channels, 44100 Hz), then enable.
+        #expect(h.sent.dropFirst(before).contains([255, 1, 0, 2, 3, 2, 0, 0, 0xAC, 0x44, 255, 1, 0, 0]), "sent \(h.sent.dropFirst(before))")
+        #expect(h.connection.serverSupportsAudio)
+        h.feed([255, 1, 0, 1] + [255, 1, 0, 2, 0, 0, 0, 4, 1, 2, 3, 4] + [255, 1, 0, 0])
+        #expect(h.events.suffix(3) == [.audio(.began), .audio(.samples([1, 2, 3, 4])), .audio(.ended)])
+    }
+
+    @Test func hostileQEMUMessagesEndTheSessionWithAReason() {
+        var huge = ready()
+        huge.feed([255, 1, 0, 2, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(huge.closeError == .protocolViolation("QEMU audio data of 4294967295 bytes (limit 1 MiB)"))
+        var unknown = ready()
+        unknown.feed([255, 7])
+        #expect(unknown.closeError == .protocolViolation("QEMU server message of unknown subtype 7"))
+        var operation = ready()
+        operation.feed([255, 1, 0, 9])
+        #expect(operation.closeError == .protocolViolation("QEMU audio message of unknown operation 9"))
+    }
+
     @Test func bellClipboardAndColourMap() {
         var h = ready()
         var script = ServerScript()

@@ -577,6 +577,8 @@ public actor VNCClient {
     public var pointerHasPosition: Bool { input.hasPosition }
     /// True once the server confirmed ExtendedMouseButtons: buttons 9–15 can then be sent.
     public var serverSupportsExtendedMouseButtons: Bool { core.serverSupportsExtendedMouseButtons }
+    /// True once a QEMU server confirmed audio (asked for with `Configuration.audio`).
+    public var serverSupportsAudio: Bool { core.serverSupportsAudio }
 
     /// Moves the pointer to a framebuffer position (clamped to the screen).
     public func movePointer(toX x: Int, y: Int) async throws {

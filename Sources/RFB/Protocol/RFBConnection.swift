@@ -36,6 +36,10 @@ public struct RFBConnection: Sendable {
         /// With `localCursor`, also ask for CursorWithAlpha and the VMware cursor position. Off for
         /// recordings that other clients replay (libvncclient knows neither).
         public var alphaCursor = true
+        /// Ask a QEMU server for the guest's sound in this format (nil: no audio). Once the
+        /// server confirms, the client sets the format and starts the stream; samples arrive as
+        /// `RFBEvent.audio`.
+        public var audio: RFBAudioFormat?
         /// Never send input (keys, pointer, clipboard) to the server.
         public var viewOnly = false
         /// Offer QEMU extended key events (scancodes beside keysyms).
@@ -149,6 +153,8 @@ public struct RFBConnection: Sendable {
     public private(set) var serverSupportsExtendedKeyEvents = false
     /// True once the server confirmed ExtendedMouseButtons (a -316 pseudo-rectangle).
     public private(set) var serverSupportsExtendedMouseButtons = false
+    /// The server confirmed QEMU audio (and the stream was started in `Configuration.audio`).
+    public private(set) var serverSupportsAudio = false
     /// Updates completed so far.
     public private(set) var updatesReceived = 0
     /// Rectangles decoded so far (pixel data only) and their pixels.
@@ -914,6 +920,7 @@ public struct RFBConnection: Sendable {
         if configuration.extendedKeyEvents && !configuration.viewOnly { list.append(.qemuExtendedKeyEvent) }
         if !configuration.viewOnly { list.append(.extendedMouseButtons) }
         if configuration.extendedClipboard { list.append(.extendedClipboard) }
+        if configuration.audio != nil { list.append(.qemuAudio) }
         if configuration.localCursor {
             list += configuration.alphaCursor ? [.cursorWithAlpha, .cursor, .xCursor, .vmwareCursorPosition] : [.cursor, .xCursor]
         }
@@ -990,6 +997,27 @@ public struct RFBConnection: Sendable {
                 }
                 if let text = outcome.text { actions.append(.event(.serverClipboard(text))) }
                 if outcome.fetched { actions.append(.event(.clipboardFetched)) }
+            }
+        case 255:
+            // QEMU's server messages: subtype 1 is audio (0 end, 1 begin, 2 data).
+            let subtype = try r.readUInt8()
+            guard subtype == 1 else { throw RFBError.protocolViolation("QEMU server message of unknown subtype \(subtype)") }
+            let operation = try r.readInteger(as: UInt16.self)
+            switch operation {
+            case 0:
+                reader = r
+                actions.append(.event(.audio(.ended)))
+            case 1:
+                reader = r
+                actions.append(.event(.audio(.began)))
+            case 2:
+                let length = Int(try r.readInteger(as: UInt32.self))
+                guard length <= 1 << 20 else { throw RFBError.protocolViolation("QEMU audio data of \(length) bytes (limit 1 MiB)") }
+                let samples = try r.readBytes(length)
+                reader = r
+                actions.append(.event(.audio(.samples(samples))))
+            default:
+                throw RFBError.protocolViolation("QEMU audio message of unknown operation \(operation)")
             }
         case 150:
             reader = r
@@ -1105,6 +1133,17 @@ public struct RFBConnection: Sendable {
             serverSupportsExtendedKeyEvents = true
         case .extendedMouseButtons:
             serverSupportsExtendedMouseButtons = true
+        case .qemuAudio:
+            // QEMU confirms audio with this rectangle: set the format, then start the stream.
+            if let format = configuration.audio, !serverSupportsAudio {
+                serverSupportsAudio = true
+                var w = ByteWriter()
+                w.writeInteger(UInt8(255)); w.writeInteger(UInt8(1)); w.writeInteger(UInt16(2))
+                w.writeInteger(format.sample.rawValue); w.writeInteger(UInt8(min(max(format.channels, 1), 2)))
+                w.writeInteger(UInt32(clamping: format.sampleRate))
+                w.writeInteger(UInt8(255)); w.writeInteger(UInt8(1)); w.writeInteger(UInt16(0))
+                actions.append(.send(w.bytes))
+            }
         case .vmwareCursorPosition:
             // The hotspot's new position, moved by the server or another client (not this one).
             actions.append(.event(.pointerMoved(x: rect.x, y: rect.y)))

@@ -25,6 +25,8 @@ public struct RFBEncoding: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let fence = RFBEncoding(-312)
     public static let continuousUpdates = RFBEncoding(-313)
     public static let qemuExtendedKeyEvent = RFBEncoding(-258)
+    /// QEMU audio: the server streams the guest's sound once the client asks (QEMU's own server).
+    public static let qemuAudio = RFBEncoding(-259)
     /// The cursor as premultiplied RGBA (TigerVNC sends it in Raw).
     public static let cursorWithAlpha = RFBEncoding(-314)
     /// Pointer buttons 8–15 in an extra byte of PointerEvent, once the server confirms.
@@ -75,6 +77,7 @@ public struct RFBEncoding: RawRepresentable, Hashable, Sendable, CustomStringCon
         case .xCursor: return "XCursor"
         case .cursorWithAlpha: return "CursorWithAlpha"
         case .extendedMouseButtons: return "ExtendedMouseButtons"
+        case .qemuAudio: return "QEMUAudio"
         case .vmwareCursorPosition: return "VMwareCursorPosition"
         case .qemuExtendedKeyEvent: return "QEMUExtendedKeyEvent"
         case .desktopName: return "DesktopName"

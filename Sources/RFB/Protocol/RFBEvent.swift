@@ -23,10 +23,39 @@ public enum RFBEvent: Sendable, Equatable {
     /// The server fetched the clipboard text this client offered (servers that fetch lazily
     /// do so when an application on the remote desktop pastes).
     case clipboardFetched
+    /// QEMU audio from the server (asked for with `Configuration.audio`).
+    case audio(RFBAudio)
     /// The server answered a fence this client sent (its payload comes back unchanged).
     case fenceResponse(payload: [UInt8])
     /// The session ended: nil when the client closed it, else why it ended. Always the last event.
     case disconnected(RFBError?)
+}
+
+/// A QEMU audio message: the stream starting, samples in the format the client asked for
+/// (interleaved, little-endian), the stream stopping.
+public enum RFBAudio: Sendable, Equatable {
+    case began
+    case samples([UInt8])
+    case ended
+}
+
+/// The sample format the client asks a QEMU server to stream its audio in.
+public struct RFBAudioFormat: Sendable, Equatable {
+    /// QEMU's sample format codes: 0 U8, 1 S8, 2 U16, 3 S16, 4 U32, 5 S32.
+    public enum Sample: UInt8, Sendable {
+        case u8 = 0, s8 = 1, u16 = 2, s16 = 3, u32 = 4, s32 = 5
+        public var bytes: Int { switch self { case .u8, .s8: 1; case .u16, .s16: 2; case .u32, .s32: 4 } }
+    }
+    public var sample: Sample
+    /// 1 or 2 (QEMU's limit).
+    public var channels: Int
+    public var sampleRate: Int
+
+    public init(sample: Sample = .s16, channels: Int = 2, sampleRate: Int = 48000) {
+        self.sample = sample
+        self.channels = channels
+        self.sampleRate = sampleRate
+    }
 }
 
 /// What the server told the client during the handshake.

@@ -49,6 +49,57 @@ public final class ALSASink: AudioSink {
     }
 }
 
+/// Plays a stream as it arrives, paced by its source rather than by a clock of ours: for
+/// sound that comes in real time from elsewhere, such as a virtual machine's over VNC. A pause
+/// in the stream is an underrun, recovered with a period of silence.
+///
+/// `@unchecked Sendable`: every use of the device goes through `lock`.
+public final class ALSAStreamPlayer: @unchecked Sendable {
+    private let device: ALSADevice
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+    private var closed = false
+    /// What the device granted ("S16_LE 48000 Hz 2 ch, buffer …").
+    public let deviceDescription: String
+    public private(set) var underruns = 0
+
+    public init(device name: String, configuration: String? = nil, format: OutputFormat,
+                bufferMicroseconds: Int = 200_000, periodMicroseconds: Int = 20_000) throws {
+        device = try ALSADevice(name: name, configuration: configuration)
+        do {
+            try device.configure(format, bufferUs: bufferMicroseconds, periodUs: periodMicroseconds)
+            try device.prefillAndStart()
+        } catch {
+            device.close()
+            throw error
+        }
+        deviceDescription = device.description
+    }
+
+    /// Plays interleaved full-scale samples; blocks while the device's buffer is full.
+    public func play(_ samples: [Int32], frames: Int) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed, frames > 0 else { return }
+        if try !device.write(samples, frames: frames, into: &bytes) {
+            underruns += 1
+            try device.recover()
+            try device.prefillAndStart()
+            _ = try device.write(samples, frames: frames, into: &bytes)
+        }
+    }
+
+    /// Lets what is queued play out, then closes the device.
+    public func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed else { return }
+        closed = true
+        device.drain()
+        device.close()
+    }
+}
+
 /// The ALSA playback devices this machine offers (what `aplay -L` lists), for `farcast doctor`.
 public enum ALSADevices {
     public struct Device: Sendable, Equatable {

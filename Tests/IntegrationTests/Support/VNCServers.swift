@@ -143,19 +143,21 @@ final class QEMUVNCServer: XDisplay, @unchecked Sendable {
 
     /// `vncOptions` are appended to `-vnc 127.0.0.1:N` (",password-secret=pw,tls-creds=tls0");
     /// `objects` are `-object` values (the secrets and TLS credentials those options name).
-    init(folder: TemporaryFolder, running: Bool = false, vncOptions: String = "", objects: [String] = []) throws {
+    /// `machine` is the -machine value, `extra` more arguments (an -audiodev, a -drive).
+    init(folder: TemporaryFolder, running: Bool = false, vncOptions: String = "", objects: [String] = [],
+         machine: String = "pc", extra: [String] = []) throws {
         self.folder = folder
         display = DisplayNumbers.allocate()
         port = 5900 + display
         tracePath = folder.path + "/qemu-\(display)-trace.log"
         monitorPath = folder.path + "/qemu-\(display)-monitor.sock"
         let qemu = try requireExecutable("qemu-system-x86_64", package: "qemu-system-x86")
-        var arguments = ["-machine", "pc", "-accel", "tcg", "-m", "32", "-nodefaults", "-vga", "std", "-display", "none",
+        var arguments = ["-machine", machine, "-accel", "tcg", "-m", "32", "-nodefaults", "-vga", "std", "-display", "none",
                          "-vnc", "127.0.0.1:\(display)\(vncOptions)", "-monitor", "unix:\(monitorPath),server=on,wait=off",
                          "-trace", "vnc_key_event_ext", "-trace", "vnc_key_event_map", "-D", tracePath]
         if !running { arguments.append("-S") }
         for object in objects { arguments += ["-object", object] }
-        process = try BackgroundProcess(qemu, arguments, logName: "qemu")
+        process = try BackgroundProcess(qemu, arguments + extra, logName: "qemu")
         try waitForTCPPort(port, process: process)
     }
 
