@@ -81,3 +81,10 @@ public final class ManualClock: MonotonicClock {
 
     public func advance(byMicroseconds delta: Int64) { advance(byNanoseconds: delta * 1000) }
 }
+
+extension Duration {
+    /// The duration in seconds, with its fraction (for reports, rates and messages).
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

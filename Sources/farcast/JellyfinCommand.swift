@@ -1045,7 +1045,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
                 detail = url
             case .disconnected(let reason, let retry):
                 self.event = "disconnected"
-                detail = "\(reason); reconnecting in \(Double(retry.components.seconds) + Double(retry.components.attoseconds) / 1e18) s"
+                detail = "\(reason); reconnecting in \(retry.inSeconds) s"
             case .problem(let error):
                 self.event = "problem"
                 detail = error.description

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarcastSupport
 import Foundation
 import Synchronization
 import Tunnel
@@ -427,7 +428,7 @@ struct TunPipeCommand: AsyncParsableCommand {
                 FileHandleOutput.stderr("\(tun.name) piped to \(remote) from UDP port \(listen) (\(tun.queues.count) queue\(tun.queues.count == 1 ? "" : "s"), offload \(tun.offload), GRO \(useGRO ? "on" : "off"), UDP GSO \(sockets[0].segmentationOffload ? "on" : "off"), UDP GRO \(sockets[0].receiveOffload ? "on" : "off"))\n")
             }
             await latch.wait(duration: device.duration)
-            let seconds = Double((ContinuousClock.now - start).components.seconds) + Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+            let seconds = (ContinuousClock.now - start).inSeconds
             tun.interrupt()
             for s in sockets { s.interrupt() }
             workers.join()

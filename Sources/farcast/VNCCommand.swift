@@ -406,7 +406,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
             } else if global.json {
                 try printJSON(ScreenshotReport(path: output, width: framebuffer.width, height: framebuffer.height,
                                                rectangles: stats.rectangles, encodings: Dictionary(uniqueKeysWithValues: used.map { ($0.key.description, $0.value) }),
-                                               seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                                               seconds: elapsed.inSeconds))
             } else {
                 print("wrote \(output): \(framebuffer.width)x\(framebuffer.height), \(stats.rectangles) rectangle(s) (\(encodings.joined(separator: ", "))) in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated)))")
             }

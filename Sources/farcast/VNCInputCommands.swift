@@ -51,7 +51,7 @@ func runVNCSteps(_ steps: [(line: Int, step: VNCScript.Step)], connection: VNCCo
 
 func secondsSince(_ start: ContinuousClock.Instant) -> Double {
     let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return elapsed.inSeconds
 }
 
 /// Reads a text argument, or standard input when it is "-" or absent.

@@ -673,7 +673,7 @@ public actor VNCClient {
                         if let start = transferStart {
                             let d = arrived - start.time
                             transfers.append(UpdateTransfer(bytes: core.bytesReceived - start.bytes,
-                                                            seconds: Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18))
+                                                            seconds: d.inSeconds))
                         }
                         transferStart = nil
                         if transfers.count > 256 { transfers.removeFirst(transfers.count - 256) }

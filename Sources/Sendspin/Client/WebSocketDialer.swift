@@ -247,7 +247,7 @@ public enum WebSocketDialer {
     }
 
     private static func seconds(_ duration: Duration) -> String {
-        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let value = duration.inSeconds
         return value == value.rounded() ? "\(Int(value))" : String(format: "%.1f", value)
     }
 }
