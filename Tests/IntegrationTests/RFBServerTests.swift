@@ -234,6 +234,28 @@ struct RFBServerTests {
         #expect(try store.pin(for: key) == fingerprint(second.cert))
     }
 
+    /// A consumer that falls behind loses the oldest events, but never a region of the picture:
+    /// after an update fell out of the buffer, the next reports the whole framebuffer dirty.
+    @Test func aConsumerThatFellBehindIsToldToRepaintEverything() async throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let client = try await Self.connect(server, password: nil) { _ in } options: { $0.eventBuffer = 2 }
+        try await client.waitForFirstFrame()
+        // Small changes, one after another, while nobody reads the events: each an update with
+        // one small dirty rectangle.
+        for i in 0..<6 {
+            let logo = try BackgroundProcess(try requireExecutable("xlogo", package: "x11-apps"), ["-geometry", "24x24+\(20 + i * 40)+20"],
+                                             environment: server.environment, logName: "xlogo")
+            try await Task.sleep(for: .milliseconds(300))
+            logo.stop()
+            try await Task.sleep(for: .milliseconds(150))
+        }
+        await client.close()
+        var updates: [[RFBRect]] = []
+        for await event in client.events { if case .framebufferUpdated(let dirty, _) = event { updates.append(dirty) } }
+        #expect(!updates.isEmpty, "the newest events were kept")
+        #expect(updates.last == [RFBRect(x: 0, y: 0, width: 400, height: 300)], "the last update kept says: repaint everything (\(updates))")
+    }
+
     @Test func resizeOnTheServerReachesTheClient() async throws {
         let folder = try TemporaryFolder()
         let passwords = try PasswordFiles(in: folder)

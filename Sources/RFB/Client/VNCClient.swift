@@ -34,6 +34,9 @@ public actor VNCClient {
         public var trustStore: TrustStore?
         /// Accept (and re-pin) a certificate that differs from its pin (the user said `--trust`).
         public var acceptChangedCertificate = false
+        /// Events `events` holds for a consumer that has fallen behind; beyond it the oldest are
+        /// dropped (a dropped update makes the next one report the whole framebuffer dirty).
+        public var eventBuffer = 4096
         /// Presented when the server asks for a client certificate during TLS.
         public var clientIdentity: TLSClientIdentity?
         /// Makes the JPEG decoder for one connection (Tight JPEG); nil declines JPEG. A factory,
@@ -104,12 +107,16 @@ public actor VNCClient {
     /// What the server said during the handshake.
     public private(set) var serverInfo: ServerInfo?
 
+    /// An update's dirty rectangles fell out of the event buffer (its consumer fell behind): the
+    /// next update reports the whole framebuffer, so no region stays stale.
+    private var lostUpdate = false
+
     private init(endpoint: VNCEndpoint, options: Options, logger: Logger) {
         self.endpoint = endpoint
         self.options = options
         self.logger = logger
         core = RFBConnection(configuration: options.configuration, jpegDecoder: options.makeJPEGDecoder())
-        (events, eventSink) = AsyncStream.makeStream(of: RFBEvent.self, bufferingPolicy: .bufferingNewest(4096))
+        (events, eventSink) = AsyncStream.makeStream(of: RFBEvent.self, bufferingPolicy: .bufferingNewest(max(1, options.eventBuffer)))
     }
 
     /// Connects, authenticates and completes the RFB handshake. Returns once ServerInit has
@@ -742,7 +749,13 @@ public actor VNCClient {
                     for (_, waiter) in firstFrameWaiters { waiter.resume() }
                     firstFrameWaiters = [:]
                 }
-                eventSink.yield(event)
+                var outgoing = event
+                if lostUpdate, case .framebufferUpdated(_, let first) = event {
+                    lostUpdate = false
+                    outgoing = .framebufferUpdated(dirty: [RFBRect(x: 0, y: 0, width: core.framebuffer.width, height: core.framebuffer.height)],
+                                                   completesFirstFrame: first)
+                }
+                if case .dropped(.framebufferUpdated) = eventSink.yield(outgoing) { lostUpdate = true }
             case .close(let error):
                 finish(error)
             }
