@@ -746,11 +746,19 @@ final class WindowLoop {
         var bounds = SDL_Rect()
         let display = max(0, SDL_GetWindowDisplayIndex(window))
         var w = Int32(source.width), h = Int32(source.height)
-        if SDL_GetDisplayUsableBounds(display, &bounds) == 0 {
+        let haveBounds = SDL_GetDisplayUsableBounds(display, &bounds) == 0
+        if haveBounds {
             w = min(w, bounds.w)
             h = min(h, bounds.h)
         }
         SDL_SetWindowSize(window, w, h)
+        // Grown in place, the window may now reach past the screen's edge: move it back in.
+        if haveBounds {
+            var x: Int32 = 0, y: Int32 = 0
+            SDL_GetWindowPosition(window, &x, &y)
+            let nx = max(bounds.x, min(x, bounds.x + bounds.w - w)), ny = max(bounds.y, min(y, bounds.y + bounds.h - h))
+            if nx != x || ny != y { SDL_SetWindowPosition(window, nx, ny) }
+        }
     }
 
     /// Uploads what was staged into the texture; returns the arrival time of the oldest update
