@@ -86,9 +86,24 @@ final class WindowLoop {
             throw ViewerError.sdl("creating the window: \(message)")
         }
         self.window = window
-        // Accelerated when there is a GPU path, software otherwise (SDL_RENDER_DRIVER chooses).
-        let renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
-            ?? SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
+        // Accelerated when there is a GPU, software otherwise (SDL_RENDER_DRIVER chooses). OpenGL
+        // on a software rasterizer (Mesa's llvmpipe, what a machine without a GPU driver gets)
+        // composites the whole window on the CPU for every present: SDL's software renderer,
+        // which puts the picture straight into the window (XShm, wl_shm), costs a fraction —
+        // measured by `scripts/bench viewer`: 2–4.6× TigerVNC's CPU per frame on llvmpipe,
+        // about 1× this way.
+        // X11 only: SDL's Wayland backend has no window surface of its own (it draws that through
+        // OpenGL too).
+        var renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
+        if let accelerated = renderer, driver == "x11", ProcessInfo.processInfo.environment["SDL_RENDER_DRIVER"] == nil,
+           Self.rasterizesOnTheCPU(accelerated) {
+            SDL_DestroyRenderer(accelerated)
+            // The window surface goes to the X server directly (XShm), not through a texture.
+            SDL_SetHint(SDL_HINT_FRAMEBUFFER_ACCELERATION, "0")
+            renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
+                ?? SDL_CreateRenderer(window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
+        }
+        renderer = renderer ?? SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
         guard let renderer else {
             let message = String(cString: SDL_GetError())
             SDL_DestroyWindow(window)
@@ -110,6 +125,19 @@ final class WindowLoop {
         let type = SDL_RegisterEvents(1)
         owner.shared.withLock { [rendererName] in $0.statistics.renderer = rendererName }
         owner.wakeEventType.store(type == UInt32.max ? 0 : type, ordering: .releasing)
+    }
+
+    /// True when an OpenGL renderer runs on a software rasterizer (llvmpipe, softpipe, swrast):
+    /// its GL_RENDERER string says so.
+    private static func rasterizesOnTheCPU(_ renderer: OpaquePointer) -> Bool {
+        var info = SDL_RendererInfo()
+        guard SDL_GetRendererInfo(renderer, &info) == 0, let name = info.name.map({ String(cString: $0) }), name.hasPrefix("opengl"),
+              let address = SDL_GL_GetProcAddress("glGetString") else { return false }
+        typealias GetString = @convention(c) (UInt32) -> UnsafePointer<UInt8>?
+        let glGetString = unsafeBitCast(address, to: GetString.self)
+        guard let text = glGetString(0x1F01) else { return false }   // GL_RENDERER
+        let description = String(cString: text).lowercased()
+        return ["llvmpipe", "softpipe", "software rasterizer", "swrast"].contains { description.contains($0) }
     }
 
     /// Swift programs start in the C locale, where Xlib cannot convert a title with any
