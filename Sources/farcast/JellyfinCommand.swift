@@ -131,6 +131,13 @@ struct ItemRow: Encodable {
     var childCount: Int?
     var collectionType: String?
 
+    // Spelled as the JSON shows them (listing writes thousands of rows: no key conversion per row).
+    enum CodingKeys: String, CodingKey {
+        case id, name, type, year, series, season, episode, played, favourite
+        case runtimeSeconds = "runtime_seconds", positionSeconds = "position_seconds", childCount = "child_count"
+        case collectionType = "collection_type"
+    }
+
     init(_ item: JellyfinItem) {
         id = item.id
         name = item.name
@@ -561,13 +568,14 @@ struct JellyfinListCommand: AsyncParsableCommand {
             var printed = 0
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            encoder.keyEncodingStrategy = .convertToSnakeCase
             for try await page in session.itemPages(query) {
                 if global.json {
                     if first { print("{\"total\":\(page.totalRecordCount.map(String.init) ?? "null"),\"items\":[", terminator: "") }
-                    for item in page.items {
-                        print((printed == 0 ? "" : ",") + String(decoding: try encoder.encode(ItemRow(item)), as: UTF8.self), terminator: "")
-                        printed += 1
+                    if !page.items.isEmpty {
+                        // One encoding per page: its array's elements, without the brackets.
+                        let rows = try encoder.encode(page.items.map(ItemRow.init)).dropFirst().dropLast()
+                        print((printed == 0 ? "" : ",") + String(decoding: rows, as: UTF8.self), terminator: "")
+                        printed += page.items.count
                     }
                 } else {
                     if first && page.items.isEmpty {

@@ -109,6 +109,50 @@ struct GeneratedLayerTests {
         }
     }
 
+    /// Listing reads its pages with `ItemListDecoder` outside the generated operation: the same
+    /// request (path, parameters, header) and the same typed errors.
+    @Test func listingRequestsAndErrorsMatchTheGeneratedOperations() async throws {
+        let transport = CannedTransport(json: #"{"Items":[],"TotalRecordCount":0,"StartIndex":0}"#)
+        var query = ItemQuery(types: [.movie, .series], recursive: true)
+        query.searchTerm = "a b&c"
+        for try await _ in try session(transport).items(query) {}
+        let request = try #require(transport.requests.withLock { $0.first })
+        #expect(request.headerFields[.authorization] == #"MediaBrowser Client="Farcast", Device="Test%20Box", DeviceId="d1", Version="0.1.0", Token="tok""#)
+        #expect(request.headerFields[.accept] == "application/json")
+        #expect(transport.baseURLs.withLock { $0.first?.absoluteString } == "http://jellyfin.test:8096/jf")
+        let path = try #require(request.path)
+        #expect(path.hasPrefix("/Items?userId=u1&recursive=true&includeItemTypes=Movie&includeItemTypes=Series&sortBy=SortName&sortOrder=Ascending&searchTerm=a%20b%26c&fields=PrimaryImageAspectRatio&fields=ChildCount"), "\(path)")
+        #expect(path.contains("&startIndex=0&limit=200&enableTotalRecordCount=true&enableImageTypes=Primary&enableImageTypes=Backdrop&enableImageTypes=Thumb&imageTypeLimit=1"), "\(path)")
+
+        func list(_ transport: CannedTransport, maxBytes: Int = 64 << 20) async throws {
+            for try await _ in try session(transport, maxBytes: maxBytes).items(ItemQuery(types: [.movie], recursive: true)) {}
+        }
+        do {
+            try await list(CannedTransport(json: #"{"Items":[{"Name":5}]}"#))
+            Issue.record("a wrong type must fail")
+        } catch let error as JellyfinError {
+            guard case .malformedResponse(let operation, let reason) = error else { Issue.record("\(error)"); return }
+            #expect(operation == "list items" && reason.contains("expected a string") && reason.contains("byte 18"), "\(reason)")
+        }
+        await #expect(throws: JellyfinError.malformedResponse(operation: "list items", reason: "the server answered with text/html, not JSON")) {
+            try await list(CannedTransport(json: "<html></html>", contentType: "text/html"))
+        }
+        await #expect(throws: JellyfinError.signedOutByServer(url: "http://jellyfin.test:8096/jf")) {
+            try await list(CannedTransport(status: 401, json: ""))
+        }
+        await #expect(throws: JellyfinError.forbidden(operation: "list items")) {
+            try await list(CannedTransport(status: 403, json: ""))
+        }
+        await #expect(throws: JellyfinError.serverStarting(url: "http://jellyfin.test:8096/jf", retryAfter: nil, message: nil)) {
+            try await list(CannedTransport(status: 503, json: ""))
+        }
+        let item = #"{"Name":"A","Id":"0123456789abcdef0123456789abcdef","Type":"Movie"},"#
+        let huge = #"{"Items":["# + String(repeating: item, count: 20_000) + #"{}],"TotalRecordCount":20001}"#
+        await #expect(throws: JellyfinError.responseTooLarge(operation: "getItems", limit: 256 << 10)) {
+            try await list(CannedTransport(json: huge), maxBytes: 256 << 10)
+        }
+    }
+
     @Test func aHugeArrayIsRefusedAtTheBound() async throws {
         let item = #"{"Name":"A","Id":"0123456789abcdef0123456789abcdef","Type":"Movie"},"#
         let huge = #"{"Items":["# + String(repeating: item, count: 20_000) + #"{}],"TotalRecordCount":20001}"#

@@ -1,5 +1,6 @@
 internal import Foundation
 internal import OpenAPIRuntime
+import HTTPTypes
 
 /// One Jellyfin server as seen before signing in: its normalised address and this program's
 /// identity. Probing follows redirects and returns the server at its final address; signing in
@@ -21,6 +22,33 @@ public struct JellyfinServer: Sendable {
                transport: transport.clientTransport,
                middlewares: [AuthorizationMiddleware(identity: identity, token: token, serverURL: address.description),
                              ResponseLimitMiddleware(maxBytes: transport.maxResponseBytes)])
+    }
+
+    /// A GET the generated client does not make, through the same middlewares (authorization,
+    /// response bound) and transport: `path` under the server's base URL, `query` as form
+    /// fields (a list repeats its name, as the generated code's `explode` does).
+    func send(path: String, query: [(String, String)], token: String?, operationID: String) async throws -> (HTTPResponse, HTTPBody?) {
+        let encoded = query.map { Self.formEncode($0.0) + "=" + Self.formEncode($0.1) }.joined(separator: "&")
+        var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: encoded.isEmpty ? path : path + "?" + encoded)
+        request.headerFields[.accept] = "application/json"
+        let network = transport.clientTransport
+        let limit = ResponseLimitMiddleware(maxBytes: transport.maxResponseBytes)
+        let authorization = AuthorizationMiddleware(identity: identity, token: token, serverURL: address.description)
+        return try await authorization.intercept(request, body: nil, baseURL: address.url, operationID: operationID) { request, body, url in
+            try await limit.intercept(request, body: body, baseURL: url, operationID: operationID) { request, body, url in
+                try await network.send(request, body: body, baseURL: url, operationID: operationID)
+            }
+        }
+    }
+
+    private static let formSafe: CharacterSet = {
+        var set = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        set.insert(charactersIn: "-._~")
+        return set
+    }()
+
+    private static func formEncode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: formSafe) ?? text
     }
 
     /// Runs one generated operation, turning whatever it throws into a `JellyfinError`.
