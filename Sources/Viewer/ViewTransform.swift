@@ -124,4 +124,18 @@ public struct ViewTransform: Sendable, Equatable {
         let ix0 = Int(x0.rounded(.down)), iy0 = Int(y0.rounded(.down))
         return ViewerRect(x: ix0, y: iy0, width: Int(x1.rounded(.up)) - ix0, height: Int(y1.rounded(.up)) - iy0)
     }
+
+    /// For an unscaled view, the copy that brings a changed remote rectangle onto a window of
+    /// `windowWidth`×`windowHeight`: the remote part that is visible and where it goes, both
+    /// clipped (to the shown part, and to the window when panning). nil when nothing of it is
+    /// visible, or when the view is scaled — a scaled copy of a part is not exactly that part of
+    /// the scaled whole (filtering reaches across its edges), so scaled views are redrawn whole.
+    public func partialCopy(of remote: ViewerRect, windowWidth: Int, windowHeight: Int) -> (source: ViewerRect, window: ViewerRect)? {
+        guard isUnscaled else { return nil }
+        let dx = destination.x - source.x, dy = destination.y - source.y
+        let visible = ViewerRect(x: -dx, y: -dy, width: windowWidth, height: windowHeight)
+        let r = remote.intersection(source).intersection(visible)
+        guard !r.isEmpty else { return nil }
+        return (r, ViewerRect(x: r.x + dx, y: r.y + dy, width: r.width, height: r.height))
+    }
 }

@@ -146,6 +146,8 @@ public enum ViewerStatus: Sendable, Equatable {
 /// What the window has shown so far; `ViewerWindow.statistics` returns it at any time.
 public struct ViewerStatistics: Sendable, Equatable, Codable {
     public var framesPresented: Int
+    /// Of those, frames that sent only the changed rectangles to the display.
+    public var partialFrames: Int = 0
     public var updates: Int
     public var latencyP50Milliseconds: Double?
     public var latencyP95Milliseconds: Double?

@@ -44,7 +44,14 @@ final class WindowLoop {
     private var nextClipboardPoll = 0.0
     private var focused = false
     private var status: ViewerStatus = .connecting("")
+    /// The whole window must be drawn again (size, overlays, exposure, settings).
     private var needsRedraw = true
+    /// Parts of the picture (remote coordinates) uploaded since the last present.
+    private var damage: [ViewerRect] = []
+    /// The renderer draws into the window's own surface (SDL's software renderer), so a present
+    /// can send only the changed rectangles to the display instead of the whole window.
+    private var presentsPartially = false
+    private var partialFrames = 0
     private var stats = PresentationStats()
     private var hudLines: [String] = []
     private var nextHUDRefresh = 0.0
@@ -114,6 +121,7 @@ final class WindowLoop {
         var info = SDL_RendererInfo()
         SDL_GetRendererInfo(renderer, &info)
         rendererName = info.name.map { String(cString: $0) } ?? "unknown"
+        presentsPartially = rendererName == "software"
         settings = ViewerMenu.Settings(fullscreen: c.fullscreen, viewOnly: c.viewOnly, viewOnlyLocked: c.viewOnlyLocked, scale: c.scale,
                                        monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD,
                                        relativePointer: c.relativePointer)
@@ -188,7 +196,7 @@ final class WindowLoop {
             if settings.clipboardSync && focused && now >= nextClipboardPoll { pollClipboard(now) }
             let latencyStart = upload()
             if settings.hud && now >= nextHUDRefresh { refreshHUD(now); needsRedraw = true }
-            if needsRedraw { present(latencyStart: latencyStart) }
+            if needsRedraw || !damage.isEmpty { present(latencyStart: latencyStart) }
         }
     }
 
@@ -801,6 +809,7 @@ final class WindowLoop {
                 texture = SDL_CreateTexture(renderer, SDL_PIXELFORMAT_XRGB8888.rawValue, Int32(SDL_TEXTUREACCESS_STREAMING.rawValue),
                                             Int32(pending.width), Int32(pending.height))
                 textureGeneration = pending.generation
+                needsRedraw = true
                 resized = pending.width != remoteWidth || pending.height != remoteHeight
                 remoteWidth = pending.width
                 remoteHeight = pending.height
@@ -811,6 +820,7 @@ final class WindowLoop {
                 SDL_UpdateTexture(texture, &r, pixels.baseAddress! + rect.y * pending.width + rect.x, Int32(pending.width * 4))
             }
             stats.recordUpdates(pending.updates, bytes: pending.bytes)
+            damage += pending.dirty
             if !pending.dirty.isEmpty { oldest = pending.oldestArrival }
         }
         if resized {
@@ -822,12 +832,50 @@ final class WindowLoop {
                 fitWindowToPicture()
             }
         }
-        if oldest != nil { needsRedraw = true }
         return oldest
     }
 
     private func present(latencyStart: Double?) {
+        if presentsPartially && !needsRedraw && presentDamage() {
+            partialFrames += 1
+        } else {
+            presentWhole()
+        }
+        damage = []
         needsRedraw = false
+        let latency = latencyStart.map { ViewerWindow.now() - $0 }
+        stats.recordPresent(latency: latency)
+        let snapshot = ViewerStatistics(framesPresented: stats.framesPresented, partialFrames: partialFrames, updates: stats.updates,
+                                        latencyP50Milliseconds: stats.latency(quantile: 0.5).map { $0 * 1000 },
+                                        latencyP95Milliseconds: stats.latency(quantile: 0.95).map { $0 * 1000 }, renderer: rendererName)
+        owner.shared.withLock { $0.statistics = snapshot }
+    }
+
+    /// Only the changed rectangles, copied into the window's surface and sent to the display
+    /// (what a full present costs per frame — clearing, copying and sending the whole window —
+    /// is most of the viewer's CPU when updates are small). False when that cannot be done:
+    /// a scaled view, or an overlay drawn over the picture.
+    private func presentDamage() -> Bool {
+        guard let texture, remoteWidth > 0, !settings.hud, !menuOpen, question == nil else { return false }
+        guard case .connected = status else { return false }
+        let t = transform()
+        guard t.isUnscaled else { return false }
+        let size = outputSize()
+        var sent: [SDL_Rect] = []
+        for rect in damage {
+            guard let copy = t.partialCopy(of: rect, windowWidth: size.width, windowHeight: size.height) else { continue }
+            var src = SDL_Rect(x: Int32(copy.source.x), y: Int32(copy.source.y), w: Int32(copy.source.width), h: Int32(copy.source.height))
+            var dst = SDL_Rect(x: Int32(copy.window.x), y: Int32(copy.window.y), w: Int32(copy.window.width), h: Int32(copy.window.height))
+            SDL_RenderCopy(renderer, texture, &src, &dst)
+            sent.append(dst)
+        }
+        SDL_RenderFlush(renderer)
+        guard !sent.isEmpty else { return true }
+        // A surface SDL invalidated (a resize not yet seen as an event) refuses: draw it whole.
+        return SDL_UpdateWindowSurfaceRects(window, sent, Int32(sent.count)) == 0
+    }
+
+    private func presentWhole() {
         SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
         SDL_RenderClear(renderer)
         if let texture, remoteWidth > 0 {
@@ -845,12 +893,6 @@ final class WindowLoop {
             drawQuestion(text)
         }
         SDL_RenderPresent(renderer)
-        let latency = latencyStart.map { ViewerWindow.now() - $0 }
-        stats.recordPresent(latency: latency)
-        let snapshot = ViewerStatistics(framesPresented: stats.framesPresented, updates: stats.updates,
-                                        latencyP50Milliseconds: stats.latency(quantile: 0.5).map { $0 * 1000 },
-                                        latencyP95Milliseconds: stats.latency(quantile: 0.95).map { $0 * 1000 }, renderer: rendererName)
-        owner.shared.withLock { $0.statistics = snapshot }
     }
 
     private func refreshHUD(_ now: Double) {

@@ -159,7 +159,7 @@ struct VNCViewCommand: AsyncParsableCommand {
             let stats = viewer.statistics
             let summary = await session.summary()
             if global.json {
-                try printJSON(ViewReport(framesPresented: stats.framesPresented, updates: stats.updates,
+                try printJSON(ViewReport(framesPresented: stats.framesPresented, partialFrames: stats.partialFrames, updates: stats.updates,
                                          latencyP50Milliseconds: stats.latencyP50Milliseconds, latencyP95Milliseconds: stats.latencyP95Milliseconds,
                                          renderer: stats.renderer, quality: summary.quality, linkMegabitsPerSecond: summary.linkMbps,
                                          encodings: summary.encodings, sessions: summary.sessions))
@@ -179,6 +179,7 @@ struct VNCViewCommand: AsyncParsableCommand {
 
 struct ViewReport: Encodable {
     var framesPresented: Int
+    var partialFrames: Int
     var updates: Int
     var latencyP50Milliseconds: Double?
     var latencyP95Milliseconds: Double?

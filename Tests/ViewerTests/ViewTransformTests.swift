@@ -48,6 +48,30 @@ struct ViewTransformTests {
         #expect(t.windowRect(for: ViewerRect(x: 0, y: 0, width: 100, height: 100)).isEmpty, "a rectangle on another monitor is not shown")
     }
 
+    /// What a partial present copies: the visible part of a changed rectangle, at its place in
+    /// the window (centred, panned, one monitor of several); nothing when scaled.
+    @Test func partialCopiesClipToWhatIsShown() {
+        let small = ViewTransform.make(source: ViewerRect(x: 0, y: 0, width: 400, height: 300), windowWidth: 500, windowHeight: 400, mode: .oneToOne)
+        let copy = small.partialCopy(of: ViewerRect(x: 390, y: -5, width: 20, height: 10), windowWidth: 500, windowHeight: 400)
+        #expect(copy?.source == ViewerRect(x: 390, y: 0, width: 10, height: 5))
+        #expect(copy?.window == ViewerRect(x: 440, y: 50, width: 10, height: 5))
+
+        let panned = ViewTransform.make(source: picture, windowWidth: 800, windowHeight: 600, mode: .oneToOne, pan: (300, 100))
+        let visible = panned.partialCopy(of: ViewerRect(x: 250, y: 650, width: 100, height: 100), windowWidth: 800, windowHeight: 600)
+        #expect(visible?.source == ViewerRect(x: 300, y: 650, width: 50, height: 50))
+        #expect(visible?.window == ViewerRect(x: 0, y: 550, width: 50, height: 50))
+        #expect(panned.partialCopy(of: ViewerRect(x: 0, y: 0, width: 100, height: 100), windowWidth: 800, windowHeight: 600) == nil,
+                "scrolled out of the window")
+
+        let monitor = ViewTransform.make(source: ViewerRect(x: 1920, y: 0, width: 1280, height: 1024), windowWidth: 1280, windowHeight: 1024, mode: .oneToOne)
+        #expect(monitor.partialCopy(of: ViewerRect(x: 1900, y: 10, width: 40, height: 2), windowWidth: 1280, windowHeight: 1024)?.window
+                == ViewerRect(x: 0, y: 10, width: 20, height: 2))
+        #expect(monitor.partialCopy(of: ViewerRect(x: 0, y: 0, width: 100, height: 100), windowWidth: 1280, windowHeight: 1024) == nil)
+
+        let fitted = ViewTransform.make(source: picture, windowWidth: 800, windowHeight: 450, mode: .fit)
+        #expect(fitted.partialCopy(of: ViewerRect(x: 0, y: 0, width: 10, height: 10), windowWidth: 800, windowHeight: 450) == nil)
+    }
+
     @Test func anEmptyPictureMapsToItsOrigin() {
         let t = ViewTransform.make(source: ViewerRect(x: 0, y: 0, width: 0, height: 0), windowWidth: 0, windowHeight: 0, mode: .fit)
         #expect(t.remotePoint(windowX: 10, windowY: 10) == (0, 0))
