@@ -46,6 +46,8 @@ let package = Package(
     targets: [
         // System libraries: a module map over one shim header each, nothing else.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // ISA-L's inflate for RFB's zlib streams (Linux; Apple platforms keep zlib).
+        .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
@@ -93,6 +95,7 @@ let package = Package(
             name: "RFB",
             dependencies: [
                 "FarcastSupport", "FarcastNIO", "CZlib",
+                .target(name: "CISAL", condition: .when(platforms: [.linux])),
                 .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
                 // OpenSSL's libssl for anonymous TLS (VeNCrypt TLS* subtypes), which BoringSSL lacks.
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
