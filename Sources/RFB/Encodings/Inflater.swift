@@ -232,10 +232,17 @@ final class RawInflateEngine {
             state.pointee.next_in = nil
             state.pointee.next_out = nil
         }
-        // At a stream's end ISA-L gives back the whole bytes left in its bit buffer, which may
-        // include bytes of an earlier run's input: consumed is then negative.
-        let step = Step(consumed: Int(inCount) - Int(state.pointee.avail_in), produced: Int(outCount - state.pointee.avail_out),
-                        ended: state.pointee.block_state == ISAL_BLOCK_FINISH, failure: nil)
+        let ended = state.pointee.block_state == ISAL_BLOCK_FINISH
+        // At a raw stream's end ISA-L keeps the whole bytes it read past the last block in its
+        // bit buffer; they are the trailer or the next stream, so they are given back — and may
+        // be bytes of an earlier run's input: consumed is then negative.
+        var givenBack = 0
+        if ended {
+            givenBack = Int(state.pointee.read_in_length) / 8
+            state.pointee.read_in_length %= 8
+        }
+        let step = Step(consumed: Int(inCount) - Int(state.pointee.avail_in) - givenBack, produced: Int(outCount - state.pointee.avail_out),
+                        ended: ended, failure: nil)
         switch status {
         case ISAL_DECOMP_OK, ISAL_END_INPUT, ISAL_OUT_OVERFLOW: return step
         case ISAL_INVALID_BLOCK: return Step(consumed: 0, produced: 0, ended: false, failure: "invalid deflate block")
