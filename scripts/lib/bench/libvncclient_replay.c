@@ -6,7 +6,7 @@
  *       $(pkg-config --cflags --libs libvncclient) -lcrypto -lpthread
  *
  * Usage:
- *   libvncclient_replay CAPTURE [--runs N] [--feed vncrec|socket] [--verbose]
+ *   libvncclient_replay CAPTURE [--runs N] [--feed vncrec|socket|tcp:PORT] [--verbose]
  *
  * Decodes the capture once as a warm-up and then N more times (default 1), re-initialising
  * the client every time, and prints one line of JSON:
@@ -49,8 +49,13 @@
  *    client writes back (version, security choice, VncAuth response, SetPixelFormat, ...).
  *    Only the decoding thread's CPU time is measured, so the writer is excluded; the reader's
  *    read() syscalls (8 KiB at a time, libvncclient's RFB_BUF_SIZE) are included.
+ *  --feed tcp:PORT: what a user's libvncclient program pays, for end-to-end comparisons: it
+ *    connects to 127.0.0.1:PORT (a replay server such as scripts/lib/rfb_replay_server.py
+ *    serving the same capture) and decodes until the server closes. Only the capture's first
+ *    MiB is read (its metadata and handshake), so the process holds no copy of the stream;
+ *    one run, no warm-up. Time the whole process from outside (GNU time) for CPU and RSS.
  *
- * In both modes the client's pixel format is the one in the metadata (the SetPixelFormat it
+ * In every mode the client's pixel format is the one in the metadata (the SetPixelFormat it
  * "sends" goes nowhere, but its decoders use client->format), every encoding libvncclient can
  * decode is listed in appData.encodingsString (JPEG enabled), and the security type is pinned to
  * the one the recorded stream shows was chosen (None or VncAuth; libvncclient would otherwise
@@ -62,6 +67,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -258,7 +264,7 @@ static uint32_t infer_security(const uint8_t *s, size_t len)
     return 0;
 }
 
-static void load_capture(const char *path, capture_t *cap)
+static void load_capture(const char *path, capture_t *cap, size_t limit)
 {
     static const char magic[] = "FARCAST-RFB-CAPTURE 1\n";
     FILE *f = fopen(path, "rb");
@@ -267,6 +273,7 @@ static void load_capture(const char *path, capture_t *cap)
     uint8_t *buf = malloc(cap_bytes);
     if (!buf) fail("out of memory");
     for (;;) {
+        if (n >= limit) break;
         if (n == cap_bytes) {
             cap_bytes *= 2;
             buf = realloc(buf, cap_bytes);
@@ -514,7 +521,8 @@ static void *sock_writer(void *arg)
 
 /* ------------------------------------------------------------------ one decode */
 
-enum feed_kind { FEED_VNCREC, FEED_SOCKET };
+enum feed_kind { FEED_VNCREC, FEED_SOCKET, FEED_TCP };
+static int tcp_port;
 
 typedef struct {
     int width, height;
@@ -616,6 +624,13 @@ static void decode_once(const capture_t *cap, enum feed_kind feed, result_t *res
         rec->doNotSleep = TRUE;
         cl->vncRec = rec;
         cl->serverPort = -1;
+    } else if (feed == FEED_TCP) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)tcp_port)};
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof to) != 0)
+            fail("cannot connect to 127.0.0.1:%d: %s", tcp_port, strerror(errno));
+        cl->sock = fd; /* closed by rfbClientCleanup */
     } else {
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) fail("socketpair failed: %s", strerror(errno));
         int big = 4 << 20;
@@ -632,7 +647,7 @@ static void decode_once(const capture_t *cap, enum feed_kind feed, result_t *res
     if (!rfbInitClient(cl, NULL, NULL)) { /* it has already called rfbClientCleanup(cl) */
         if (feed == FEED_VNCREC) {
             fclose(rec_file);
-        } else {
+        } else if (feed == FEED_SOCKET) {
             pthread_join(sock.thread, NULL);
             close(sv[1]);
         }
@@ -663,7 +678,7 @@ static void decode_once(const capture_t *cap, enum feed_kind feed, result_t *res
                 at_end = mem.pos == mem.len && mem_feed_consumed(&mem) == mem.len;
             } else {
                 int pending = -1;
-                at_end = atomic_load(&sock.all_written) && cl->buffered == 0 &&
+                at_end = (feed == FEED_TCP || atomic_load(&sock.all_written)) && cl->buffered == 0 &&
                          ioctl(cl->sock, FIONREAD, &pending) == 0 && pending == 0;
             }
             if (st.ext_error)
@@ -699,6 +714,8 @@ static void decode_once(const capture_t *cap, enum feed_kind feed, result_t *res
     if (feed == FEED_VNCREC) {
         rfbClientCleanup(cl); /* frees vncRec, not its FILE */
         fclose(rec_file);
+    } else if (feed == FEED_TCP) {
+        rfbClientCleanup(cl);
     } else {
         rfbClientCleanup(cl); /* closes sv[0]: the writer sees EOF and ends */
         pthread_join(sock.thread, NULL);
@@ -728,7 +745,7 @@ static void json_string(FILE *out, const char *s)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: " PROG " CAPTURE [--runs N] [--feed vncrec|socket] [--verbose]\n");
+    fprintf(stderr, "usage: " PROG " CAPTURE [--runs N] [--feed vncrec|socket|tcp:PORT] [--verbose]\n");
     exit(2);
 }
 
@@ -747,6 +764,7 @@ int main(int argc, char **argv)
             i++;
             if (strcmp(argv[i], "vncrec") == 0) feed = FEED_VNCREC;
             else if (strcmp(argv[i], "socket") == 0) feed = FEED_SOCKET;
+            else if (strncmp(argv[i], "tcp:", 4) == 0 && (tcp_port = atoi(argv[i] + 4)) > 0 && tcp_port < 65536) feed = FEED_TCP;
             else usage();
         } else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
             verbose = 1;
@@ -764,19 +782,22 @@ int main(int argc, char **argv)
     rfbClientRegisterExtension(&replay_extension);
 
     capture_t cap;
-    load_capture(path, &cap);
+    load_capture(path, &cap, feed == FEED_TCP ? (size_t)1 << 20 : SIZE_MAX);
 
     result_t first, r;
     double *cpu = calloc((size_t)runs, sizeof *cpu);
     if (!cpu) fail("out of memory");
-    decode_once(&cap, feed, &first); /* warm-up */
-    for (long i = 0; i < runs; i++) {
+    if (feed == FEED_TCP) runs = 1;
+    decode_once(&cap, feed, &first); /* warm-up (tcp: the one run) */
+    r = first;
+    for (long i = 0; i < runs && feed != FEED_TCP; i++) {
         decode_once(&cap, feed, &r);
         if (r.width != first.width || r.height != first.height || r.updates != first.updates ||
             r.rects != first.rects || r.pixels != first.pixels || strcmp(r.sha256, first.sha256) != 0)
             fail("run %ld decoded differently from the warm-up run", i + 1);
         cpu[i] = r.cpu;
     }
+    if (feed == FEED_TCP) cpu[0] = first.cpu;
 
     if (r.log_lines)
         fprintf(stderr, PROG ": note: libvncclient logged %lu line(s) while decoding, the first: %s\n",
@@ -794,7 +815,7 @@ int main(int argc, char **argv)
     printf("{\"capture\":");
     json_string(stdout, path);
     printf(",\"feed\":\"%s\",\"bytes\":%zu,\"width\":%d,\"height\":%d,\"updates\":%llu,\"rectangles\":%llu,\"pixels\":%llu,\"cpu_seconds\":[",
-           feed == FEED_VNCREC ? "vncrec" : "socket", cap.len, r.width, r.height, (unsigned long long)r.updates,
+           feed == FEED_VNCREC ? "vncrec" : feed == FEED_TCP ? "tcp" : "socket", cap.len, r.width, r.height, (unsigned long long)r.updates,
            (unsigned long long)r.rects, (unsigned long long)r.pixels);
     for (long i = 0; i < runs; i++) printf(i ? ",%.6f" : "%.6f", cpu[i]);
     printf("],\"median_cpu_seconds\":%.6f,\"mpx_per_s\":%.3f,\"sha256\":\"%s\",\"peak_rss_bytes\":%lld,\"libvncclient_log_lines\":%lu}\n",

@@ -84,6 +84,18 @@ def wait_port(port):
             time.sleep(0.05)
     raise SystemExit(f"port {port} never opened")
 
+def wait_listening(port):
+    """Waits for a listening socket on `port` without connecting to it: a probe connection
+    through `ssh -L` would be forwarded to the replay server, which serves one connection only."""
+    for _ in range(200):
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            for line in open(table).read().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    return
+        time.sleep(0.05)
+    raise SystemExit(f"port {port} never opened")
+
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN); return r.ru_utime + r.ru_stime
 
@@ -114,7 +126,7 @@ for e in encodings:
                                    "-o", f"UserKnownHostsFile={work}/home/.ssh/known_hosts", "-i", f"{work}/home/.ssh/id_ed25519",
                                    "-p", str(ssh_port), "-L", f"{local}:127.0.0.1:{port}", "root@127.0.0.1"], env=env)
         via_openssh.tunnels.append(tunnel)
-        wait_port(local)
+        wait_listening(local)
         return local
     via_openssh.tunnels = []
     modes = {
@@ -125,10 +137,13 @@ for e in encodings:
     for mode, (dial, extra) in modes.items():
         samples = []
         for i in range(runs + 1):
-            wall, cpu, report = watch(capture, dial, extra)
-            for t in via_openssh.tunnels:
-                t.terminate(); t.wait()
-            via_openssh.tunnels = []
+            try:
+                wall, cpu, report = watch(capture, dial, extra)
+            finally:
+                # Never leave a tunnel behind (it would hold the caller's pipes open).
+                for t in via_openssh.tunnels:
+                    t.terminate(); t.wait()
+                via_openssh.tunnels = []
             if i > 0: samples.append((wall, cpu, report))
         walls = [s[0] for s in samples]
         results[mode] = {"wall_s": statistics.median(walls), "cpu_s": statistics.median(s[1] for s in samples),

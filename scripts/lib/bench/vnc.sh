@@ -4,7 +4,11 @@
 #   1. Xvnc (and x11vnc on Xvfb, for Zlib, which Xvnc does not serve) at 1920x1080 on 127.0.0.1
 #   2. per encoding, a deterministic workload (scrolling text, moving photos, solid fills, a mixed
 #      desktop; 3 s each at 20 fps) is drawn while `farcast vnc record` records the stream
-#   3. each capture is decoded from memory by both clients: 1 warm-up + RUNS timed runs, median
+#   3. the headline, end to end: each capture served over loopback TCP to a whole client process
+#      (farcast vnc watch; libvncclient in scripts/lib/bench/libvncclient_replay.c --feed tcp),
+#      RUNS runs each, CPU and peak RSS from GNU time
+#   4. the breakdown: each capture decoded from memory by both clients: 1 warm-up + RUNS timed
+#      runs, median
 set -euo pipefail
 FARCAST=$1 JSON=$2 WORK=$3 RUNS=${RUNS:-9} PHASE_SECONDS=${PHASE_SECONDS:-3}
 say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
@@ -60,9 +64,50 @@ for e in "${ENCODINGS[@]}"; do
   "$WORK/libvncclient_replay" "$WORK/$e.rfb" --runs "$RUNS" > "$WORK/$e.theirs.json"
 done
 
+# End to end, what a user pays: each capture served over loopback TCP by the replay server to
+# a whole client process — `farcast vnc watch --until-eof --hash` and libvncclient in the same
+# harness connected over TCP (it reads only the capture's first MiB, for the pixel format and
+# the security type) — timed from outside by GNU time: user + sys CPU and peak RSS.
+[ -x /usr/bin/time ] || { echo "bench vnc: GNU time is missing (apt-get install time; scripts/setup installs it)" >&2; exit 1; }
+PORT=16100
+end_to_end() { # encoding who
+  local e=$1 who=$2
+  PORT=$((PORT + 1))
+  python3 scripts/lib/rfb_replay_server.py "$WORK/$e.rfb" "$PORT" > "$WORK/replay.log" 2>&1 &
+  local server=$!
+  for _ in $(seq 200); do grep -q ready "$WORK/replay.log" 2>/dev/null && break; sleep 0.05; done
+  if [ "$who" = ours ]; then
+    /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$FARCAST" vnc watch "127.0.0.1::$PORT" --security none --until-eof --hash --json \
+      > "$WORK/$e.ours.e2e.json"
+  else
+    /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$WORK/libvncclient_replay" "$WORK/$e.rfb" --feed "tcp:$PORT" > "$WORK/$e.theirs.e2e.json"
+  fi
+  wait "$server" 2>/dev/null || true
+  cat "$WORK/time" >> "$WORK/$e.$who.e2e.times"
+}
+for e in "${ENCODINGS[@]}"; do
+  say "end to end over loopback TCP, $e: farcast vnc watch, then libvncclient ($RUNS runs each)…"
+  for _ in $(seq "$RUNS"); do end_to_end "$e" ours; end_to_end "$e" theirs; done
+done
+
 python3 - "$WORK" "$JSON" "${ENCODINGS[@]}" <<'PY'
-import json, os, sys
+import json, os, statistics, sys
 work, as_json, encodings = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+
+def e2e(e, who):
+    runs = [l.split() for l in open(f"{work}/{e}.{who}.e2e.times") if l.strip()]
+    cpu = statistics.median(float(u) + float(s) for u, s, _ in runs)
+    rss = max(int(m) for _, _, m in runs) / 1024
+    return cpu, rss, json.load(open(f"{work}/{e}.{who}.e2e.json"))["sha256"]
+
+headline = []
+for e in encodings:
+    ours_cpu, ours_rss, ours_hash = e2e(e, "ours")
+    their_cpu, their_rss, their_hash = e2e(e, "theirs")
+    headline.append({"encoding": e, "ours_cpu_s": round(ours_cpu, 3), "libvncclient_cpu_s": round(their_cpu, 3),
+                     "speed_ratio": round(their_cpu / ours_cpu, 2) if ours_cpu else None,
+                     "ours_peak_rss_mib": round(ours_rss, 1), "libvncclient_peak_rss_mib": round(their_rss, 1),
+                     "rss_ratio": round(ours_rss / their_rss, 2) if their_rss else None, "hash_match": ours_hash == their_hash})
 rows = []
 for e in encodings:
     ours = json.load(open(f"{work}/{e}.ours.json"))
@@ -81,9 +126,15 @@ for e in encodings:
         "libvncclient_median_cpu_s": theirs["median_cpu_seconds"],
     })
 if as_json:
-    print(json.dumps(rows))
+    print(json.dumps({"end_to_end": headline, "from_memory": rows}))
 else:
-    print(f"RFB decode, 1920x1080 recordings from Xvnc (Zlib: x11vnc), median of the timed runs after a warm-up")
+    print("RFB end to end: each recording served over loopback TCP to a whole client process; CPU = user + sys (median), RSS = peak")
+    print(f"{'encoding':<9}{'farcast CPU s':>14}{'libvncclient CPU s':>20}{'speed ratio':>13}{'farcast RSS MiB':>17}{'libvncclient RSS MiB':>22}{'same pixels':>13}")
+    for r in headline:
+        print(f"{r['encoding']:<9}{r['ours_cpu_s']:>14.2f}{r['libvncclient_cpu_s']:>20.2f}{r['speed_ratio']:>13.2f}"
+              f"{r['ours_peak_rss_mib']:>17.1f}{r['libvncclient_peak_rss_mib']:>22.1f}{'yes' if r['hash_match'] else 'NO':>13}")
+    print()
+    print(f"Breakdown — RFB decode from memory (no socket), median of the timed runs after a warm-up")
     print(f"{'encoding':<9}{'capture MB':>11}{'Mpx':>8}{'farcast Mpx/s':>15}{'libvncclient Mpx/s':>20}{'ratio':>7}{'farcast RSS MiB':>17}{'same pixels':>13}")
     for r in rows:
         print(f"{r['encoding']:<9}{r['capture_bytes']/1e6:>11.1f}{r['pixels']/1e6:>8.1f}{r['ours_mpx_s']:>15.1f}{r['libvncclient_mpx_s']:>20.1f}"
