@@ -86,6 +86,11 @@ public final class FrameStaging: Sendable {
         }
     }
 
+    /// Reads the whole staged picture (rows `width` words apart) without taking what is pending.
+    public func read(_ body: (_ width: Int, _ height: Int, UnsafeBufferPointer<UInt32>) -> Void) {
+        state.withLock { s in s.pixels.withUnsafeBufferPointer { body(s.width, s.height, $0) } }
+    }
+
     /// The staged picture's size.
     public var size: (width: Int, height: Int) { state.withLock { ($0.width, $0.height) } }
 }

@@ -52,6 +52,12 @@ final class WindowLoop {
     /// can send only the changed rectangles to the display instead of the whole window.
     private var presentsPartially = false
     private var partialFrames = 0
+    /// Window rectangles already written into the window surface straight from the stage
+    /// (software renderer, 1:1, no overlay), to be sent to the display by the next present.
+    private var drawnDirectly: [SDL_Rect] = []
+    /// Remote rectangles written to the window surface but not to the texture: the texture is
+    /// brought up to date from the stage before it is next drawn.
+    private var staleInTexture: [ViewerRect] = []
     private var stats = PresentationStats()
     private var hudLines: [String] = []
     private var nextHUDRefresh = 0.0
@@ -196,7 +202,7 @@ final class WindowLoop {
             if settings.clipboardSync && focused && now >= nextClipboardPoll { pollClipboard(now) }
             let latencyStart = upload()
             if settings.hud && now >= nextHUDRefresh { refreshHUD(now); needsRedraw = true }
-            if needsRedraw || !damage.isEmpty { present(latencyStart: latencyStart) }
+            if needsRedraw || !damage.isEmpty || !drawnDirectly.isEmpty { present(latencyStart: latencyStart) }
         }
     }
 
@@ -802,6 +808,7 @@ final class WindowLoop {
     private func upload() -> Double? {
         var resized = false
         var oldest: Double?
+        let direct = directSurface()
         owner.frames.drain { pending, pixels in
             guard pending.width > 0, pending.height > 0 else { return }
             if pending.generation != textureGeneration || texture == nil {
@@ -815,12 +822,33 @@ final class WindowLoop {
                 remoteHeight = pending.height
             }
             guard let texture else { return }
-            for rect in pending.dirty {
-                var r = SDL_Rect(x: Int32(rect.x), y: Int32(rect.y), w: Int32(rect.width), h: Int32(rect.height))
-                SDL_UpdateTexture(texture, &r, pixels.baseAddress! + rect.y * pending.width + rect.x, Int32(pending.width * 4))
+            if let direct, !needsRedraw {
+                // One copy, stage → window surface, instead of stage → texture → surface.
+                for rect in pending.dirty {
+                    staleInTexture.append(rect)
+                    guard let copy = direct.transform.partialCopy(of: rect, windowWidth: direct.width, windowHeight: direct.height) else { continue }
+                    let src = pixels.baseAddress! + copy.source.y * pending.width + copy.source.x
+                    let dst = direct.pixels + copy.window.y * direct.pitch + copy.window.x * 4
+                    for row in 0..<copy.window.height {
+                        (dst + row * direct.pitch).copyMemory(from: src + row * pending.width, byteCount: copy.window.width * 4)
+                    }
+                    drawnDirectly.append(SDL_Rect(x: Int32(copy.window.x), y: Int32(copy.window.y),
+                                                  w: Int32(copy.window.width), h: Int32(copy.window.height)))
+                }
+                if staleInTexture.count > FrameStaging.maximumRects {
+                    staleInTexture = [staleInTexture.reduce(ViewerRect(x: 0, y: 0, width: 0, height: 0)) { $0.union($1) }]
+                }
+            } else {
+                for rect in staleInTexture + pending.dirty {
+                    let r0 = rect.intersection(ViewerRect(x: 0, y: 0, width: pending.width, height: pending.height))
+                    guard !r0.isEmpty else { continue }
+                    var r = SDL_Rect(x: Int32(r0.x), y: Int32(r0.y), w: Int32(r0.width), h: Int32(r0.height))
+                    SDL_UpdateTexture(texture, &r, pixels.baseAddress! + r0.y * pending.width + r0.x, Int32(pending.width * 4))
+                }
+                staleInTexture = []
+                damage += pending.dirty
             }
             stats.recordUpdates(pending.updates, bytes: pending.bytes)
-            damage += pending.dirty
             if !pending.dirty.isEmpty { oldest = pending.oldestArrival }
         }
         if resized {
@@ -836,11 +864,18 @@ final class WindowLoop {
     }
 
     private func present(latencyStart: Double?) {
-        if presentsPartially && !needsRedraw && presentDamage() {
+        if !staleInTexture.isEmpty && (needsRedraw || !damage.isEmpty) { syncTexture() }
+        if needsRedraw {
+            presentWhole()
+        } else if !drawnDirectly.isEmpty && damage.isEmpty && SDL_UpdateWindowSurfaceRects(window, drawnDirectly, Int32(drawnDirectly.count)) == 0 {
+            partialFrames += 1
+        } else if presentsPartially && presentDamage() {
             partialFrames += 1
         } else {
+            if !staleInTexture.isEmpty { syncTexture() }
             presentWhole()
         }
+        drawnDirectly = []
         damage = []
         needsRedraw = false
         let latency = latencyStart.map { ViewerWindow.now() - $0 }
@@ -849,6 +884,34 @@ final class WindowLoop {
                                         latencyP50Milliseconds: stats.latency(quantile: 0.5).map { $0 * 1000 },
                                         latencyP95Milliseconds: stats.latency(quantile: 0.95).map { $0 * 1000 }, renderer: rendererName)
         owner.shared.withLock { $0.statistics = snapshot }
+    }
+
+    /// The window surface, when updates can be written into it straight from the stage: SDL's
+    /// software renderer draws there (so the surface is what the display shows), the view is
+    /// 1:1 with no overlay, and the surface's pixels are the stage's (32-bit XRGB).
+    private func directSurface() -> (pixels: UnsafeMutableRawPointer, pitch: Int, width: Int, height: Int, transform: ViewTransform)? {
+        guard presentsPartially, !needsRedraw, texture != nil, remoteWidth > 0, !settings.hud, !menuOpen, question == nil else { return nil }
+        guard case .connected = status else { return nil }
+        let t = transform()
+        guard t.isUnscaled, let surface = SDL_GetWindowSurface(window), let pixels = surface.pointee.pixels,
+              surface.pointee.format.pointee.format == SDL_PIXELFORMAT_XRGB8888.rawValue, surface.pointee.flags & UInt32(SDL_RLEACCEL) == 0 else { return nil }
+        let size = outputSize()
+        guard Int(surface.pointee.w) == size.width, Int(surface.pointee.h) == size.height else { return nil }
+        return (pixels, Int(surface.pointee.pitch), size.width, size.height, t)
+    }
+
+    /// Brings the texture up to date with what was written to the window surface directly.
+    private func syncTexture() {
+        guard let texture else { staleInTexture = []; return }
+        owner.frames.read { width, height, pixels in
+            for rect in staleInTexture {
+                let r0 = rect.intersection(ViewerRect(x: 0, y: 0, width: width, height: height))
+                guard !r0.isEmpty else { continue }
+                var r = SDL_Rect(x: Int32(r0.x), y: Int32(r0.y), w: Int32(r0.width), h: Int32(r0.height))
+                SDL_UpdateTexture(texture, &r, pixels.baseAddress! + r0.y * width + r0.x, Int32(width * 4))
+            }
+        }
+        staleInTexture = []
     }
 
     /// Only the changed rectangles, copied into the window's surface and sent to the display

@@ -124,6 +124,16 @@ struct VNCViewerWindowTests {
         defer { third.stop() }
         try expectWindowShowsServer(window, on: screen, server, "the third picture")
 
+        // Updates went straight to the window surface; the menu (F8) makes the next frames whole
+        // redraws from the texture, which must have caught up with them.
+        try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+        try screen.x("xdotool", ["key", "F8"], package: "xdotool")
+        try waitUntil("the menu to cover part of the picture", timeout: 10) {
+            try XWDImage.capture(window: window, of: screen).pixels != XWDImage.captureRoot(of: server).pixels
+        }
+        try screen.x("xdotool", ["key", "Escape"], package: "xdotool")
+        try expectWindowShowsServer(window, on: screen, server, "the picture after the menu closed (a whole redraw)")
+
         // The remote desktop changes size: the window follows and still matches.
         let resized = try run(try farcastBinary(), ["vnc", "resize", "127.0.0.1::\(server.port)", "520x360"],
                               environment: ["XDG_STATE_HOME": folder.path + "/state"], timeout: 30)
