@@ -484,7 +484,7 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
         commandName: "receive",
         abstract: "Stream video headless: reassemble and repair access units, measure latency, optionally save them.",
         discussion: """
-            Connects, negotiates the mode, and receives for --seconds (or until Ctrl-C, which ends it cleanly with exit 0). Frames that cannot be repaired trigger a keyframe request; loss reports go to the host once a second; the clock is re-synced every 10 s. Statistics (access_units, fec_recovered_shards, unrecoverable_frames, keyframe_requests, latency_us p50/p95/p99 for capture→receipt, clock_offset_us, …) go to --stats-json and, with --json, to stdout.
+            Connects, negotiates the mode, and receives for --seconds (or until Ctrl-C, which ends it cleanly with exit 0). Frames that cannot be repaired trigger a request for reference frame invalidation (RfiRequest, for a run of up to 256 frames), then a keyframe request if no clean frame follows within 0.5 s; loss reports go to the host once a second; two seconds in a row that lose whole frames lower the bitrate by a quarter (SetBitrate), ten clean seconds raise it again by an eighth up to the opening bitrate (--fixed-bitrate turns this off); the clock is re-synced every 10 s. Statistics (access_units, fec_recovered_shards, unrecoverable_frames, rfi_requests, keyframe_requests, bitrate_requests, bitrate_kbps, latency_us p50/p95/p99 for capture→receipt, clock_offset_us, …) go to --stats-json and, with --json, to stdout.
 
             Examples:
               farcast punktfunk receive 192.168.1.20 --seconds 10 --save out.h265
@@ -499,6 +499,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
     var mode: String = "1920x1080x60"
     @Option(help: ArgumentHelp("Bitrate to ask for (0 = the host's default).", valueName: "kbps"))
     var bitrateKbps: UInt32 = 0
+    @Flag(help: "Keep the opening bitrate even when the link keeps losing frames (no SetBitrate).")
+    var fixedBitrate = false
     @Option(help: ArgumentHelp("Write the access units (Annex-B HEVC) to this file.", valueName: "path"))
     var save: String?
     @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file.", valueName: "path"))
@@ -523,8 +525,11 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
         var keyframes: UInt64
         var fecRecoveredShards: UInt64
         var unrecoverableFrames: UInt64
+        var rfiRequests: Int
         var keyframeRequests: Int
         var lossReports: Int
+        var bitrateRequests: Int
+        var bitrateKbps: UInt32
         var latencyUs: Latency
         var clockOffsetUs: Double
         var datagrams: UInt64
@@ -546,7 +551,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
             let streamBox = Mutex<VideoStreamSession?>(nil)
             let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
                 client.onDatagram { d in if d.first == 0xC9 { audioFrames.withLock { $0 += 1 } } }
-                let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator()) { frame, latency, keyframe in
+                let policy = StreamingPolicy(bitrate: fixedBitrate ? nil : BitrateAdaptation(openedAtKbps: welcome.bitrateKbps))
+                let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator(), policy: policy) { frame, latency, keyframe in
                     if let saveHandle { saveHandle.write(Data(frame.data)) }
                     if let auHandle {
                         let line = "{\"frame_index\":\(frame.frameIndex),\"bytes\":\(frame.data.count),\"sha256\":\"\(hexString(SHA256.hash(data: frame.data)))\",\"latency_us\":\(Double(latency) / 1000),\"keyframe\":\(keyframe),\"recovered_shards\":\(frame.recoveredShards)}\n"
@@ -558,7 +564,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
                     guard ControlMessage.isControl(payload), let message = try? ControlMessage.decode(payload) else { return false }
                     switch message {
                     case .reconfigured(true, let m): stream.modeChanged(to: m); return true
-                    case .reconfigured, .bitrateChanged: return true
+                    case .bitrateChanged(let kbps): stream.bitrateChanged(to: kbps); return true
+                    case .reconfigured: return true
                     default: return false
                     }
                 }
@@ -598,7 +605,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
             func us(_ ns: Int64?) -> Double? { ns.map { Double($0) / 1000 } }
             let stats = Stats(host: options.peerKey, fingerprint: client.hostFingerprintHex, mode: (s.lastMode ?? session.welcome.mode).description,
                               seconds: elapsed, accessUnits: s.accessUnits, keyframes: s.keyframes, fecRecoveredShards: r.fecRecoveredShards,
-                              unrecoverableFrames: r.framesLost, keyframeRequests: s.keyframeRequests, lossReports: s.lossReports,
+                              unrecoverableFrames: r.framesLost, rfiRequests: s.rfiRequests, keyframeRequests: s.keyframeRequests,
+                              lossReports: s.lossReports, bitrateRequests: s.bitrateRequests, bitrateKbps: s.bitrateKbps,
                               latencyUs: Latency(p50: us(s.latency.percentile(50)), p95: us(s.latency.percentile(95)), p99: us(s.latency.percentile(99)),
                                                  samples: s.latency.count, skewed: s.latency.skewed),
                               clockOffsetUs: Double(s.clockOffsetNs) / 1000, datagrams: r.datagrams, bytes: r.bytes,
@@ -615,8 +623,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
             if global.json {
                 try printJSON(stats)
             } else {
-                print(String(format: "%llu access units in %.1f s (%llu keyframes), %llu shards repaired, %llu frames lost, %d keyframe requests; latency p50 %@ p95 %@ µs",
-                             stats.accessUnits, elapsed, stats.keyframes, stats.fecRecoveredShards, stats.unrecoverableFrames, stats.keyframeRequests,
+                print(String(format: "%llu access units in %.1f s (%llu keyframes), %llu shards repaired, %llu frames lost, %d RFI and %d keyframe requests, %u kbit/s; latency p50 %@ p95 %@ µs",
+                             stats.accessUnits, elapsed, stats.keyframes, stats.fecRecoveredShards, stats.unrecoverableFrames, stats.rfiRequests, stats.keyframeRequests, stats.bitrateKbps,
                              stats.latencyUs.p50.map { String(format: "%.0f", $0) } ?? "-", stats.latencyUs.p95.map { String(format: "%.0f", $0) } ?? "-"))
             }
         } }

@@ -261,8 +261,15 @@ class HostProtocol(QuicConnectionProtocol):
             self.send_ctrl(ctrl(0x06, struct.pack("<I", kbps or st.args.bitrate_kbps)))
         elif kind == 0x07:
             first, last = struct.unpack_from("<II", body)
-            st.log.write("control", kind="rfi_request", first=first, last=last)
-            self.session.request_keyframe()
+            span = (last - first + 1) & 0xFFFFFFFF
+            st.log.write("control", kind="rfi_request", first=first, last=last, span=span)
+            # A real host re-encodes a clean P-frame referencing only frames before `first`
+            # (flagged RECOVERY_ANCHOR); the stand-in streams pre-encoded video, so it answers with
+            # its IDR. A range the wire does not allow (empty or over 256 frames) is ignored.
+            if 1 <= span <= 256:
+                self.session.request_keyframe()
+            else:
+                st.log.write("rfi_refused", first=first, last=last)
         elif kind == 0x20:
             kbps, ms = struct.unpack_from("<II", body)
             st.log.write("control", kind="probe_request", target_kbps=kbps, duration_ms=ms)
@@ -415,7 +422,7 @@ class VideoSession:
         family = socket.AF_INET6 if ":" in self.args.bind else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
-        self.sock.bind((self.args.bind, 0))
+        self.sock.bind((self.args.bind, self.args.data_port))
         self.udp_port = self.sock.getsockname()[1]
         self.sealer = packetizer.Sealer(self.key, self.salt, direction=0)
         self.fec_percent = self.args.fec
@@ -668,6 +675,8 @@ async def main():
     p = argparse.ArgumentParser(description="stand-in punktfunk/1 host (not the real host)")
     p.add_argument("--port", type=int, default=9777)
     p.add_argument("--bind", default="127.0.0.1")
+    p.add_argument("--data-port", type=int, default=0,
+                   help="UDP port of the video data plane (default: one the system picks per session)")
     p.add_argument("--pin", help="arm pairing with this 4-digit PIN (single use)")
     p.add_argument("--pin-file", help="read the PIN from this file instead")
     p.add_argument("--require-pairing", action="store_true")

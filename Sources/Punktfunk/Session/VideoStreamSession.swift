@@ -1,8 +1,9 @@
 import Synchronization
 
 /// Receives a session's video: the data plane's `VideoReceiver` on the data socket's thread,
-/// driven by the session's `StreamingPolicy` (keyframe requests after lost frames, loss reports,
-/// clock re-sync) and measuring capture→receipt latency with the clock offset.
+/// driven by the session's `StreamingPolicy` (reference invalidation or keyframe requests after
+/// lost frames, loss reports, the bitrate rule) and measuring capture→receipt latency with the
+/// clock offset.
 ///
 /// `@unchecked Sendable`: `receiver`, `policy` and `events` are used only inside `handle`, which
 /// runs only on the one `DataPlaneSocket` thread this object is started on; everything other
@@ -17,7 +18,12 @@ public final class VideoStreamSession: @unchecked Sendable {
         public var accessUnits: UInt64 = 0
         public var keyframes: UInt64 = 0
         public var keyframeRequests = 0
+        public var rfiRequests = 0
         public var lossReports = 0
+        /// SetBitrate messages sent by the bitrate rule, and the bitrate the host last confirmed
+        /// (BitrateChanged; the Welcome's until then).
+        public var bitrateRequests = 0
+        public var bitrateKbps: UInt32 = 0
         public var latency = LatencyPercentiles()
         public var clockOffsetNs: Int64 = 0
         public var lastMode: StreamMode?
@@ -25,7 +31,9 @@ public final class VideoStreamSession: @unchecked Sendable {
 
     private let client: PunktfunkClient
     private let receiver: VideoReceiver
-    private var policy = StreamingPolicy()
+    private var policy: StreamingPolicy
+    /// BitrateChanged values from the control task, applied to the policy at the next interval.
+    private let confirmedBitrate = Mutex<UInt32?>(nil)
     private var events: [VideoEvent] = []
     /// The offset estimate, and whether one has been applied yet (frames before the first clock
     /// batch are counted but their latency is not recorded: it would use a made-up offset).
@@ -33,7 +41,10 @@ public final class VideoStreamSession: @unchecked Sendable {
     private let stats = Mutex(Statistics())
     private let onFrame: FrameHandler?
 
-    public init(client: PunktfunkClient, welcome: Welcome, clock: ClockOffsetEstimator, onFrame: FrameHandler? = nil) throws(DataPlaneError) {
+    /// `policy` decides recovery requests, loss reports and the bitrate; by default RFI first and
+    /// the bitrate rule from the Welcome's bitrate (a policy with `bitrate: nil` keeps it fixed).
+    public init(client: PunktfunkClient, welcome: Welcome, clock: ClockOffsetEstimator, policy: StreamingPolicy? = nil,
+                onFrame: FrameHandler? = nil) throws(DataPlaneError) {
         let cipher: DatagramCipher = welcome.cipher == 1 ? .chaCha20Poly1305 : .aes128GCM
         let key = try DatagramKey(cipher: cipher, key: welcome.cipher == 1 ? welcome.chachaKey : welcome.key, salt: welcome.salt)
         let limits = VideoStreamLimits(shardBytes: Int(welcome.shardPayload), maxDataShardsPerBlock: Int(welcome.maxDataPerBlock))
@@ -44,10 +55,12 @@ public final class VideoStreamSession: @unchecked Sendable {
         _ = try? warmUp.decode(originalCount: 2, recoveryCount: 2, originals: [0: [0, 0]],
                                recovery: [0: try warmUp.encode([[0, 0], [1, 1]], recoveryCount: 2)[0]])
         self.client = client
+        self.policy = policy ?? StreamingPolicy(bitrate: BitrateAdaptation(openedAtKbps: welcome.bitrateKbps))
         self.clock = Mutex((clock, clock.rttNs != nil))
         self.onFrame = onFrame
         events.reserveCapacity(16)
-        stats.withLock { $0.clockOffsetNs = clock.offsetNs; $0.lastMode = welcome.mode }
+        let kbps = welcome.bitrateKbps
+        stats.withLock { $0.clockOffsetNs = clock.offsetNs; $0.lastMode = welcome.mode; $0.bitrateKbps = kbps }
     }
 
     /// Feeds one datagram (data socket thread only).
@@ -60,7 +73,7 @@ public final class VideoStreamSession: @unchecked Sendable {
             switch event {
             case .frame(let frame):
                 let keyframe = Self.isHEVCKeyframe(frame.data)
-                if let request = policy.frameDelivered(now: now, isKeyframe: keyframe) { outgoing.append(request) }
+                if let request = policy.frameDelivered(now: now, isKeyframe: keyframe, flags: frame.userFlags) { outgoing.append(request) }
                 let (latency, ready) = clock.withLock { ($0.estimator.latencyNs(ptsNs: frame.ptsNanoseconds, receivedNs: frame.completedAtNanoseconds), $0.ready) }
                 stats.withLock { s in
                     s.accessUnits += 1
@@ -68,21 +81,31 @@ public final class VideoStreamSession: @unchecked Sendable {
                     if ready { s.latency.record(latency) }
                 }
                 onFrame?(frame, latency, keyframe)
-            case .framesLost:
-                if let request = policy.frameLost(now: now) { outgoing.append(request) }
+            case .framesLost(let loss):
+                if let request = policy.frameLost(loss, now: now) { outgoing.append(request) }
             case .probe:
                 break
             }
         }
         if policy.lossReportDue(now: now) {
-            outgoing.append(.lossReport(lossPPM: receiver.takeLossPartsPerMillion()))
+            if let kbps = confirmedBitrate.withLock({ c -> UInt32? in defer { c = nil }; return c }) { policy.bitrateConfirmed(kbps: kbps) }
+            let ppm = receiver.takeLossPartsPerMillion()
+            outgoing.append(.lossReport(lossPPM: ppm))
+            if let change = policy.intervalEnded(lossPPM: ppm) { outgoing.append(change) }
         }
         let counters = receiver.counters
-        let requests = policy.keyframeRequests
+        let (keyframes, rfis) = (policy.keyframeRequests, policy.rfiRequests)
         stats.withLock { s in
             s.receiver = counters
-            s.keyframeRequests = requests
-            s.lossReports += outgoing.filter { if case .lossReport = $0 { return true } else { return false } }.count
+            s.keyframeRequests = keyframes
+            s.rfiRequests = rfis
+            for message in outgoing {
+                switch message {
+                case .lossReport: s.lossReports += 1
+                case .setBitrate: s.bitrateRequests += 1
+                default: break
+                }
+            }
         }
         for message in outgoing { client.send(message) }
     }
@@ -100,6 +123,13 @@ public final class VideoStreamSession: @unchecked Sendable {
     /// Records the mode the host confirmed in Reconfigured.
     public func modeChanged(to mode: StreamMode) {
         stats.withLock { $0.lastMode = mode }
+    }
+
+    /// Records the host's BitrateChanged (any thread): the figure in the statistics, and the
+    /// bitrate rule's starting point at its next interval.
+    public func bitrateChanged(to kbps: UInt32) {
+        confirmedBitrate.withLock { $0 = kbps }
+        stats.withLock { $0.bitrateKbps = kbps }
     }
 
     /// A copy of the figures so far.

@@ -23,8 +23,13 @@ final class HostileServer: @unchecked Sendable {
 }
 
 /// A TCP port nothing listens on right now (the kernel's pick, released at once).
-func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+func freeTCPPort() throws -> Int { try freePort(type: Int32(SOCK_STREAM.rawValue)) }
+
+/// A UDP port nothing is bound to right now (the kernel's pick, released at once).
+func freeUDPPort() throws -> Int { try freePort(type: Int32(SOCK_DGRAM.rawValue)) }
+
+private func freePort(type: Int32) throws -> Int {
+    let fd = socket(AF_INET, type, 0)
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)

@@ -94,30 +94,90 @@ struct LatencyPercentilesTests {
 }
 
 struct StreamingPolicyTests {
-    @Test func oneKeyframeRequestUntilTheIDROrTheRetryInterval() {
+    static func loss(_ first: UInt32, _ count: UInt32) -> FrameLoss { FrameLoss(firstFrame: first, count: count, reason: .incomplete) }
+
+    @Test func aShortBrokenRunAsksForReferenceInvalidationThenForAKeyframe() {
         var p = StreamingPolicy()
         do { let r = p.frameDelivered(now: 0, isKeyframe: false); #expect(r == nil) }
-        do { let r = p.frameLost(now: 0); #expect(r == .requestKeyframe) }
-        do { let r = p.frameLost(now: 100_000_000); #expect(r == nil) }
+        do { let r = p.frameLost(Self.loss(100, 2), now: 0); #expect(r == .rfiRequest(firstFrame: 100, lastFrame: 101)) }
+        // Within the retry interval nothing more goes out, however much is lost.
+        do { let r = p.frameLost(Self.loss(102, 3), now: 100_000_000); #expect(r == nil) }
         #expect(p.awaitingKeyframe)
-        do { let r = p.frameLost(now: 600_000_000); #expect(r == .requestKeyframe) }
+        // The invalidation brought no clean frame: the next request is a keyframe.
+        do { let r = p.frameLost(Self.loss(110, 1), now: 600_000_000); #expect(r == .requestKeyframe) }
         do { let r = p.frameDelivered(now: 610_000_000, isKeyframe: true); #expect(r == nil) }
         #expect(!p.awaitingKeyframe)
         do { let r = p.frameDelivered(now: 2_000_000_000, isKeyframe: false); #expect(r == nil) }
-        do { let r = p.frameLost(now: 2_100_000_000); #expect(r == .requestKeyframe) }
-        #expect(p.keyframeRequests == 3)
+        // A new broken run starts over with an invalidation over that run only.
+        do { let r = p.frameLost(Self.loss(500, 1), now: 2_100_000_000); #expect(r == .rfiRequest(firstFrame: 500, lastFrame: 500)) }
+        #expect(p.rfiRequests == 2 && p.keyframeRequests == 1)
     }
 
-    @Test func aLostKeyframeIsAskedForAgainWhileFramesKeepComing() {
+    @Test func aRecoveryAnchorOrRecoveryPointEndsTheWaitLikeAKeyframe() {
         var p = StreamingPolicy()
-        _ = p.frameLost(now: 0)
-        // The loss stopped, but the keyframe was lost too: P frames arrive, the picture stays broken.
+        _ = p.frameLost(Self.loss(7, 1), now: 0)
+        do { let r = p.frameDelivered(now: 10_000_000, isKeyframe: false, flags: [.recoveryAnchor]); #expect(r == nil) }
+        #expect(!p.awaitingKeyframe)
+        _ = p.frameLost(Self.loss(20, 1), now: 1_000_000_000)
+        do { let r = p.frameDelivered(now: 1_010_000_000, isKeyframe: false, flags: [.recoveryPoint, .repeatFrame]); #expect(r == nil) }
+        #expect(!p.awaitingKeyframe)
+        // Other flags do not.
+        _ = p.frameLost(Self.loss(30, 1), now: 2_000_000_000)
+        _ = p.frameDelivered(now: 2_010_000_000, isKeyframe: false, flags: [.repeatFrame, .sliceStream])
+        #expect(p.awaitingKeyframe)
+    }
+
+    @Test func runsTooLongForInvalidationOrWithItOffGoStraightToAKeyframe() {
+        var p = StreamingPolicy()
+        do { let r = p.frameLost(Self.loss(1_000, 257), now: 0); #expect(r == .requestKeyframe) }
+        var q = StreamingPolicy()
+        do { let r = q.frameLost(Self.loss(UInt32.max - 1, 256), now: 0); #expect(r == .rfiRequest(firstFrame: UInt32.max - 1, lastFrame: 253)) }
+        var off = StreamingPolicy()
+        off.referenceInvalidation = false
+        do { let r = off.frameLost(Self.loss(5, 1), now: 0); #expect(r == .requestKeyframe) }
+        #expect(off.rfiRequests == 0 && off.keyframeRequests == 1)
+    }
+
+    @Test func aLostRecoveryFrameIsAskedForAgainWhileFramesKeepComing() {
+        var p = StreamingPolicy()
+        _ = p.frameLost(Self.loss(1, 1), now: 0)
+        // The loss stopped, but the recovery frame was lost too: P frames arrive, the picture stays broken.
         do { let r = p.frameDelivered(now: 200_000_000, isKeyframe: false); #expect(r == nil) }
         do { let r = p.frameDelivered(now: 500_000_000, isKeyframe: false); #expect(r == .requestKeyframe) }
         do { let r = p.frameDelivered(now: 600_000_000, isKeyframe: false); #expect(r == nil) }
         do { let r = p.frameDelivered(now: 700_000_000, isKeyframe: true); #expect(r == nil) }
         do { let r = p.frameDelivered(now: 5_000_000_000, isKeyframe: false); #expect(r == nil) }
-        #expect(p.keyframeRequests == 2)
+        #expect(p.rfiRequests == 1 && p.keyframeRequests == 1)
+    }
+
+    @Test func theBitrateFallsAfterTwoLossyIntervalsAndRisesAfterTenCleanOnes() throws {
+        var p = StreamingPolicy(bitrate: try #require(BitrateAdaptation(openedAtKbps: 20_000, floorKbps: 5_000)))
+        // One lossy interval is not enough; two in a row lower the bitrate by a quarter.
+        _ = p.frameLost(Self.loss(1, 3), now: 0)
+        do { let r = p.intervalEnded(lossPPM: 300_000); #expect(r == nil) }
+        _ = p.frameLost(Self.loss(90, 3), now: 1_000_000_000)
+        do { let r = p.intervalEnded(lossPPM: 300_000); #expect(r == .setBitrate(kbps: 15_000)) }
+        // Heavy datagram loss the FEC still repaired counts too; a clean interval between resets the count.
+        do { let r = p.intervalEnded(lossPPM: 150_000); #expect(r == nil) }
+        do { let r = p.intervalEnded(lossPPM: 0); #expect(r == nil) }
+        do { let r = p.intervalEnded(lossPPM: 150_000); #expect(r == nil) }
+        do { let r = p.intervalEnded(lossPPM: 150_000); #expect(r == .setBitrate(kbps: 11_250)) }
+        // A link that keeps losing: down a quarter every second interval, never below the floor.
+        for _ in 0..<4 { _ = p.intervalEnded(lossPPM: 500_000) }
+        #expect(p.bitrate?.currentKbps == 6_329)
+        do { let r = p.intervalEnded(lossPPM: 500_000); let s = p.intervalEnded(lossPPM: 500_000); #expect(r == nil && s == .setBitrate(kbps: 5_000)) }
+        for _ in 0..<6 { let r = p.intervalEnded(lossPPM: 500_000); #expect(r == nil) }
+        // The host may confirm another figure; the rule continues from it. Ten clean intervals
+        // (light loss the FEC covers counts as clean) add an eighth of the opening bitrate,
+        // never above it.
+        p.bitrateConfirmed(kbps: 16_000)
+        var risen: [ControlMessage] = []
+        for _ in 0..<30 { if let r = p.intervalEnded(lossPPM: 20_000) { risen.append(r) } }
+        #expect(risen == [.setBitrate(kbps: 18_500), .setBitrate(kbps: 20_000)])
+        #expect(BitrateAdaptation(openedAtKbps: 0) == nil)
+        var fixed = StreamingPolicy()
+        _ = fixed.frameLost(Self.loss(1, 1), now: 0)
+        #expect(fixed.intervalEnded(lossPPM: 900_000) == nil && fixed.intervalEnded(lossPPM: 900_000) == nil)
     }
 
     @Test func lossReportsOncePerInterval() {
