@@ -74,13 +74,14 @@ struct HostOptions: ParsableArguments {
     }
 
     /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
-    func openTunnel(_ route: SSHRoute, to host: String, port: Int, timeout: Duration, logger: Logger) async throws -> SSHLocalForwarder {
+    func openTunnel(_ route: SSHRoute, to host: String, port: Int, listenHost: String = "127.0.0.1", listenPort: Int = 0,
+                    timeout: Duration, logger: Logger) async throws -> SSHLocalForwarder {
         var options = SSHTunnelOptions()
         options.identityFiles = sshIdentity
         options.acceptNewHostKeys = acceptNew
         options.connectTimeout = timeout
-        return try await SSHLocalForwarder.open(through: route, to: host, port: port, options: options, prompts: prompts(logger: logger),
-                                                logger: logger)
+        return try await SSHLocalForwarder.open(through: route, to: host, port: port, listenHost: listenHost, listenPort: listenPort,
+                                                options: options, prompts: prompts(logger: logger), logger: logger)
     }
 
     /// Host key confirmation, passphrases and passwords: files and environment first, the

@@ -1,7 +1,9 @@
 import ArgumentParser
 import FarcastSupport
 import Foundation
+import Hosts
 import Jellyfin
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -16,6 +18,8 @@ struct JellyfinCommand: AsyncParsableCommand {
             Sign in once with `farcast jellyfin login URL`; the server, user and access token are remembered in the state directory (jellyfin/servers.json, mode 0600) and every other command uses them. With several servers or users remembered, pick one with --server and --user (a name, an id, or for servers the URL).
 
             Passwords come from a prompt on the terminal, --password-file or FARCAST_JELLYFIN_PASSWORD; never from the command line. Quick Connect (--quick-connect) signs in without a password: approve the 6-digit code from a device already signed in.
+
+            A server reached through SSH (`login URL --ssh user@bastion`, resolved on the bastion's side as `ssh -L` does) is remembered with its route; later commands go through the same route (or the one --ssh names) by themselves.
             """,
         subcommands: [
             JellyfinDiscoverCommand.self, JellyfinLoginCommand.self, JellyfinLogoutCommand.self, JellyfinServersCommand.self,
@@ -39,12 +43,14 @@ struct JellyfinTarget: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds to wait for each request.", valueName: "seconds"))
     var timeout: Double = 30
 
+    @OptionGroup var hosts: HostOptions
+
     func validate() throws {
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
     }
 
-    /// The remembered session, or a failure that says how to sign in.
-    func session() throws -> JellyfinSession {
+    /// The remembered session (through its SSH route, or --ssh's), or a failure that says how to sign in.
+    func session() async throws -> JellyfinSession {
         let store = try JellyfinCLI.store()
         let remembered = try store.load()
         guard !remembered.servers.isEmpty else {
@@ -58,7 +64,12 @@ struct JellyfinTarget: ParsableArguments {
         }
         let address: ServerAddress
         do { address = try ServerAddress(parsing: entry.url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
-        let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: JellyfinTransport(timeout: .milliseconds(Int64(timeout * 1000))))
+        var route: SSHRoute?
+        do { route = try hosts.route(for: nil) ?? entry.ssh.map(SSHRoute.init(parsing:)) } catch {
+            throw CommandFailure(message: "the SSH route remembered for \(entry.name) is unusable: \(error)", exitCode: 2)
+        }
+        let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
+        let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport)
         return server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id)
     }
 }
@@ -71,6 +82,52 @@ enum JellyfinCLI {
     }
 
     static func store() throws -> FileCredentialStore { FileCredentialStore(directory: try state()) }
+
+    /// SSH tunnels this process opened: kept open until it exits.
+    private static let tunnels = Mutex<[SSHLocalForwarder]>([])
+
+    /// The transport for a server, through an SSH tunnel when `route` is given. The tunnel's
+    /// local end listens on a loopback address of its own at the server's own port, and requests
+    /// connect there while their URL stays the server's (Host header, TLS name and certificate
+    /// check unchanged; `JellyfinTransport.connectOverride`). Linux gives every 127.0.0.0/8
+    /// address to loopback; elsewhere the port on 127.0.0.1 must be free.
+    static func transport(timeout: Double, to address: ServerAddress, through route: SSHRoute?, hosts: HostOptions) async throws -> JellyfinTransport {
+        var transport = JellyfinTransport(timeout: duration(timeout))
+        guard let route else { return transport }
+        var logger = Logger(label: "farcast.ssh") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        guard let listenHost = freeLoopbackAddress(port: address.port) else {
+            throw CommandFailure(message: "no loopback address has port \(address.port) free for the SSH tunnel's local end")
+        }
+        let forwarder = try await hosts.openTunnel(route, to: address.host, port: address.port, listenHost: listenHost, listenPort: address.port,
+                                                   timeout: duration(timeout), logger: logger)
+        tunnels.withLock { $0.append(forwarder) }
+        transport.connectOverride = [address.host: listenHost]
+        return transport
+    }
+
+    /// A loopback address where `port` can be bound right now.
+    static func freeLoopbackAddress(port: Int) -> String? {
+        #if os(Linux)
+        let candidates = (0..<16).map { _ in "127.\(UInt8.random(in: 1...254)).\(UInt8.random(in: 0...255)).\(UInt8.random(in: 1...254))" }
+        #else
+        let candidates = ["127.0.0.1"]
+        #endif
+        return candidates.first { candidate in
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            var socketAddress = sockaddr_in()
+            socketAddress.sin_family = sa_family_t(AF_INET)
+            socketAddress.sin_port = UInt16(port).bigEndian
+            socketAddress.sin_addr.s_addr = inet_addr(candidate)
+            return withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+        }
+    }
 
     /// This installation's identity: a device id made once and kept in the state directory.
     static func identity() throws -> ClientIdentity {
@@ -284,10 +341,12 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
               farcast jellyfin login myserver --user alice
               farcast jellyfin login https://media.example.org --user alice --password-file ~/.config/jellyfin-pw
               farcast jellyfin login myserver --quick-connect
+              farcast jellyfin login http://nas.home:8096 --ssh me@gateway.example.org --user alice
             """
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var hosts: HostOptions
 
     @Argument(help: "The server's address.")
     var url: String
@@ -323,7 +382,8 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
                 if let warning { FileHandleOutput.stderr("farcast: warning: \(warning)\n") }
                 password = value
             }
-            let transport = JellyfinTransport(timeout: JellyfinCLI.duration(timeout))
+            let route = try hosts.route(for: nil)
+            let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
             let probed = try await JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport).probe()
             let server = probed.server
             if global.verbose > 0 { FileHandleOutput.stderr("\(probed.info.name) (Jellyfin \(probed.info.version)) at \(server.address)\n") }
@@ -354,7 +414,8 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
             }
             let store = try JellyfinCLI.store()
             var remembered = try store.load()
-            remembered.remember(server: .init(id: session.serverId ?? probed.info.id, name: probed.info.name, url: server.address.description),
+            remembered.remember(server: .init(id: session.serverId ?? probed.info.id, name: probed.info.name, url: server.address.description,
+                                              ssh: route?.description),
                                 user: RememberedUser(id: session.userId, name: session.userName, token: session.accessToken))
             try store.save(remembered)
             let result = LoginResult(server: probed.info.name, serverId: session.serverId ?? probed.info.id, url: server.address.description,
@@ -391,7 +452,7 @@ struct JellyfinLogoutCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             var warning: String?
             do {
                 try await session.signOut()
@@ -439,13 +500,13 @@ struct JellyfinServersCommand: AsyncParsableCommand {
         try await reportingFailures {
             let remembered = try JellyfinCLI.store().load()
             let rows = remembered.servers.map { server in
-                ServerRow(id: server.id, name: server.name, url: server.url, current: server.id == remembered.current,
+                ServerRow(id: server.id, name: server.name, url: server.url, ssh: server.ssh, current: server.id == remembered.current,
                           users: server.users.map { UserRow(id: $0.id, name: $0.name, current: $0.id == server.currentUser) })
             }
             if global.json { try printJSON(rows); return }
             guard !rows.isEmpty else { print("no servers remembered; sign in with `farcast jellyfin login URL`"); return }
             printTable(["", "SERVER", "URL", "USERS", "ID"], rows.map { row in
-                [row.current ? "*" : "", row.name, row.url, row.users.map { ($0.current ? "*" : "") + $0.name }.joined(separator: ", "), row.id]
+                [row.current ? "*" : "", row.name, row.url + (row.ssh.map { " (via SSH \($0))" } ?? ""), row.users.map { ($0.current ? "*" : "") + $0.name }.joined(separator: ", "), row.id]
             })
         }
     }
@@ -454,6 +515,7 @@ struct JellyfinServersCommand: AsyncParsableCommand {
         var id: String
         var name: String
         var url: String
+        var ssh: String?
         var current: Bool
         var users: [UserRow]
     }
@@ -546,7 +608,7 @@ struct JellyfinListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             var query = ItemQuery()
             query.types = types.compactMap(ItemKind.parse)
             if let sort { query.sortBy = [ItemSortField.parse(sort) ?? .sortName] }
@@ -662,7 +724,7 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             let item = try await JellyfinCLI.resolveItem(item, in: session)
             let detail = InfoResult(item)
             if global.json { try printJSON(detail); return }
@@ -813,7 +875,7 @@ struct JellyfinNextUpCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             var seriesId: String?
             if let series { seriesId = try await JellyfinCLI.resolveItem(series, in: session).id }
             let items = try await session.nextUp(limit: limit, seriesId: seriesId)
@@ -851,7 +913,7 @@ struct JellyfinMarkCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
             let data: UserItemData
             switch state.lowercased() {
@@ -919,7 +981,7 @@ struct JellyfinImageCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
             let type = ImageType.matching(imageType) ?? .primary
             guard let tag = resolved.imageTags[type.rawValue] else {
@@ -989,7 +1051,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let session = try target.session()
+            let session = try await target.session()
             var options = LiveSessionCore.Options()
             options.subscribeToSessions = !noSessions
             let stream = session.liveEvents(options: options)

@@ -381,6 +381,54 @@ struct SSHTunnelTests {
         #expect(sessions == 2)
         #expect(ended >= sessions, "\(server.log)")
     }
+
+    /// `farcast jellyfin` through the tunnel: the URL names a host only the bastion can resolve
+    /// (to the stand-in on its loopback), as `ssh -L` does — so nothing reaches the server except
+    /// through the tunnel. The route is remembered with the server, so later commands — and the
+    /// live WebSocket — go through it by themselves.
+    @Test func jellyfinSignsInBrowsesAndListensThroughTheTunnel() throws {
+        let folder = try TemporaryFolder()
+        let home = folder.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        let server = try SSHServer(in: folder, names: ["jellyfin.behind.gateway": "127.0.0.1"])
+        defer { server.stop() }
+        let jellyfin = try JellyfinStandInServer(keepAlive: 2)
+        let sshPassword = folder.path + "/ssh-password"
+        try (SSHServer.password + "\n").write(toFile: sshPassword, atomically: true, encoding: .utf8)
+        chmod(sshPassword, 0o600)
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = home
+        environment["XDG_STATE_HOME"] = folder.path + "/state"
+        environment["XDG_CACHE_HOME"] = folder.path + "/cache"
+        environment.removeValue(forKey: "FARCAST_JELLYFIN_PASSWORD")
+        let route = "\(SSHServer.user)@127.0.0.1:\(server.port)"
+        let url = "http://jellyfin.behind.gateway:\(jellyfin.port)"
+        func farcast(_ arguments: [String]) throws -> ProcessResult {
+            try run(try farcastBinary(), ["jellyfin"] + arguments + ["--ssh-password-file", sshPassword], environment: environment, timeout: 60)
+        }
+        let login = try farcast(["login", url, "--user", "demo", "--password-file", try jellyfin.passwordFile(in: folder), "--ssh", route, "--accept-new"])
+        #expect(login.status == 0, "\(login.stderr)")
+        let listed = try run(try farcastBinary(), ["jellyfin", "servers", "--json"], environment: environment)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let servers = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]
+        #expect(servers?.first?["url"] as? String == url)
+        #expect(servers?.first?["ssh"] as? String == route)
+        // No --ssh: the remembered route.
+        let libraries = try farcast(["libraries", "--json"])
+        #expect(libraries.status == 0, "\(libraries.stderr)")
+        let names = (try JSONSerialization.jsonObject(with: Data(libraries.stdout.utf8)) as? [[String: Any]])?.compactMap { $0["name"] as? String }
+        #expect(names == ["Movies", "Shows", "Music"])
+        // The live session's WebSocket too.
+        let events = try farcast(["events", "--json", "--no-sessions", "--duration", "4"])
+        #expect(events.status == 0, "\(events.stderr)")
+        #expect(events.stdout.contains("\"connected\""), "\(events.stdout)")
+        // The name means nothing on this side: everything above went through the bastion.
+        var resolved: UnsafeMutablePointer<addrinfo>?
+        #expect(getaddrinfo("jellyfin.behind.gateway", nil, nil, &resolved) != 0, "the test's host name resolves outside sshd")
+        if let resolved { freeaddrinfo(resolved) }
+        let forwarded = server.log.components(separatedBy: "target jellyfin.behind.gateway port \(jellyfin.port)").count - 1
+        #expect(forwarded >= 3, "direct-tcpip requests to the stand-in in sshd's log: \(forwarded)\n\(server.log.suffix(3000))")
+    }
 }
 
 final class PromptCount: Sendable {

@@ -17,13 +17,17 @@ public final class SSHLocalForwarder: Sendable {
     public let connection: SSHConnection
     public let targetHost: String
     public let targetPort: Int
-    /// The port on 127.0.0.1 to connect to.
+    /// The loopback address and port to connect to (127.0.0.1 and a port the system picked,
+    /// unless the caller asked for others).
+    public let localHost: String
     public let localPort: Int
     let listener: any Channel
     let logger: Logger
 
-    private init(connection: SSHConnection, targetHost: String, targetPort: Int, listener: any Channel, localPort: Int, logger: Logger) {
+    private init(connection: SSHConnection, targetHost: String, targetPort: Int, listener: any Channel, localHost: String, localPort: Int,
+                 logger: Logger) {
         self.connection = connection
+        self.localHost = localHost
         self.targetHost = targetHost
         self.targetPort = targetPort
         self.listener = listener
@@ -32,8 +36,10 @@ public final class SSHLocalForwarder: Sendable {
     }
 
     /// Opens the first channel to `targetHost:targetPort` (failing with `forwardingRefused` or
-    /// `targetUnreachable` when the server says so), then starts listening.
+    /// `targetUnreachable` when the server says so), then starts listening on `listenHost`
+    /// (a loopback address) and `listenPort` (0: the system picks).
     public static func start(over connection: SSHConnection, to targetHost: String, port targetPort: Int,
+                             listenHost: String = "127.0.0.1", listenPort: Int = 0,
                              logger: Logger = Logger(label: "farcast.ssh")) async throws -> SSHLocalForwarder {
         let loop = connection.eventLoop
         let spare = NIOLoopBoundBox<TunnelGlue?>.makeEmptyBox(valueType: TunnelGlue.self, eventLoop: loop)
@@ -65,19 +71,19 @@ public final class SSHLocalForwarder: Sendable {
                         try local.pipeline.syncOperations.addHandler(localGlue)
                     }
                 }
-                .bind(host: "127.0.0.1", port: 0).get()
+                .bind(host: listenHost, port: listenPort).get()
         } catch {
             first.close(promise: nil)
-            throw SSHTunnelError.connectionLost(host: "127.0.0.1", reason: "cannot listen for the tunnel: \(SSHConnection.describe(error))")
+            throw SSHTunnelError.connectionLost(host: listenHost, reason: "cannot listen for the tunnel on \(listenHost):\(listenPort): \(SSHConnection.describe(error))")
         }
         guard let port = listener.localAddress?.port else {
             listener.close(promise: nil)
             throw SSHTunnelError.connectionLost(host: "127.0.0.1", reason: "the tunnel's listener has no port")
         }
-        logger.debug("SSH tunnel listening", metadata: ["local": "127.0.0.1:\(port)", "target": "\(targetHost):\(targetPort)",
+        logger.debug("SSH tunnel listening", metadata: ["local": "\(listenHost):\(port)", "target": "\(targetHost):\(targetPort)",
                                                         "via": "\(connection.route.display)"])
         return SSHLocalForwarder(connection: connection, targetHost: targetHost, targetPort: targetPort, listener: listener,
-                                 localPort: port, logger: logger)
+                                 localHost: listenHost, localPort: port, logger: logger)
     }
 
     /// Stops listening and ends the SSH connection with every channel on it.
@@ -253,11 +259,13 @@ extension SSHLocalForwarder {
     /// Connects to `route` (ssh_config applied, through its ProxyJump host if any) and starts a
     /// forwarder to `targetHost:targetPort`; the connection is closed again if that fails.
     public static func open(through route: SSHRoute, to targetHost: String, port targetPort: Int,
+                            listenHost: String = "127.0.0.1", listenPort: Int = 0,
                             options: SSHTunnelOptions = SSHTunnelOptions(), prompts: SSHPrompts = SSHPrompts(),
                             logger: Logger = Logger(label: "farcast.ssh")) async throws -> SSHLocalForwarder {
         let connection = try await SSHConnection.connect(to: route, options: options, prompts: prompts, logger: logger)
         do {
-            return try await start(over: connection, to: targetHost, port: targetPort, logger: logger)
+            return try await start(over: connection, to: targetHost, port: targetPort, listenHost: listenHost, listenPort: listenPort,
+                                   logger: logger)
         } catch {
             await connection.close()
             throw error

@@ -1,5 +1,6 @@
 internal import Foundation
 import HTTPTypes
+import Synchronization
 package import OpenAPIRuntime
 
 #if canImport(AsyncHTTPClient)
@@ -18,6 +19,10 @@ public struct JellyfinTransport: Sendable {
     public var timeout: Duration
     /// The largest response body accepted (a hostile server's endless array is refused here).
     public var maxResponseBytes: Int
+    /// Connect to this address instead of resolving the URL's host (an SSH tunnel's local end),
+    /// same port; the URL's host still names the server in the Host header, TLS SNI and the
+    /// certificate check. `[url host: connect address]`. Linux (async-http-client) only.
+    public var connectOverride: [String: String] = [:]
 
     /// Replaces the network for the generated operations (tests feed canned answers here).
     let injected: (any ClientTransport)?
@@ -37,7 +42,7 @@ public struct JellyfinTransport: Sendable {
     var clientTransport: any ClientTransport {
         if let injected { return injected }
         #if canImport(AsyncHTTPClient)
-        return AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .nanoseconds(timeout.nanoseconds)))
+        return AsyncHTTPClientTransport(configuration: .init(client: httpClient, timeout: .nanoseconds(timeout.nanoseconds)))
         #else
         return URLSessionTransport()
         #endif
@@ -55,18 +60,34 @@ public struct JellyfinTransport: Sendable {
     #if canImport(AsyncHTTPClient)
     /// One client for the process, never shut down (like `HTTPClient.shared`), configured to
     /// follow up to five redirects without cycles and to give up connecting after 10 s.
-    static let httpClient: HTTPClient = {
+    static let httpClient = makeClient(dnsOverride: [:])
+
+    /// Clients with a connect override, one per override, kept (never shut down) like the shared one.
+    private static let overriddenClients = Mutex<[[String: String]: HTTPClient]>([:])
+
+    private static func makeClient(dnsOverride: [String: String]) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
         configuration.decompression = .enabled(limit: .ratio(50))
+        configuration.dnsOverride = dnsOverride
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
+    }
+
+    var httpClient: HTTPClient {
+        guard !connectOverride.isEmpty else { return Self.httpClient }
+        return Self.overriddenClients.withLock { clients in
+            if let client = clients[connectOverride] { return client }
+            let client = Self.makeClient(dnsOverride: connectOverride)
+            clients[connectOverride] = client
+            return client
+        }
+    }
 
     func get(_ url: URL, headers: [String: String]) async throws -> PlainResponse {
         var request = HTTPClientRequest(url: url.absoluteString)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await Self.httpClient.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+        let response = try await httpClient.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
         var body = try await response.body.collect(upTo: maxResponseBytes)
         var lookup: [String: String] = [:]
         for header in response.headers { lookup[header.name.lowercased()] = header.value }

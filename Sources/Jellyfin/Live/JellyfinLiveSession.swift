@@ -41,10 +41,21 @@ struct LiveSocketRunner: Sendable {
     func run() async throws {
         let core = Locked(LiveSessionCore(options: options))
         let clock = SystemClock()
-        guard let url = session.authenticatedURL(path: "/socket", query: [("deviceId", session.server.identity.deviceId)], webSocket: true) else {
+        guard var url = session.authenticatedURL(path: "/socket", query: [("deviceId", session.server.identity.deviceId)], webSocket: true) else {
             throw JellyfinError.invalidAddress(session.server.address.description, reason: "cannot build the WebSocket URL")
         }
         let shownURL = url.absoluteString.replacingOccurrences(of: session.accessToken, with: "…")
+        // Through a tunnel: dial its local end, still naming the server in TLS (SNI and the
+        // certificate check) as the HTTP requests do.
+        var sniHostname: String?
+        if let host = url.host, let connectTo = session.server.transport.connectOverride[host],
+           var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            parts.host = connectTo
+            if let rewritten = parts.url {
+                url = rewritten
+                sniHostname = host
+            }
+        }
         while !Task.isCancelled {
             var reason = "closed by the server"
             do {
@@ -52,6 +63,7 @@ struct LiveSocketRunner: Sendable {
                 try await session.postCapabilities()
                 var configuration = WebSocketClientConfiguration(maxFrameSize: Self.maxMessageBytes)
                 configuration.closeTimeout = .seconds(2)
+                configuration.sniHostname = sniHostname
                 configuration.additionalHeaders[.authorization] = AuthorizationHeader.value(identity: session.server.identity, token: session.accessToken)
                 let closeFrame = try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: logger) { inbound, outbound, _ in
                     events.yield(.connected(shownURL))

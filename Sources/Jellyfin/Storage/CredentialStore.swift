@@ -32,6 +32,7 @@ public struct RememberedServers: Sendable, Codable, Equatable {
         var entry = servers.first { $0.id == server.id } ?? RememberedServer(id: server.id, name: server.name, url: server.url)
         entry.name = server.name
         entry.url = server.url
+        entry.ssh = server.ssh
         entry.users.removeAll { $0.id == user.id }
         entry.users.insert(user, at: 0)
         entry.currentUser = user.id
@@ -64,24 +65,29 @@ public struct RememberedServer: Sendable, Codable, Equatable {
     public var url: String
     public var users: [RememberedUser] = []
     public var currentUser: String?
+    /// The SSH route the server is reached through (`user@bastion[:port]`), nil for direct.
+    public var ssh: String?
 
     public struct Info: Sendable, Equatable {
         public var id: String
         public var name: String
         public var url: String
-        public init(id: String, name: String, url: String) {
+        public var ssh: String?
+        public init(id: String, name: String, url: String, ssh: String? = nil) {
             self.id = id
             self.name = name
             self.url = url
+            self.ssh = ssh
         }
     }
 
-    public init(id: String, name: String, url: String, users: [RememberedUser] = [], currentUser: String? = nil) {
+    public init(id: String, name: String, url: String, users: [RememberedUser] = [], currentUser: String? = nil, ssh: String? = nil) {
         self.id = id
         self.name = name
         self.url = url
         self.users = users
         self.currentUser = currentUser
+        self.ssh = ssh
     }
 
     /// The user named by id or name (case-insensitive), else the current one.

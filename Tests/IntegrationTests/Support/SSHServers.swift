@@ -25,8 +25,11 @@ final class SSHServer: @unchecked Sendable {
     /// Ports handed out to sshd instances of this test process.
     private static let nextPort = Mutex(22_000 + Int(getpid() % 500) * 8)
 
+    /// - Parameter names: host names only this server resolves (`[name: address]`, added to an
+    ///   /etc/hosts seen by sshd alone), so a target reached by such a name was reached from the
+    ///   server's side, never directly.
     init(in parent: TemporaryFolder, name: String = "sshd", authorizedKeys: [String] = [], allowTcpForwarding: Bool = true,
-         extraConfig: String = "") throws {
+         extraConfig: String = "", names: [String: String] = [:]) throws {
         let sshd = try requireExecutable("/usr/sbin/sshd", package: "openssh-server")
         let keygen = try requireExecutable("ssh-keygen", package: "openssh-client")
         let unshare = try requireExecutable("unshare", package: "util-linux")
@@ -85,10 +88,15 @@ final class SSHServer: @unchecked Sendable {
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // A configuration mistake ends sshd at once; waitForTCPPort then reports its log.
         let script = """
-            mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/shadow && mount -t tmpfs -o mode=755 tmpfs /run \
-            && mkdir -m 755 /run/sshd && shift 2 && exec "$@"
+            mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/shadow && mount --bind "$3" /etc/hosts \
+            && mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && shift 3 && exec "$@"
             """
-        process = try BackgroundProcess(unshare, ["-m", "sh", "-c", script, "sh", passwd, shadow, sshd, "-D", "-e", "-f", config],
+        let hosts = folder + "/hosts"
+        try ((try? String(contentsOfFile: "/etc/hosts", encoding: .utf8)) ?? "127.0.0.1 localhost\n")
+            .appending(names.map { "\($0.value) \($0.key)\n" }.joined())
+            .write(toFile: hosts, atomically: true, encoding: .utf8)
+        chmod(hosts, 0o644)
+        process = try BackgroundProcess(unshare, ["-m", "sh", "-c", script, "sh", passwd, shadow, hosts, sshd, "-D", "-e", "-f", config],
                                         logName: name)
         try waitForTCPPort(port, process: process)
     }
