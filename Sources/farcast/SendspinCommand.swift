@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarcastSupport
 import Foundation
+import Hosts
 import Logging
 import Sendspin
 import Synchronization
@@ -197,11 +198,23 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let target: String
-            if let url { target = try await hosts.sendspinURL(url, timeout: .milliseconds(Int(connectTimeout * 1000)), logger: HostOptions.logger(global)).url } else { target = try await discoverServer() }
-            try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
-                                 openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
-                try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+            var tunnel: SSHLocalForwarder?
+            if let url {
+                (target, tunnel) = try await hosts.sendspinURL(url, timeout: .milliseconds(Int(connectTimeout * 1000)), logger: HostOptions.logger(global))
+            } else {
+                target = try await discoverServer()
             }
+            // The tunnel (with --ssh or a saved route) closes with the session, whichever way it ends.
+            do {
+                try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
+                                     openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
+                    try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+                }
+            } catch {
+                await tunnel?.stop()
+                throw error
+            }
+            await tunnel?.stop()
         }
     }
 
