@@ -84,6 +84,15 @@ struct HostOptions: ParsableArguments {
                                                 options: options, prompts: prompts(logger: logger), logger: logger)
     }
 
+    /// Connects to the SSH server of `route` with the secrets this command allows.
+    func openSSH(_ route: SSHRoute, timeout: Duration, logger: Logger) async throws -> SSHConnection {
+        var options = SSHTunnelOptions()
+        options.identityFiles = sshIdentity
+        options.acceptNewHostKeys = acceptNew
+        options.connectTimeout = timeout
+        return try await SSHConnection.connect(to: route, options: options, prompts: prompts(logger: logger), logger: logger)
+    }
+
     /// Host key confirmation, passphrases and passwords: files and environment first, the
     /// terminal last, never argv.
     func prompts(logger: Logger) -> SSHPrompts {
@@ -145,10 +154,11 @@ extension HostOptions {
         return endpoint
     }
 
-    /// Starts the tunnel when a route applies (dialing its local end from then on) and applies a
-    /// saved host's preferences the command line left at their defaults.
+    /// Connects to the SSH server when a route applies (every VNC connection is then a
+    /// `direct-tcpip` channel of that SSH connection, carrying RFB directly) and applies a saved
+    /// host's preferences the command line left at their defaults.
     func prepareVNC(_ argument: String, endpoint: VNCEndpoint, options: inout VNCClient.Options, timeout: Duration,
-                    logger: Logger) async throws -> SSHLocalForwarder? {
+                    logger: Logger) async throws -> SSHConnection? {
         let saved = try savedHost(argument)
         if let preferences = saved?.preferences {
             if preferences.viewOnly == true { options.configuration.viewOnly = true }
@@ -159,11 +169,11 @@ extension HostOptions {
             }
         }
         guard let route = try route(for: try hostAddress(argument, kind: .vnc)) else { return nil }
-        let forwarder = try await openTunnel(route, to: endpoint.host, port: endpoint.port, timeout: timeout, logger: logger)
-        options.dialHost = "127.0.0.1"
-        options.dialPort = forwarder.localPort
-        logger.info("VNC through SSH", metadata: ["via": "\(forwarder.connection.route.display)", "local": "127.0.0.1:\(forwarder.localPort)"])
-        return forwarder
+        let connection = try await openSSH(route, timeout: timeout, logger: logger)
+        let (host, port) = (endpoint.host, endpoint.port)
+        options.openChannel = { try await connection.openByteStream(host: host, port: port) }
+        logger.info("VNC through SSH", metadata: ["via": "\(connection.route.display)", "target": "\(host):\(port)"])
+        return connection
     }
 }
 

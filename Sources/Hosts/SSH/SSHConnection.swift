@@ -223,6 +223,24 @@ public final class SSHConnection: Sendable {
         }
     }
 
+    /// A `direct-tcpip` channel to `host:port` as a byte stream (what `ssh -W` gives a program),
+    /// wrapped before it can receive anything, so a server that speaks first loses nothing. A
+    /// protocol client runs on it directly: no local listener, no loopback hop.
+    public func openByteStream(host: String, port: Int) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+        final class Slot: Sendable { let stream = Mutex<NIOAsyncChannel<ByteBuffer, ByteBuffer>?>(nil) }
+        let wrapped = Slot()
+        let child = try await openDirectTCPIP(host: host, port: port) { child in
+            try child.pipeline.syncOperations.addHandler(SSHChannelDataBridge())
+            let stream = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: child)
+            wrapped.stream.withLock { $0 = stream }
+        }
+        guard let stream = wrapped.stream.withLock({ $0 }) else {
+            child.close(promise: nil)
+            throw SSHTunnelError.connectionLost(host: route.display, reason: "the channel to \(host):\(port) opened without its stream")
+        }
+        return stream
+    }
+
     /// Whether the connection is still open.
     public var isActive: Bool { channel.isActive }
 

@@ -49,6 +49,10 @@ public actor VNCClient {
         /// names and messages still use the endpoint.
         public var dialHost: String?
         public var dialPort: Int?
+        /// Carry the session over a byte stream the caller opens (an SSH `direct-tcpip` channel,
+        /// one per connection) instead of dialling TCP; pins, names and messages still use the
+        /// endpoint. Its errors reach the caller as they are.
+        public var openChannel: (@Sendable () async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer>)?
 
         public init() {}
     }
@@ -140,6 +144,11 @@ public actor VNCClient {
                                     options: Options, logger: Logger) async throws -> VNCClient {
         let client = VNCClient(endpoint: endpoint, options: options, logger: logger)
         let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        if let open = options.openChannel {
+            asyncChannel = try await open()
+            logger.debug("stream opened", metadata: ["endpoint": "\(endpoint)"])
+            return try await client.start(asyncChannel, credentials: credentials)
+        }
         do {
             asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(.nanoseconds(Int64(options.connectTimeout.components.seconds) * 1_000_000_000
