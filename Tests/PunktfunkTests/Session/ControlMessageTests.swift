@@ -79,7 +79,7 @@ struct ControlMessageTests {
     }
 
     /// A short fuzz run of the decoders over random and mutated input: typed errors only, never a
-    /// trap. (The longer run: PUNKTFUNK_FUZZ_ITERATIONS=1000000 swift test --filter PunktfunkTests.Fuzz.)
+    /// trap. (The longer run: PUNKTFUNK_FUZZ_ITERATIONS=1000000 swift test --filter ControlMessageTests/decodersSurvive.)
     @Test func decodersSurviveRandomAndMutatedInput() {
         var rng = SplitMix64(seed: 0x5EED)
         let iterations = Int(ProcessInfo.processInfo.environment["PUNKTFUNK_FUZZ_ITERATIONS"] ?? "") ?? 20000
