@@ -63,6 +63,14 @@ struct SSHTunnelTests {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// A 0600 file holding the test sshd's password (the command line never carries it).
+    static func sshPasswordFile(in folder: TemporaryFolder) throws -> String {
+        let path = folder.path + "/ssh-password"
+        try (SSHServer.password + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        return path
+    }
+
     static func expectFailure(_ body: () async throws -> Void) async -> SSHTunnelError? {
         do {
             try await body()
@@ -344,9 +352,7 @@ struct SSHTunnelTests {
         defer { server.stop() }
         let passwords = try PasswordFiles(in: folder)
         let xvnc = try XvncServer(passwords: passwords)
-        let sshPassword = folder.path + "/ssh-password"
-        try (SSHServer.password + "\n").write(toFile: sshPassword, atomically: true, encoding: .utf8)
-        chmod(sshPassword, 0o600)
+        let sshPassword = try Self.sshPasswordFile(in: folder)
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = home
         environment["XDG_STATE_HOME"] = folder.path + "/state"
@@ -393,9 +399,7 @@ struct SSHTunnelTests {
         let server = try SSHServer(in: folder, names: ["jellyfin.behind.gateway": "127.0.0.1"])
         defer { server.stop() }
         let jellyfin = try JellyfinStandInServer(keepAlive: 2)
-        let sshPassword = folder.path + "/ssh-password"
-        try (SSHServer.password + "\n").write(toFile: sshPassword, atomically: true, encoding: .utf8)
-        chmod(sshPassword, 0o600)
+        let sshPassword = try Self.sshPasswordFile(in: folder)
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = home
         environment["XDG_STATE_HOME"] = folder.path + "/state"
