@@ -48,7 +48,9 @@ struct SendspinALSATests {
     /// Plays the pulses for `seconds` through ALSA into the oracle DAC running `ppm` fast.
     static func play(seconds: Double, ppm: Double, stallAtBlock: Int? = nil) async throws -> Run {
         let folder = try TemporaryFolder()
-        let dac = try PulseAudioDAC(folder: folder.path, ppm: ppm, seconds: seconds + 2)
+        // The oracle's schedule outlasts the player whatever the server's start-up costs; it is
+        // stopped once the player is done and its last buffered pulse has left.
+        let dac = try PulseAudioDAC(folder: folder.path, ppm: ppm, seconds: seconds + 20)
         defer { dac.stop() }
         let server = try SendspinServer(name: "alsa-test", source: pulses)
         let stall: (@Sendable (Int) -> Void)? = stallAtBlock.map { at in { @Sendable block in if block == at { usleep(300_000) } } }
@@ -61,6 +63,8 @@ struct SendspinALSATests {
         options.name = "farcast-alsa"
         options.duration = .milliseconds(Int(seconds * 1000))
         let report = try await SendspinPlayer(options: options).play(url: server.url, sink: sink, logger: Logger(label: "test"))
+        try await Task.sleep(for: .milliseconds(500))
+        dac.oracle.stop()
         let oracle = dac.oracle.wait()
         return Run(report: report, rendered: edges.edges, oracle: oracle, pulseLog: dac.pulseLog)
     }
@@ -88,11 +92,18 @@ struct SendspinALSATests {
                       errors.reduce(0, +) / Double(max(errors.count, 1)))
     }
 
-    static func expectOnTime(_ run: Run, pulses expected: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectOnTime(_ run: Run, pulses expected: Int, missesAllowed: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) {
         let errors = errors(run)
         let summary = describe(errors)
         #expect(run.oracle.error == nil, "oracle: \(run.oracle.error ?? "")", sourceLocation: sourceLocation)
         #expect(errors.count >= expected, "pulses measured at the DAC: \(summary)", sourceLocation: sourceLocation)
+        // Every pulse the player rendered while the DAC was running (after the settling time) left
+        // it on time; a deliberate stall may cost the pulse it delayed.
+        if let first = run.rendered.first {
+            let renderedInWindow = run.rendered.filter { $0 >= first + 3e6 && $0 <= run.oracle.endUs - 50_000 }.count
+            #expect(errors.count + missesAllowed >= renderedInWindow, "\(renderedInWindow) pulses rendered, \(errors.count) left the DAC on time: \(summary)",
+                    sourceLocation: sourceLocation)
+        }
         let sorted = errors.map(abs).sorted()
         if !sorted.isEmpty {
             // Half the pulses within 2 ms, nine in ten within 3 ms; none off by more than 5 ms.
@@ -122,7 +133,7 @@ struct SendspinALSATests {
         // Block ~600 is about 6 s in (10 ms periods); the DAC thread stalls 300 ms, past the
         // 100 ms buffer: the device underruns, the player recovers and plays on in time.
         let run = try await Self.play(seconds: 16, ppm: 300, stallAtBlock: 600)
-        Self.expectOnTime(run, pulses: 18)
+        Self.expectOnTime(run, pulses: 18, missesAllowed: 1)
         #expect(run.report.outputUnderruns >= 1, "the stall caused an underrun the player recovered from")
     }
 

@@ -97,6 +97,8 @@ final class FIFOOracle: @unchecked Sendable {
         /// Reads that found the FIFO short at their scheduled time (the sound server fell behind).
         var lateReads = 0
         var maxReadLatenessUs = 0.0
+        /// When the last frame read left (µs, CLOCK_MONOTONIC_RAW): edges after it were never seen.
+        var endUs = 0.0
         var error: String?
         var done = false
     }
@@ -212,6 +214,7 @@ final class FIFOOracle: @unchecked Sendable {
             $0.frames = frame
             $0.lateReads = lateReads
             $0.maxReadLatenessUs = maxLate
+            $0.endUs = Double(t0) / 1000 + Double(frame) * 1e6 / effectiveRate
         }
     }
 }
