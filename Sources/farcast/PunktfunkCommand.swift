@@ -121,6 +121,15 @@ final class PunktfunkInterrupt: Sendable {
 
     var fired: Bool { state.withLock { $0.fired } }
 
+    /// Closes the attached session, if any, and waits for its connection thread to finish, so
+    /// the process never exits while that thread is inside ngtcp2 or GnuTLS.
+    func finish() async {
+        guard let client = state.withLock({ $0.client }) else { return }
+        if !(await client.closeAndWait(timeout: 2)) {
+            FileHandleOutput.stderr("farcast: the QUIC connection did not finish closing within 2 s\n")
+        }
+    }
+
     private func fire() {
         let client = state.withLock { s -> PunktfunkClient? in
             s.fired = true
@@ -144,9 +153,11 @@ func interruptible(_ body: (PunktfunkInterrupt) async throws -> Void) async thro
     do {
         try await body(interrupt)
     } catch {
+        await interrupt.finish()
         if interrupt.fired { throw CommandFailure(message: "interrupted") }
         throw error
     }
+    await interrupt.finish()
 }
 
 /// A Welcome as JSON.

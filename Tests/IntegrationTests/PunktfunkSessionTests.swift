@@ -372,13 +372,13 @@ struct PunktfunkStreamingTests {
         #expect(afterRecovery.count >= 60, "only \(afterRecovery.count) frames after the recovering keyframe")
     }
 
-    /// Every UDP packet in both directions — QUIC control and datagrams, the data plane, the hole
-    /// punch — delayed 20 ms and 3 % lost by the NFQUEUE impairment (this kernel has no netem),
-    /// not by the host's own knobs: the handshake and the clock must hold, and what the clock
-    /// measures must be the link's. (Streaming over this link is not asserted here: `receive`
-    /// outlived its 5 s by minutes when this ran after NetImpairTests in one process — open in
-    /// issue 15's note.)
-    @Test func theHandshakeAndClockHoldAndMeasureTheLinkWhenEveryPacketIsDelayedAndSomeLostBothWays() throws {
+    /// Every UDP packet in both directions — QUIC control and datagrams, the video data plane, the
+    /// hole punch — delayed 20 ms and 3 % lost by the NFQUEUE impairment (this kernel has no netem),
+    /// not by the host's own knobs: the handshake, clock and stream must hold, and what they
+    /// measure must be the link's. (`receive` once outlived its 5 s here by minutes, in CI and
+    /// after NetImpairTests, and could not be made to again; should it recur, the time-out
+    /// report carries its stderr and every thread's stack.)
+    @Test func theSessionHoldsAndMeasuresTheLinkWhenEveryPacketIsDelayedAndSomeLostBothWays() throws {
         let folder = try TemporaryFolder()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--fec", "20"], folder: folder)
         let link = try ImpairedLink(match: "-p udp", options: ["--delay-ms", "20", "--loss", "3", "--seed", "21"], folder: folder)
@@ -393,8 +393,22 @@ struct PunktfunkStreamingTests {
         #expect(rtt >= 39_000 && rtt < 80_000, "clock round trip \(rtt) µs over a 2 × 20 ms link")
         let offset = try #require(clock["clock_offset_us"] as? Double)
         #expect(abs(offset) < 3_000, "clock offset \(offset) µs with a symmetric delay")
+
+        let auLog = folder.path + "/au.jsonl"
+        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--seconds", "5", "--mode", "1280x720x60", "--au-log", auLog, "--json"],
+                                                       state: folder.path + "/client", timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try PunktfunkSessionTests.json(result.stdout)
+        let received = Self.lines(auLog)
+        let hashes = Self.hostHashes(host)
+        #expect(received.count > 200, "only \(received.count) access units in 5 s of 60 Hz")
+        #expect(received.allSatisfy { hashes[$0["frame_index"] as? Int ?? -1] == $0["sha256"] as? String })
+        #expect((report["fec_recovered_shards"] as? Int ?? 0) > 0, "3 % loss but nothing repaired")
+        // Capture→receipt latency includes the 20 ms the link holds every packet.
+        let p50 = try #require((report["latency_us"] as? [String: Any])?["p50"] as? Double)
+        #expect(p50 >= 19_000 && p50 < 80_000, "latency p50 \(p50) µs over a 20 ms link")
         let counts = link.stop()
-        #expect((counts["accepted"] ?? 0) > 20, "impairment counts \(counts)")
+        #expect((counts["dropped_loss"] ?? 0) > 50 && (counts["accepted"] ?? 0) > 5_000, "impairment counts \(counts)")
     }
 
     @Test func aModeChangeMidStreamBringsAFreshIDRAtTheNewMode() async throws {

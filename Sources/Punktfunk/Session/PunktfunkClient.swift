@@ -181,6 +181,15 @@ public final class PunktfunkClient: Sendable {
         quic.close(code: 0x51, reason: "client quit")
     }
 
+    /// Closes and waits (up to `timeout` seconds) until the connection's thread has sent the
+    /// close and released QUIC and TLS — what a program does before it exits, so no library
+    /// teardown runs while that thread still uses the library. True when it finished in time.
+    @discardableResult
+    public func closeAndWait(timeout: Double = 2) async -> Bool {
+        close()
+        return await quic.waitUntilClosed(timeout: timeout)
+    }
+
     // MARK: - handshake
 
     /// Sends Hello and returns the host's Welcome.

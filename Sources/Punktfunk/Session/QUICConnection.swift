@@ -123,8 +123,19 @@ public final class QUICConnection: Sendable {
         mailbox.post(.close(code: code, reason: reason))
     }
 
-    /// True once the I/O thread has stopped.
+    /// True once the I/O thread has stopped and released its QUIC and TLS state.
     public var isClosed: Bool { mailbox.isDone }
+
+    /// Waits up to `timeout` seconds for the I/O thread to stop (after `close`, or the connection
+    /// ending by itself); true when it has.
+    public func waitUntilClosed(timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !isClosed {
+            guard Date() < deadline else { return false }
+            try? await Task.sleep(nanoseconds: 5_000_000)
+        }
+        return true
+    }
 }
 
 /// Commands from any thread to a connection's I/O thread, with a pipe that wakes its poll().
@@ -505,8 +516,10 @@ final class QUICEngine: @unchecked Sendable {
         } else {
             events(.closed(error))
         }
-        mailbox.markDone()
+        // Done only once ngtcp2 and GnuTLS are released: a process may exit right after
+        // `waitUntilClosed`, and its library destructors must not race this thread's teardown.
         tearDown()
+        mailbox.markDone()
     }
 
     /// Runs until the connection ends; returns why (nil when we closed it on purpose).
@@ -572,8 +585,10 @@ final class QUICEngine: @unchecked Sendable {
         }
     }
 
+    /// Reads what the socket holds, at most a batch, so a host that never pauses cannot keep
+    /// commands, timers and writes from their turn.
     private func readPackets() -> PunktfunkSessionError? {
-        while true {
+        for _ in 0..<256 {
             let n = packet.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 {
                 if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return nil }
@@ -591,6 +606,7 @@ final class QUICEngine: @unchecked Sendable {
             if rc != 0 { return mapError(rc) }
             lastPacketAt = Self.now()
         }
+        return nil
     }
 
     private func writePackets() -> PunktfunkSessionError? {

@@ -72,11 +72,14 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(10_000) }
     if process.isRunning {
+        // Where it hangs, for the report: every thread's stack, while it is still hung.
+        let stacks = threadStacks(pid: process.processIdentifier)
         process.terminate()
         usleep(200_000)
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         _ = group.wait(timeout: .now() + 5)
-        throw TimedOut(command: ([executable] + arguments).joined(separator: " "), seconds: timeout)
+        throw TimedOut(command: ([executable] + arguments).joined(separator: " "), seconds: timeout,
+                       stderr: String(decoding: errData.value.withLock { $0 }, as: UTF8.self), stacks: stacks)
     }
     // A daemon the command left behind may hold the pipes open: the command has ended, so its
     // output is complete once a few seconds pass without EOF.
@@ -96,7 +99,38 @@ final class DataBox: Sendable {
 struct TimedOut: Error, CustomStringConvertible {
     var command: String
     var seconds: TimeInterval
-    var description: String { "`\(command)` did not finish within \(Int(seconds)) s" }
+    var stderr = ""
+    var stacks = ""
+    var description: String {
+        var text = "`\(command)` did not finish within \(Int(seconds)) s"
+        if !stderr.isEmpty { text += "\n--- its stderr (last 4000 characters):\n" + String(stderr.suffix(4000)) }
+        if !stacks.isEmpty { text += "\n--- its threads when it was stopped:\n" + stacks }
+        return text
+    }
+}
+
+/// Every thread's backtrace of a running process, through gdb when it is installed ("" otherwise);
+/// bounded in time so a report never hangs on it.
+func threadStacks(pid: Int32) -> String {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb") else { return "" }
+    let gdb = Process()
+    gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
+    gdb.arguments = ["-p", "\(pid)", "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt 30"]
+    let out = Pipe()
+    gdb.standardOutput = out
+    gdb.standardError = FileHandle.nullDevice
+    guard (try? gdb.run()) != nil else { return "" }
+    let text = DataBox()
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        text.value.withLock { $0 = data }
+        done.signal()
+    }
+    if done.wait(timeout: .now() + 30) == .timedOut { gdb.terminate(); return "(gdb did not finish in 30 s)" }
+    gdb.waitUntilExit()
+    return String(decoding: text.value.withLock { $0 }, as: UTF8.self)
+        .split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }.joined(separator: "\n")
 }
 
 /// A long-running peer (a server) started for one test and stopped when the value goes away.
