@@ -78,12 +78,28 @@ end_to_end() { # encoding who
   for _ in $(seq 200); do grep -q ready "$WORK/replay.log" 2>/dev/null && break; sleep 0.05; done
   if [ "$who" = ours ]; then
     /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$FARCAST" vnc watch "127.0.0.1::$PORT" --security none --until-eof --hash --json \
-      > "$WORK/$e.ours.e2e.json"
+      > "$WORK/$e.ours.e2e.json" &
   else
-    /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$WORK/libvncclient_replay" "$WORK/$e.rfb" --feed "tcp:$PORT" > "$WORK/$e.theirs.e2e.json"
+    /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$WORK/libvncclient_replay" "$WORK/$e.rfb" --feed "tcp:$PORT" > "$WORK/$e.theirs.e2e.json" &
   fi
+  local timer=$! anon
+  anon=$(peak_anon "$timer")
+  wait "$timer"
   wait "$server" 2>/dev/null || true
-  cat "$WORK/time" >> "$WORK/$e.$who.e2e.times"
+  echo "$(cat "$WORK/time") $anon" >> "$WORK/$e.$who.e2e.times"
+}
+# Peak RssAnon (KiB) of the process GNU time runs: memory the client allocated, without the
+# code and read-only data it maps from its executable and libraries (RssFile), which the
+# kernel shares with other processes and can drop. Sampled every 10 ms from /proc.
+peak_anon() { # time's pid
+  local child="" best=0 v
+  for _ in $(seq 100); do child=$(pgrep -P "$1" | head -1 || true); [ -n "$child" ] && break; sleep 0.005; done
+  while [ -n "$child" ] && kill -0 "$child" 2>/dev/null; do
+    v=$(awk '/^RssAnon:/{print $2}' "/proc/$child/status" 2>/dev/null || true)
+    [ -n "$v" ] && [ "$v" -gt "$best" ] && best=$v
+    sleep 0.01
+  done
+  echo "$best"
 }
 for e in "${ENCODINGS[@]}"; do
   say "end to end over loopback TCP, $e: farcast vnc watch, then libvncclient ($RUNS runs each)…"
@@ -96,18 +112,21 @@ work, as_json, encodings = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
 
 def e2e(e, who):
     runs = [l.split() for l in open(f"{work}/{e}.{who}.e2e.times") if l.strip()]
-    cpu = statistics.median(float(u) + float(s) for u, s, _ in runs)
-    rss = max(int(m) for _, _, m in runs) / 1024
-    return cpu, rss, json.load(open(f"{work}/{e}.{who}.e2e.json"))["sha256"]
+    cpu = statistics.median(float(r[0]) + float(r[1]) for r in runs)
+    rss = max(int(r[2]) for r in runs) / 1024
+    anon = max(int(r[3]) for r in runs) / 1024
+    return cpu, rss, anon, json.load(open(f"{work}/{e}.{who}.e2e.json"))["sha256"]
 
 headline = []
 for e in encodings:
-    ours_cpu, ours_rss, ours_hash = e2e(e, "ours")
-    their_cpu, their_rss, their_hash = e2e(e, "theirs")
+    ours_cpu, ours_rss, ours_anon, ours_hash = e2e(e, "ours")
+    their_cpu, their_rss, their_anon, their_hash = e2e(e, "theirs")
     headline.append({"encoding": e, "ours_cpu_s": round(ours_cpu, 3), "libvncclient_cpu_s": round(their_cpu, 3),
                      "speed_ratio": round(their_cpu / ours_cpu, 2) if ours_cpu else None,
                      "ours_peak_rss_mib": round(ours_rss, 1), "libvncclient_peak_rss_mib": round(their_rss, 1),
-                     "rss_ratio": round(ours_rss / their_rss, 2) if their_rss else None, "hash_match": ours_hash == their_hash})
+                     "rss_ratio": round(ours_rss / their_rss, 2) if their_rss else None,
+                     "ours_peak_anon_mib": round(ours_anon, 1), "libvncclient_peak_anon_mib": round(their_anon, 1),
+                     "anon_ratio": round(ours_anon / their_anon, 2) if their_anon else None, "hash_match": ours_hash == their_hash})
 rows = []
 for e in encodings:
     ours = json.load(open(f"{work}/{e}.ours.json"))
@@ -128,11 +147,14 @@ for e in encodings:
 if as_json:
     print(json.dumps({"end_to_end": headline, "from_memory": rows}))
 else:
-    print("RFB end to end: each recording served over loopback TCP to a whole client process; CPU = user + sys (median), RSS = peak")
-    print(f"{'encoding':<9}{'farcast CPU s':>14}{'libvncclient CPU s':>20}{'speed ratio':>13}{'farcast RSS MiB':>17}{'libvncclient RSS MiB':>22}{'same pixels':>13}")
+    print("RFB end to end: each recording served over loopback TCP to a whole client process; CPU = user + sys (median), RSS = peak;")
+    print("anon = peak RssAnon (what the process allocated, without the code it maps from its executable and libraries)")
+    print(f"{'encoding':<9}{'farcast CPU s':>14}{'libvncclient CPU s':>20}{'speed ratio':>13}{'farcast RSS MiB':>17}{'libvncclient RSS MiB':>22}"
+          f"{'farcast anon':>14}{'libvncclient anon':>19}{'same pixels':>13}")
     for r in headline:
         print(f"{r['encoding']:<9}{r['ours_cpu_s']:>14.2f}{r['libvncclient_cpu_s']:>20.2f}{r['speed_ratio']:>13.2f}"
-              f"{r['ours_peak_rss_mib']:>17.1f}{r['libvncclient_peak_rss_mib']:>22.1f}{'yes' if r['hash_match'] else 'NO':>13}")
+              f"{r['ours_peak_rss_mib']:>17.1f}{r['libvncclient_peak_rss_mib']:>22.1f}"
+              f"{r['ours_peak_anon_mib']:>14.1f}{r['libvncclient_peak_anon_mib']:>19.1f}{'yes' if r['hash_match'] else 'NO':>13}")
     print()
     print(f"Breakdown — RFB decode from memory (no socket), median of the timed runs after a warm-up")
     print(f"{'encoding':<9}{'capture MB':>11}{'Mpx':>8}{'farcast Mpx/s':>15}{'libvncclient Mpx/s':>20}{'ratio':>7}{'farcast RSS MiB':>17}{'same pixels':>13}")
