@@ -26,7 +26,7 @@ Cross-checks (assertions; the script refuses to write the file if one fails):
     way TigerVNC's SSecurityRSAAES does, and parses the credentials;
   * DH shared secrets agree from both sides; ARD ciphertext decrypts (pycryptodome AES-ECB);
   * MS-Logon II DES-CBC == cryptography's (decrepit) TripleDES with K1=K2=K3 in CBC mode, and
-    the VNC DES convention reproduces the VncAuth vector used in Tests/RFBTests/DESTests.swift.
+    the VNC DES convention reproduces the VncAuth vector used in Tests/RFBTests/Security/DESTests.swift.
 
 `--live HOST:PORT` additionally runs a real RA2-family login with this code against a server
 (loopback only), e.g. a TigerVNC >= 1.13 x0vncserver started with
