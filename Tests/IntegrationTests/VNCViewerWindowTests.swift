@@ -185,6 +185,33 @@ struct VNCViewerWindowTests {
         try echo.waitForEvents("the wheel click") { $0.contains { if case .button(5, _, _) = $0 { true } else { false } } && $0.contains(.release(5)) }
     }
 
+    /// Typing through an input method, as users of Chinese, Japanese, Vietnamese or accented
+    /// Latin do: IBus runs on the viewer's display with m17n's Latin prefix engine, where `"`
+    /// then `a` compose "ä" and `'` then `e` "é". The keys the engine takes in never reach the
+    /// remote side on their own; its committed text does, as the characters it composed.
+    @Test func textComposedByAnInputMethodArrivesAsItsCharacters() throws {
+        let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let echo = try InputEcho(on: server)
+        let screen = try ViewerScreen()
+        let ime = try IBusInputMethod(on: screen, engine: "m17n:t:latn-pre", folder: folder)
+        defer { ime.stop() }
+        var env = screen.environment.merging(ime.environment) { $1 }
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)", "--scale", "1:1", "--no-clipboard"],
+                                           environment: env, logName: "farcast-view")
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+
+        try screen.x("xdotool", ["type", "--delay", "60", "x\"ay 'e"], package: "xdotool")
+        try screen.x("xdotool", ["key", "Return"], package: "xdotool")
+        let typed = { (events: [XInputEvent]) in events.compactMap { if case .key(_, let t?) = $0 { t } else { nil } }.joined() }
+        try echo.waitForEvents("the composed text") { typed($0).hasSuffix("\r") }
+        #expect(typed(echo.events) == "xäy é\r", "the remote desktop read \(echo.events)")
+        #expect(!echo.events.contains(.key(keysym: 0x22, text: "\"")) && !echo.events.contains(.key(keysym: 0x27, text: "'")),
+                "the keys the input method composed with reached the remote side: \(echo.events)")
+    }
+
     @Test func clipboardTravelsBothWays() throws {
         let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
         let screen = try ViewerScreen()
