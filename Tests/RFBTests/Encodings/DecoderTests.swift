@@ -43,18 +43,18 @@ import Testing
         #expect(differing == 0, "\(differing) pixels differ; \(detail)", sourceLocation: sourceLocation)
     }
 
-    @Test func raw() { expectExact(decode(.raw) { $0.raw(image, $1) }, image.pixels) }
-    @Test func rre() { expectExact(decode(.rre) { $0.rre(image, $1, compact: false) }, image.pixels) }
-    @Test func coRRE() { expectExact(decode(.coRRE) { $0.rre(image, $1, compact: true) }, image.pixels) }
-    @Test func hextile() { expectExact(decode(.hextile) { $0.hextile(image, $1) }, image.pixels) }
-    @Test func zlib() { expectExact(decode(.zlib) { $0.zlib(image, $1) }, image.pixels) }
-    @Test func zrle() { expectExact(decode(.zrle) { $0.zrle(image, $1) }, image.pixels) }
-    @Test func trle() { expectExact(decode(.trle) { $0.trle(image, $1) }, image.pixels) }
-    @Test func tightCopyOnEveryStream() {
+    @Test func rawReproducesTheImageExactly() { expectExact(decode(.raw) { $0.raw(image, $1) }, image.pixels) }
+    @Test func rreReproducesTheImageExactly() { expectExact(decode(.rre) { $0.rre(image, $1, compact: false) }, image.pixels) }
+    @Test func compactRREReproducesTheImageExactly() { expectExact(decode(.coRRE) { $0.rre(image, $1, compact: true) }, image.pixels) }
+    @Test func hextileReproducesTheImageExactly() { expectExact(decode(.hextile) { $0.hextile(image, $1) }, image.pixels) }
+    @Test func zlibReproducesTheImageExactly() { expectExact(decode(.zlib) { $0.zlib(image, $1) }, image.pixels) }
+    @Test func zrleReproducesTheImageExactly() { expectExact(decode(.zrle) { $0.zrle(image, $1) }, image.pixels) }
+    @Test func trleReproducesTheImageExactly() { expectExact(decode(.trle) { $0.trle(image, $1) }, image.pixels) }
+    @Test func tightCopyFilterReproducesTheImageOnEachOfTheFourZlibStreams() {
         var stream = 0
         expectExact(decode(.tight) { e, r in stream += 1; return e.tight(image, r, method: .copy, stream: stream % 4) }, image.pixels)
     }
-    @Test func tightGradient() { expectExact(decode(.tight) { $0.tight(image, $1, method: .gradient, stream: 2) }, image.pixels) }
+    @Test func tightGradientFilterReproducesTheImageExactly() { expectExact(decode(.tight) { $0.tight(image, $1, method: .gradient, stream: 2) }, image.pixels) }
 
     @Test func tightPaletteAndFillAndStreamResets() {
         // Quantise to few colours so the palette filter applies everywhere; use 2-colour (1 bpp)
