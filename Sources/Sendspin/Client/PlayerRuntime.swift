@@ -1,0 +1,344 @@
+import Crypto
+import FarcastNIO
+import FarcastSupport
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import WSCore
+
+/// The player's live session state: the protocol core, the decoder, pending time exchanges
+/// and the outgoing frame queue, all behind one lock. A frame the core seals is queued in the
+/// same locked step (`withSession`), so encryption order is send order from any thread; the
+/// connection's one writer task drains the queue.
+final class Runtime: Sendable {
+    struct State {
+        var session: SendspinSession
+        var frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation?
+        var decoder: (any AudioDecoder)?
+        var streamFormat: StreamFormat?
+        var outputFormat: OutputFormat?
+        var pendingTimes: [Int64: CheckedContinuation<(ServerTime, Int64)?, Never>] = [:]
+        var finished = false
+        var endReason: SendspinError?
+        var endedCleanly = false
+        var exchanges = 0
+        var availability = Availability()
+        var groupName: String?
+        var groupState: String?
+        var serverName: String?
+        var volume = 100
+        var muted = false
+        var outputDelayMs = 0
+        var loggedDecodeErrors = 0
+        /// Allowed to play into the shared core (always, for a connection the player dialled).
+        var admitted: Bool
+        var serverID: String?
+    }
+
+    /// Decides whether an activated connection may play (listening mode); nil admits it.
+    typealias Admission = @Sendable (Runtime, [String]) -> Bool
+    private let admission: Admission?
+
+    // @unchecked-free: the decoder class is only touched inside the lock.
+    private let state: Mutex<State>
+    let core: PlayerCore
+    let logger: Logger
+    /// Where pairings made on this connection are kept.
+    let store: PlayerStore?
+    let observer: SendspinPlayer.SessionObserver?
+
+    init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil,
+         observer: SendspinPlayer.SessionObserver? = nil, admission: Admission? = nil) {
+        // The session reports and later persists what the core plays with (the remembered
+        // volume, mute and output delay), not the defaults.
+        var initial = State(session: session, admitted: admission == nil)
+        (initial.volume, initial.muted, initial.outputDelayMs) = core.playerSettings
+        state = Mutex(initial)
+        self.store = store
+        self.observer = observer
+        self.core = core
+        self.logger = logger
+        self.admission = admission
+    }
+
+    var isAdmitted: Bool { state.withLock { $0.admitted } }
+    var serverID: String? { state.withLock { $0.serverID } }
+    func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
+
+    func attach(_ frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation) {
+        state.withLock { $0.frames = frames }
+    }
+
+    /// Runs `body` on the session and queues the frames it produced before the lock is let go
+    /// (Noise nonces count up per frame: a frame queued behind a later-sealed one would fail
+    /// authentication at the server). Returns the remaining actions for `perform`.
+    func withSession(_ body: (inout SendspinSession) -> [SendspinSession.Action]) -> [SendspinSession.Action] {
+        state.withLock { s in Self.queueFrames(body(&s.session), in: &s) }
+    }
+
+    private static func queueFrames(_ actions: [SendspinSession.Action], in s: inout State) -> [SendspinSession.Action] {
+        var rest: [SendspinSession.Action] = []
+        for action in actions {
+            switch action {
+            case .sendText(let text): _ = s.frames?.yield(.text(text))
+            case .sendBinary(let bytes): _ = s.frames?.yield(.binary(ByteBuffer(bytes: bytes)))
+            default: rest.append(action)
+            }
+        }
+        return rest
+    }
+
+    func withSessionValue<T>(_ body: (SendspinSession) -> T) -> T {
+        state.withLock { body($0.session) }
+    }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+    var isActive: Bool { state.withLock { $0.session.isActive } }
+    var endReason: SendspinError? { state.withLock { $0.endReason } }
+    var endedCleanly: Bool { state.withLock { $0.endedCleanly } }
+    var streamFormat: StreamFormat? { state.withLock { $0.streamFormat } }
+    var exchanges: Int { state.withLock { $0.exchanges } }
+    var serverName: String? { state.withLock { $0.serverName } }
+    func timeExchanged() { state.withLock { $0.exchanges += 1 } }
+
+    func end(_ error: SendspinError?) {
+        let waiters = state.withLock { s -> [CheckedContinuation<(ServerTime, Int64)?, Never>] in
+            if !s.finished {
+                s.finished = true
+                s.endReason = error
+                s.endedCleanly = error == nil
+            }
+            s.frames?.finish()
+            defer { s.pendingTimes = [:] }
+            return Array(s.pendingTimes.values)
+        }
+        for w in waiters { w.resume(returning: nil) }
+    }
+
+    func persistedSettings(base: PlayerStore.Settings) -> PlayerStore.Settings {
+        state.withLock { s in
+            var settings = base
+            settings.volume = s.volume
+            settings.muted = s.muted
+            settings.outputDelayMs = s.outputDelayMs
+            return settings
+        }
+    }
+
+    /// Sends client/time and waits (≤ 1 s) for its answer and arrival time.
+    func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
+        let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
+            let actions = state.withLock { s -> [SendspinSession.Action]? in
+                guard !s.finished else { return nil }
+                s.pendingTimes[t1] = continuation
+                return Self.queueFrames(s.session.sendTime(at: t1), in: &s)
+            }
+            guard let actions else { continuation.resume(returning: nil); return }
+            perform(actions, now: now)
+            Task {
+                try? await Task.sleep(for: .seconds(1))
+                let late = self.state.withLock { $0.pendingTimes.removeValue(forKey: t1) }
+                late?.resume(returning: nil)
+            }
+        }
+        return answer
+    }
+
+    /// Executes session actions: events into the player (frames were queued by `withSession`;
+    /// any still here are queued now).
+    func perform(_ actions: [SendspinSession.Action], now: Int64) {
+        for action in actions {
+            switch action {
+            case .sendText(let text):
+                state.withLock { _ = $0.frames?.yield(.text(text)) }
+            case .sendBinary(let bytes):
+                state.withLock { _ = $0.frames?.yield(.binary(ByteBuffer(bytes: bytes))) }
+            case .event(let event):
+                handle(event, now: now)
+            case .close(let error):
+                if let error { logger.debug("session closing", metadata: ["reason": "\(error)"]) }
+                end(error)
+            }
+        }
+    }
+
+    /// Sends client/state with the full player object.
+    func reportState() {
+        let actions = state.withLock { s -> [SendspinSession.Action] in
+            let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs, requiredLeadTimeMs: 250,
+                                           minBufferMs: 250, supportedCommands: ["volume", "mute", "set_output_delay"],
+                                           format: s.session.configuration.formats.first)
+            return Self.queueFrames(s.session.sendState(available: s.availability.available, player: player), in: &s)
+        }
+        perform(actions, now: 0)
+    }
+
+    /// After each filter update: report availability once the clock has converged.
+    func filterUpdated(now: Int64) {
+        let filter = core.filter
+        let (changed, available) = state.withLock { s -> (Bool, Bool) in
+            guard s.session.isActive else { return (false, s.availability.available) }
+            return (s.availability.update(synchronized: filter.isSynchronized, errorUs: filter.error), s.availability.available)
+        }
+        if changed {
+            if available {
+                logger.debug("clock synchronised", metadata: ["offset_us": "\(filter.offset)", "error_us": "\(filter.error ?? -1)"])
+            } else {
+                logger.notice("the clock filter lost synchronisation: telling the server this player is unavailable until it converges again")
+            }
+            reportState()
+        }
+    }
+
+    var availabilityWithdrawals: Int { state.withLock { $0.availability.withdrawals } }
+    var peakErrorWhileAvailableUs: Int64 { state.withLock { $0.availability.peakErrorWhileAvailableUs } }
+    var group: (name: String?, state: String?) { state.withLock { ($0.groupName, $0.groupState) } }
+
+    private func handle(_ event: SendspinEvent, now: Int64) {
+        switch event {
+        case .handshakeComplete(let serverID, let category):
+            state.withLock { $0.serverID = serverID }
+            let kind = ["lt": "paired", "pr": "keyed by the pairing PSK", "sn": "unpaired"][category] ?? category
+            logger.info("encrypted session established (\(kind))", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
+        case .hello(let hello):
+            state.withLock { $0.serverName = hello.name }
+            observer?.hello?(hello, withSessionValue { $0.serverID })
+            logger.notice("connected to \(hello.name)")
+        case .activated(let activities, let roles):
+            logger.debug("activated", metadata: ["activities": "\(activities)", "roles": "\(roles)"])
+            if let admission, !admission(self, activities) {
+                perform(withSession { $0.goodbye(reason: "concurrent_attempt") }, now: now)
+                return
+            }
+            reportState()
+        case .serverTime(let time, let receivedAt):
+            let waiter = state.withLock { $0.pendingTimes.removeValue(forKey: time.clientTransmitted) }
+            waiter?.resume(returning: (time, receivedAt))
+        case .streamStart(let format):
+            guard let format, isAdmitted else { return }
+            observer?.streamStart?(format)
+            // The decoder is created inside the lock: it is not Sendable and lives there.
+            let outcome = state.withLock { s -> Result<Bool, AudioDecodeError> in
+                do throws(AudioDecodeError) {
+                    s.decoder = try makeAudioDecoder(for: format)
+                } catch {
+                    s.decoder = nil
+                    return .failure(error)
+                }
+                let wasStreaming = s.streamFormat != nil
+                s.streamFormat = format
+                s.outputFormat = OutputFormat(sampleRate: format.sampleRate, channels: format.channels, bitDepth: format.bitDepth ?? 16)
+                return .success(!wasStreaming)
+            }
+            switch outcome {
+            case .success(let isNewStream):
+                logger.notice("stream: \(format.codec) \(format.sampleRate) Hz \(format.bitDepth.map { "\($0)-bit " } ?? "")\(format.channels) ch")
+                // A new stream from empty snaps; a format change mid-stream keeps the queue.
+                if isNewStream { core.withEngine { $0.clear() } }
+            case .failure(let error):
+                logger.error("cannot play this stream: \(error)")
+            }
+        case .streamClear:
+            if isAdmitted { core.withEngine { $0.clear() } }
+        case .streamEnd:
+            if isAdmitted { core.withEngine { $0.clear(endOfStream: true) } }
+            observer?.streamEnd?()
+            state.withLock { s in
+                s.streamFormat = nil
+                s.decoder = nil
+            }
+        case .audioChunk(let chunk):
+            guard isAdmitted else { return }
+            let decoded = state.withLock { s -> (Result<PCMBuffer, AudioDecodeError>, OutputFormat)? in
+                guard let decoder = s.decoder, let format = s.outputFormat else { return nil }
+                do throws(AudioDecodeError) { return (.success(try decoder.decode(chunk.payload)), format) } catch { return (.failure(error), format) }
+            }
+            guard let (result, format) = decoded else {
+                observer?.audio?(chunk.payload, nil)
+                core.withEngine { $0.recordUndecodable() }
+                return
+            }
+            if let audio = observer?.audio { audio(chunk.payload, try? result.get()) }
+            switch result {
+            case .success(let buffer):
+                var outputFormat = format
+                outputFormat.bitDepth = buffer.bitDepth
+                core.enqueue(timestamp: chunk.timestamp, buffer: buffer, format: outputFormat, compressedBytes: chunk.payload.count + 13,
+                             arrival: chunk.arrival, now: SystemClock(.monotonicRaw).now().microseconds)
+            case .failure(let error):
+                core.withEngine { $0.recordUndecodable() }
+                let first = state.withLock { s -> Bool in
+                    s.loggedDecodeErrors += 1
+                    return s.loggedDecodeErrors <= 3
+                }
+                if first { logger.warning("dropped a chunk: \(error)") }
+            }
+        case .malformedAudio(let detail):
+            core.withEngine { $0.recordUndecodable() }
+            logger.warning("\(detail)")
+        case .groupUpdate(let update):
+            let previous = state.withLock { s -> (String?, String?) in
+                defer {
+                    s.groupName = update.groupName ?? s.groupName
+                    s.groupState = update.playbackState ?? s.groupState
+                }
+                return (s.groupName, s.groupState)
+            }
+            if previous.0 != nil || previous.1 != nil, previous.0 != (update.groupName ?? previous.0) || previous.1 != (update.playbackState ?? previous.1) {
+                logger.notice("group: \(update.groupName ?? previous.0 ?? "?") (\(update.playbackState ?? previous.1 ?? "?"))")
+            }
+            logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
+        case .metadata(let metadata):
+            observer?.metadata?(metadata)
+            let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }
+            if !title.isEmpty { logger.notice("now playing: \(title.joined(separator: " – "))") }
+        case .controller(let controller):
+            if let command = observer?.controller?(controller) {
+                perform(withSession { $0.sendCommand(command) }, now: now)
+            }
+            logger.debug("controller state", metadata: ["volume": "\(controller.volume ?? -1)", "muted": "\(controller.muted ?? false)"])
+        case .playerCommand(let command):
+            if isAdmitted { apply(command) }
+        case .paired(let record):
+            do {
+                try store?.remember(record)
+                logger.notice("paired with \(serverName ?? record.serverID): the long-term PSK is stored", metadata: ["server_id": "\(record.serverID)", "psk_id": "\(record.pskID)"])
+            } catch {
+                logger.error("paired with \(record.serverID), but the pairing could not be saved: \(error)")
+            }
+        case .pairingStarted(let method):
+            logger.notice("pairing with \(serverName ?? "the server") (\(method)): sent a new long-term PSK")
+        case .pairingAborted(let reason):
+            logger.notice("pairing ended without a result: \(reason)")
+        case .unpaired(let serverID):
+            _ = try? store?.forget(serverID: serverID)
+            logger.notice("the server \(serverName ?? serverID) ended the pairing; its record is forgotten")
+        case .unknownMessage(let type):
+            logger.debug("ignoring message type \(type) (not handled by this player)")
+        }
+    }
+
+    private func apply(_ command: PlayerCommand) {
+        switch command.command {
+        case "volume":
+            guard let volume = command.volume else { return }
+            let (v, _) = core.setVolume(volume, muted: nil)
+            state.withLock { $0.volume = v }
+        case "mute":
+            guard let mute = command.mute else { return }
+            let (_, m) = core.setVolume(nil, muted: mute)
+            state.withLock { $0.muted = m }
+        case "set_output_delay":
+            guard let delay = command.outputDelayMs else { return }
+            let clamped = min(max(delay, 0), 5000)
+            state.withLock { $0.outputDelayMs = clamped }
+            core.withEngine { $0.outputDelayUs = Int64(clamped) * 1000 }
+        default:
+            logger.debug("ignoring player command \(command.command)")
+            return
+        }
+        logger.info("server set \(command.command)", metadata: ["volume": "\(command.volume ?? -1)", "mute": "\(command.mute ?? false)", "delay_ms": "\(command.outputDelayMs ?? -1)"])
+        reportState()
+    }
+}
