@@ -450,27 +450,23 @@ public final class SendspinPlayer: Sendable {
         }
     }
 
-    /// Bursts of client/time; only the exchange with the smallest max error feeds the filter.
+    /// Bursts of client/time on `TimeSyncSchedule`'s rule (the best exchange of each feeds the filter).
     private func timeSyncLoop(_ runtime: Runtime) async {
         while !runtime.isActive && !runtime.isFinished && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
-        var bursts = 0
+        var schedule = TimeSyncSchedule(burstSize: options.burstSize)
         while !runtime.isFinished && !Task.isCancelled {
-            var best: (t1: Int64, t2: Int64, t3: Int64, t4: Int64, e: Int64)?
-            for _ in 0..<options.burstSize {
+            while schedule.wantsExchange {
                 let t1 = nowUs()
                 guard let answer = await runtime.exchangeTime(t1: t1, now: t1) else { break }
-                let e = TimeFilter.measurement(t1: t1, t2: answer.0.serverReceived, t3: answer.0.serverTransmitted, t4: answer.1).maxError
-                if best == nil || e < best!.e { best = (t1, answer.0.serverReceived, answer.0.serverTransmitted, answer.1, e) }
+                schedule.record(.init(t1: t1, t2: answer.0.serverReceived, t3: answer.0.serverTransmitted, t4: answer.1))
             }
-            if let b = best, runtime.isAdmitted {
+            let (chosen, pauseMs) = schedule.endBurst()
+            if let b = chosen, runtime.isAdmitted {
                 runtime.core.updateFilter(t1: b.t1, t2: b.t2, t3: b.t3, t4: b.t4)
                 runtime.timeExchanged()
                 runtime.filterUpdated(now: nowUs())
             }
-            bursts += 1
-            // Two bursts back to back synchronise the filter; then every 500 ms for 10 s, then 2 s.
-            let pause: Duration = bursts < 2 ? .milliseconds(20) : bursts < 22 ? .milliseconds(500) : .seconds(2)
-            try? await Task.sleep(for: pause)
+            try? await Task.sleep(for: .milliseconds(pauseMs))
         }
     }
 
