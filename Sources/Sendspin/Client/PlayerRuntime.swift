@@ -166,9 +166,9 @@ final class Runtime: Sendable {
     /// Sends client/state with the full player object.
     func reportState() {
         let actions = state.withLock { s -> [SendspinSession.Action] in
-            let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs, requiredLeadTimeMs: 250,
-                                           minBufferMs: 250, supportedCommands: ["volume", "mute", "set_output_delay"],
-                                           format: s.session.configuration.formats.first)
+            let player = PlayerStateReport(volume: s.volume, muted: s.muted, outputDelayMs: s.outputDelayMs,
+                                           requiredLeadTimeMs: PlayerControls.requiredLeadTimeMs, minBufferMs: PlayerControls.minimumBufferMs,
+                                           supportedCommands: PlayerControls.supportedCommands, format: s.session.configuration.formats.first)
             return Self.queueFrames(s.session.sendState(available: s.availability.available, player: player), in: &s)
         }
         perform(actions, now: 0)
@@ -320,21 +320,17 @@ final class Runtime: Sendable {
     }
 
     private func apply(_ command: PlayerCommand) {
-        switch command.command {
-        case "volume":
-            guard let volume = command.volume else { return }
+        switch PlayerControls.effect(of: command) {
+        case .volume(let volume)?:
             let (v, _) = core.setVolume(volume, muted: nil)
             state.withLock { $0.volume = v }
-        case "mute":
-            guard let mute = command.mute else { return }
+        case .muted(let mute)?:
             let (_, m) = core.setVolume(nil, muted: mute)
             state.withLock { $0.muted = m }
-        case "set_output_delay":
-            guard let delay = command.outputDelayMs else { return }
-            let clamped = min(max(delay, 0), 5000)
-            state.withLock { $0.outputDelayMs = clamped }
-            core.withEngine { $0.outputDelayUs = Int64(clamped) * 1000 }
-        default:
+        case .outputDelayMs(let delay)?:
+            state.withLock { $0.outputDelayMs = delay }
+            core.withEngine { $0.outputDelayUs = Int64(delay) * 1000 }
+        case nil:
             logger.debug("ignoring player command \(command.command)")
             return
         }
