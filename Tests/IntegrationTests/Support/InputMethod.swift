@@ -5,8 +5,7 @@ import Testing
 /// and IBus (Debian `ibus`, with the m17n engines of `ibus-m17n`/`m17n-db`), its files under a
 /// home folder of its own, with one engine selected. A program started with `environment`
 /// types through it: SDL asks IBus to process each key and receives the committed text.
-final class IBusInputMethod: @unchecked Sendable {
-    // @unchecked: the processes are set in init and only stopped afterwards.
+final class IBusInputMethod: Sendable {
     let home: String
     let busAddress: String
     private let bus: BackgroundProcess
