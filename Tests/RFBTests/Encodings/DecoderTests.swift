@@ -29,7 +29,7 @@ import Testing
         return harness
     }
 
-    private func expectExact(_ harness: Harness, _ expected: [UInt32], sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectExact(_ harness: borrowing Harness, _ expected: [UInt32], sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(harness.closeError == nil, "closed: \(String(describing: harness.closeError))", sourceLocation: sourceLocation)
         #expect(harness.updatesCompleted == 1, sourceLocation: sourceLocation)
         let got = harness.rgb

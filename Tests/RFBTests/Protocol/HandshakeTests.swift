@@ -45,7 +45,7 @@ import Testing
         #expect(ready?.name == "büro")
         #expect(ready?.protocolVersion == "3.8")
         #expect(ready?.securityTypes == [2, 1])
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
     }
 
     @Test func vncAuthenticationAnswersTheChallengeOnceThePasswordArrives() throws {
@@ -68,7 +68,7 @@ import Testing
         h.actions += h.connection.provideCredentials(VNCCredentials(password: "nope"))
         h.feed([0, 0, 0, 1] + reason("Authentication failure"))
         #expect(h.closeError == .authenticationFailed(reason: "Authentication failure"))
-        #expect(h.connection.isClosed)
+        #expect(h.connection.isClosed == true)
     }
 
     @Test func version33ServerChoosesTheType() {
@@ -100,7 +100,7 @@ import Testing
         h.feed(Array("RFB 003.007\n".utf8) + [1, 1])
         #expect(h.sent == [Array("RFB 003.007\n".utf8), [1], [1]])
         h.feed(serverInit())
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
     }
 
     @Test(arguments: [("RFB 003.889\n", "RFB 003.008\n"), ("RFB 003.005\n", "RFB 003.003\n"), ("RFB 004.001\n", "RFB 003.008\n"),
@@ -116,7 +116,7 @@ import Testing
         configuration.securityPreference = [.none]
         var h = Harness(configuration: configuration)
         h.feed(Array("RFB 003.889\n".utf8) + [2, 30, 1] + [0, 0, 0, 0] + serverInit())
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
         #expect(h.connection.serverInfo?.protocolVersion == "3.8")
         #expect(h.connection.serverInfo?.banner == "RFB 003.889")
     }
@@ -176,7 +176,7 @@ import Testing
         // ServerInit, then Tight's interaction capabilities: 1 server message, 0 client, 2 encodings.
         h.feed(serverInit(name: "tight") + [0, 1, 0, 0, 0, 2, 0, 0] + capability(130, "TGHT", "FTS_LSDA")
                + capability(7, "TGHT", "TIGHT___") + capability(16, "TRDV", "ZRLE____"))
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
         #expect(h.connection.serverInfo?.security == "Tight")
         #expect(h.connection.tightEncodingCapabilities == ["TGHTTIGHT___", "TRDVZRLE____"])
     }
@@ -190,7 +190,7 @@ import Testing
         h.feed([0, 0, 0, 0])             // SecurityResult OK
         #expect(h.sent.last == [1])
         h.feed(serverInit() + [0, 0, 0, 0, 0, 0, 0, 0])
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
     }
 
     @Test func tightSecurityRefusesHostileCountsAndRequiredTunnels() {
@@ -249,7 +249,7 @@ import Testing
         h.feed(challenge)
         #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "secret12"))
         h.feed([0, 0, 0, 0] + serverInit())
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
         #expect(h.connection.serverInfo?.security == "X509Vnc")
         #expect(h.connection.serverInfo?.veNCryptSubtypes == [261, 258, 2])
     }
@@ -269,7 +269,7 @@ import Testing
         h.actions += h.connection.provideCredentials(VNCCredentials(password: "secret12"))
         #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "secret12"))
         h.feed([0, 0, 0, 0] + serverInit())
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
         #expect(h.connection.serverInfo?.security == "VncAuth")
     }
 

@@ -13,14 +13,14 @@ import Testing
         return h
     }
 
-    private func expectMalformed(_ h: Harness, _ encoding: String, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectMalformed(_ h: borrowing Harness, _ encoding: String, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         guard case .malformedRectangle(let name, let detail)? = h.closeError else {
             Issue.record("expected malformedRectangle(\(encoding)), got \(String(describing: h.closeError))", sourceLocation: sourceLocation)
             return
         }
         #expect(name == encoding, sourceLocation: sourceLocation)
         #expect(detail.contains(text), "detail: \(detail)", sourceLocation: sourceLocation)
-        #expect(h.connection.isClosed, sourceLocation: sourceLocation)
+        #expect(h.connection.isClosed == true, sourceLocation: sourceLocation)
     }
 
     @Test func oversizedFramebufferIsRefusedBeforeAllocating() {

@@ -41,12 +41,12 @@ import Testing
         var h = ready()
         h.feed([150])
         #expect(h.sent == [ClientMessage.enableContinuousUpdates(true, RFBRect(x: 0, y: 0, width: 16, height: 8)).encoded()])
-        #expect(h.connection.continuousUpdatesActive)
+        #expect(h.connection.continuousUpdatesActive == true)
         h.feed([0, 0, 0, 0])
         #expect(h.sent.count == 1, "no FramebufferUpdateRequest while continuous updates run")
         // The server ending continuous updates falls back to requests.
         h.feed([150])
-        #expect(!h.connection.continuousUpdatesActive)
+        #expect(h.connection.continuousUpdatesActive == false)
         #expect(h.sent.last?.first == 3)
     }
 
@@ -71,7 +71,7 @@ import Testing
         h.feed(s.bytes)
         // Set format (S16, 2 channels, 44100 Hz), then enable.
         #expect(h.sent.dropFirst(before).contains([255, 1, 0, 2, 3, 2, 0, 0, 0xAC, 0x44, 255, 1, 0, 0]), "sent \(h.sent.dropFirst(before))")
-        #expect(h.connection.serverSupportsAudio)
+        #expect(h.connection.serverSupportsAudio == true)
         h.feed([255, 1, 0, 1] + [255, 1, 0, 2, 0, 0, 0, 4, 1, 2, 3, 4] + [255, 1, 0, 0])
         #expect(h.events.suffix(3) == [.audio(.began), .audio(.samples([1, 2, 3, 4])), .audio(.ended)])
     }
@@ -151,7 +151,7 @@ import Testing
         s.updateHeader(rects: 1)
         s.rect(RFBRect(x: 0, y: 0, width: 0, height: 0), .extendedMouseButtons, [])
         h.feed(s.bytes)
-        #expect(h.connection.serverSupportsExtendedMouseButtons)
+        #expect(h.connection.serverSupportsExtendedMouseButtons == true)
         // After: button 8 (bit 7) moves to the extra byte, the mask's top bit is the marker.
         let back = try h.connection.pointerMessage(buttons: 0x81, x: 1, y: 2)
         #expect(back == .extendedPointerEvent(buttons: 0x81, x: 1, y: 2))

@@ -105,7 +105,7 @@ import Testing
         #expect(h.sent == [Self.hex(steps[9]["bytes"])], "ClientInit")
         h.actions = []
         h.feed(Self.hex(steps[10]["bytes"]))     // ServerInit
-        #expect(h.connection.isReady)
+        #expect(h.connection.isReady == true)
         #expect(h.connection.framebuffer.width == 1024 && h.connection.framebuffer.height == 768)
         #expect(h.connection.serverInfo?.security == [5: "RA2", 6: "RA2ne", 129: "RA2_256", 130: "RA2ne_256"][type])
         if c["allEncrypted"] as! Bool {
@@ -128,6 +128,37 @@ import Testing
 
     @Test func rsaAESFailureCarriesTheServersReason() throws {
         try runTranscript("ra2", failing: true)
+    }
+
+    /// The server's random, its hash and subtype frames in one read: the record-layer stage must
+    /// open the bytes that were already buffered when the keys were agreed. Then the result and
+    /// ServerInit in one read, which the ne types send in plain text and RA2 in frames.
+    @Test(arguments: ["ra2", "ra2ne", "ra2_256", "ra2ne_256"])
+    func rsaAESBytesBufferedWhenKeysAreAgreedAreOpened(name: String) throws {
+        let c = Self.vectors[name] as! [String: Any]
+        let type = UInt8(c["securityType"] as! Int)
+        let steps = steps(c)
+        let random = ScriptedRandom([Self.hex(c["clientRandom"]), Self.hex(steps[2]["pkcs1PaddingString"])])
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.ra2_256, .ra2, .ra2ne_256, .ra2ne]
+        configuration.rsaClientKey = try RSAAES.ClientKey(_RSA.Encryption.PrivateKey(derRepresentation: Self.hex((c["clientKey"] as! [String: Any])["privateKeyPKCS1DER"])))
+        configuration.randomBytes = { random.take($0) }
+        var h = Harness(configuration: configuration)
+        h.feed(serverPreamble(type: type) + Self.hex(steps[0]["bytes"]))
+        h.actions = h.connection.serverKeyVerified()
+        h.actions = []
+        h.feed(Self.hex(steps[3]["bytes"]) + Self.hex(steps[4]["bytes"]) + Self.hex(steps[6]["bytes"]))
+        #expect(h.sent == [Self.hex(steps[5]["bytes"])], "client hash frame")
+        let requests = h.actions.compactMap { if case .requestCredentials(let r) = $0 { r } else { nil } }
+        #expect(requests.map(\.needsUsername) == [c["subtype"] as! Int == 1])
+        h.actions = h.connection.provideCredentials(VNCCredentials(username: c["username"] as? String, password: c["password"] as! String))
+        #expect(h.sent == [Self.hex(steps[7]["bytes"])], "credentials frame")
+        h.actions = []
+        h.feed(Self.hex(steps[8]["bytes"]) + Self.hex(steps[10]["bytes"]))
+        #expect(h.closeError == nil)
+        #expect(h.sent.first == Self.hex(steps[9]["bytes"]), "ClientInit")
+        #expect(h.connection.isReady == true)
+        #expect(h.connection.framebuffer.width == 1024 && h.connection.framebuffer.height == 768)
     }
 
     @Test func rsaAESRejectsATamperedFrameAndAWrongServerHash() throws {

@@ -64,7 +64,7 @@ struct ServerScript {
 }
 
 /// Runs a script through a connection, in chunks, collecting every action.
-struct Harness {
+struct Harness: ~Copyable {
     var connection: RFBConnection
     var actions: [RFBConnection.Action] = []
 

@@ -1,0 +1,193 @@
+import FarcastSupport
+
+/// The security phase: the server's list of types (or, in RFB 3.3, its one choice), the chosen
+/// method's sub-machine (`SecurityHandshake`, in `Security/`), then the SecurityResult and, when
+/// it says no, the reason.
+struct SecurityPhase: Sendable {
+    enum Step: Sendable {
+        /// RFB 3.7 and later: the server lists its types, the client picks one.
+        case chooseType
+        /// RFB 3.3: the server names the one type it uses.
+        case serverChosenType
+        case method(SecurityHandshake)
+        case result
+        /// The server refused (before authentication: the connection; after: the credentials)
+        /// and sends its reason.
+        case failureReason(refusedBeforeAuth: Bool)
+    }
+
+    var step: Step
+    /// The user's credentials, once supplied; dropped with the phase.
+    var credentials: VNCCredentials?
+    var credentialsRequested = false
+
+    var waitingFor: String {
+        switch step {
+        case .chooseType, .serverChosenType: return "its list of security types"
+        case .method(let machine): return machine.waitingFor
+        case .result: return "the result of authentication"
+        case .failureReason: return "the reason for its refusal"
+        }
+    }
+
+    var closedContext: String {
+        switch step {
+        case .method(let machine): return machine.closedContext
+        case .result: return "during authentication (the server may have rejected the credentials without a reason)"
+        case .chooseType, .serverChosenType, .failureReason: return "during the handshake"
+        }
+    }
+}
+
+extension RFBConnection {
+    /// Runs one step of the security phase. Returns false when blocked on something other than
+    /// input.
+    mutating func securityStep(_ phase: SecurityPhase, _ reader: inout ByteReader, _ out: inout ConnectionOutput) throws -> Bool {
+        var phase = phase
+        var context = SecurityContext(configuration: configuration, negotiation: negotiation,
+                                      suppliedCredentials: phase.credentials, credentialsRequested: phase.credentialsRequested)
+        let outcome: SecurityStep
+        switch phase.step {
+        case .chooseType:
+            outcome = try chooseSecurityType(&reader, &context, &out, phase: &phase)
+        case .serverChosenType:
+            outcome = try readServerChosenType(&reader, &context, phase: &phase)
+        case .method(var machine):
+            outcome = try machine.step(&reader, &context, &out)
+            phase.step = .method(machine)
+        case .result:
+            let result = try reader.readInteger(as: UInt32.self)
+            guard result == 0 else {
+                guard negotiation.minorVersion >= 8 else {
+                    throw RFBError.authenticationFailed(reason: "the server rejected the credentials (RFB 3.\(negotiation.minorVersion) servers give no reason)")
+                }
+                phase.step = .failureReason(refusedBeforeAuth: false)
+                state = .security(phase)
+                return true
+            }
+            sendClientInit(&out)
+            return true
+        case .failureReason(let beforeAuth):
+            var r = reader
+            let reason = try Self.readReason(&r) ?? "the server's failure message was malformed"
+            reader = r
+            throw beforeAuth ? RFBError.serverRefused(reason: reason) : RFBError.authenticationFailed(reason: reason)
+        }
+        negotiation = context.negotiation
+        phase.credentialsRequested = context.credentialsRequested
+        return apply(outcome, to: phase, &out)
+    }
+
+    /// Moves the security phase on as a sub-machine asked. Returns false when it waits.
+    mutating func apply(_ outcome: SecurityStep, to phase: SecurityPhase, _ out: inout ConnectionOutput) -> Bool {
+        var phase = phase
+        switch outcome {
+        case .progressed:
+            state = .security(phase)
+            return true
+        case .waiting:
+            state = .security(phase)
+            return false
+        case .handOver(let machine):
+            phase.step = .method(machine)
+            state = .security(phase)
+            return true
+        case .authenticated(awaitsResult: true):
+            phase.step = .result
+            state = .security(phase)
+            return true
+        case .authenticated(awaitsResult: false):
+            sendClientInit(&out)
+            return true
+        }
+    }
+
+    /// A failure reason, as text a terminal can show: control bytes (QEMU ends its reasons with
+    /// a NUL) dropped, surrounding space trimmed. nil when the length is absurd (x11vnc's
+    /// -unixpw failure sends text where the length belongs): the session is over either way,
+    /// and waiting for gigabytes would hang it.
+    static func readReason(_ r: inout ByteReader) throws -> String? {
+        let length = Int(try r.readInteger(as: UInt32.self))
+        guard length <= 1 << 16 else { return nil }
+        let printable = try r.readBytes(length).filter { $0 >= 0x20 }
+        let trimmed = printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed()
+        return trimmed.isEmpty ? "no reason given" : String(decoding: Array(trimmed), as: UTF8.self)
+    }
+
+    private func chooseSecurityType(_ reader: inout ByteReader, _ context: inout SecurityContext, _ out: inout ConnectionOutput,
+                                    phase: inout SecurityPhase) throws -> SecurityStep {
+        var r = reader
+        let count = Int(try r.readUInt8())
+        if count == 0 {
+            reader = r
+            phase.step = .failureReason(refusedBeforeAuth: true)
+            return .progressed
+        }
+        let types = try r.readBytes(count)
+        reader = r
+        context.negotiation.offeredSecurityTypes = types
+        for method in configuration.securityPreference {
+            if let type = method.topLevelType, types.contains(type) {
+                context.negotiation.chosenMethod = method
+                out.send([type])
+                return try SecurityHandshake.enter(type: type, context)
+            }
+            // VeNCrypt reveals its subtypes only once chosen, so it is entered for the first
+            // preferred method that needs it; inside, plain types listed as subtypes are usable
+            // too, and if nothing inside can be completed the client reconnects without it.
+            if method.onlyInsideVeNCrypt, SecurityMethod.implemented.contains(method), types.contains(19), !configuration.avoidVeNCrypt {
+                context.negotiation.chosenMethod = nil
+                out.send([19])
+                return .handOver(.veNCrypt(VeNCryptHandshake()))
+            }
+        }
+        throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
+                                            accepted: configuration.securityPreference.map(\.description),
+                                            hint: SecurityChoice.hint(types, configuration))
+    }
+
+    private func readServerChosenType(_ reader: inout ByteReader, _ context: inout SecurityContext, phase: inout SecurityPhase) throws -> SecurityStep {
+        var r = reader
+        let type = try r.readInteger(as: UInt32.self)
+        reader = r
+        if type == 0 {
+            phase.step = .failureReason(refusedBeforeAuth: true)
+            return .progressed
+        }
+        context.negotiation.offeredSecurityTypes = [UInt8(truncatingIfNeeded: type)]
+        let method: SecurityMethod? = type == 1 ? SecurityMethod.none : type == 2 ? .vncAuth : nil
+        guard let method, configuration.securityPreference.contains(method) else {
+            throw RFBError.noCommonSecurityType(offered: [type < 256 ? securityTypeName(UInt8(type)) : "type \(type)"],
+                                                accepted: configuration.securityPreference.map(\.description), hint: nil)
+        }
+        context.negotiation.chosenMethod = method
+        return try SecurityHandshake.enter(type: UInt8(type), context)
+    }
+}
+
+/// What the user could try instead when nothing the configuration accepts is offered.
+enum SecurityChoice {
+    /// The top-level types offered that this client could complete without VeNCrypt.
+    static func usableWithoutVeNCrypt(_ types: [UInt8], _ configuration: RFBConnection.Configuration) -> [SecurityMethod] {
+        configuration.securityPreference.filter { method in
+            guard let type = method.topLevelType else { return false }
+            return types.contains(type) && SecurityMethod.implemented.contains(method)
+        }
+    }
+
+    /// The `--security` values that would work against what the server offers, for the "no
+    /// common security type" message.
+    static func hint(_ types: [UInt8], subtypes: [UInt32] = [], _ configuration: RFBConnection.Configuration) -> String? {
+        let usable = SecurityMethod.allCases.filter { method in
+            guard SecurityMethod.implemented.contains(method), !configuration.securityPreference.contains(method) else { return false }
+            if let type = method.topLevelType, types.contains(type) { return true }
+            if let sub = method.veNCryptSubtype, subtypes.contains(sub) { return true }
+            return false
+        }
+        guard !usable.isEmpty else { return nil }
+        var hint = "--security \(usable.map(\.rawValue).joined(separator: ",")) would work"
+        if usable.contains(.plain) { hint += " (Plain sends the password unencrypted)" }
+        if usable.contains(.msLogonII) { hint += " (MS-Logon II is weak)" }
+        return hint
+    }
+}
