@@ -365,29 +365,30 @@ public final class SendspinPlayer: Sendable {
         return report
     }
 
-    /// Listening mode's clock: stop requests, the duration and telemetry, for all connections.
+    /// Listening mode's supervision (`PlayerSupervisor`): stop requests, the duration and
+    /// telemetry, for all connections. Returns why listening ends.
     private func superviseListening(arbiter: ListenArbiter, core: PlayerCore, started: Int64,
                                     telemetry: (@Sendable (Telemetry) -> Void)?) async -> String? {
-        var nextTick = started + 1_000_000
+        var supervisor = PlayerSupervisor(started: started, duration: options.duration, countsDurationFromOpen: false)
         while !Task.isCancelled {
             let now = nowUs()
-            if let reason = stopRequest.withLock({ $0 }) { return reason }
-            if outputFailure != nil { return "shutdown" }
-            if let duration = options.duration, Double(now - started) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
-                return "shutdown"
-            }
-            if now >= nextTick {
-                nextTick += 1_000_000
-                if now - started >= 10_000_000 { core.sampleOffset(at: now) }
-                // Telemetry while a server holds the player; an idle listener stays quiet.
-                if let telemetry, let holder = arbiter.holder, !holder.isFinished {
+            // Telemetry while a server holds the player; an idle listener stays quiet.
+            let holder = arbiter.holder
+            let reporting = telemetry != nil && holder.map { !$0.isFinished } == true
+            for action in supervisor.check(now: now, openingStep: nil, stopRequest: stopRequest.withLock { $0 },
+                                           outputFailed: outputFailure != nil, reporting: reporting) {
+                switch action {
+                case .end(.stopped(let reason)): return reason
+                case .end(.durationReached), .end(.timedOut): return "shutdown"
+                case .sampleOffset: core.sampleOffset(at: now)
+                case .reportTelemetry:
                     let filter = core.filter
-                    telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
-                                        driftPPM: filter.drift * 1e6, bufferedMs: core.bufferedMilliseconds,
-                                        statistics: core.statistics, synchronized: filter.isSynchronized))
+                    telemetry?(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
+                                         driftPPM: filter.drift * 1e6, bufferedMs: core.bufferedMilliseconds,
+                                         statistics: core.statistics, synchronized: filter.isSynchronized))
                 }
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            try? await Task.sleep(for: PlayerSupervisor.pollInterval)
         }
         return nil
     }
@@ -470,44 +471,39 @@ public final class SendspinPlayer: Sendable {
         }
     }
 
-    /// Telemetry once a second, offset sampling, duration and stop requests.
+    /// One session's supervision (`PlayerSupervisor`): the opening deadline, stop requests, the
+    /// duration (from the moment the session is open), offset sampling and telemetry.
     private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, openDeadline: Int64?) async {
-        var nextTick = started + 1_000_000
-        // --duration counts from the moment the session is open: a slow server's opening is not
-        // taken out of the time the user asked to play.
-        var openedAt: Int64?
+        var supervisor = PlayerSupervisor(started: started, duration: options.duration, openDeadline: openDeadline,
+                                          countsDurationFromOpen: true)
         while !runtime.isFinished && !Task.isCancelled {
             let now = nowUs()
-            if openedAt == nil, runtime.withSessionValue({ $0.openingStep == nil }) { openedAt = now }
-            if let openDeadline, now >= openDeadline, let waitingFor = runtime.withSessionValue({ $0.openingStep }) {
-                let seconds = (options.openTimeout.components.seconds)
-                runtime.end(.timedOut("after \(seconds) s waiting for \(waitingFor)"))
-                return
-            }
-            if let reason = stopRequest.withLock({ $0 }) ?? (outputFailure != nil ? "shutdown" : nil) {
-                runtime.logger.info("saying goodbye to \(runtime.serverName ?? "the server") (\(reason))")
-                runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
-                return
-            }
-            if let duration = options.duration, let openedAt,
-               Double(now - openedAt) >= Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12 {
-                runtime.perform(runtime.withSession { $0.goodbye(reason: "user_request") }, now: now)
-                return
-            }
-            if now >= nextTick {
-                nextTick += 1_000_000
-                if now - started >= 10_000_000 { runtime.core.sampleOffset(at: now) }
-                // Telemetry once the session is open; before that there is nothing to report.
-                if let telemetry, runtime.withSessionValue({ $0.openingStep == nil }) {
+            let openingStep = runtime.withSessionValue { $0.openingStep }
+            for action in supervisor.check(now: now, openingStep: openingStep, stopRequest: stopRequest.withLock { $0 },
+                                           outputFailed: outputFailure != nil, reporting: telemetry != nil) {
+                switch action {
+                case .end(.timedOut(let waitingFor)):
+                    runtime.end(.timedOut("after \(options.openTimeout.components.seconds) s waiting for \(waitingFor)"))
+                    return
+                case .end(.stopped(let reason)):
+                    runtime.logger.info("saying goodbye to \(runtime.serverName ?? "the server") (\(reason))")
+                    runtime.perform(runtime.withSession { $0.goodbye(reason: reason) }, now: now)
+                    return
+                case .end(.durationReached):
+                    runtime.perform(runtime.withSession { $0.goodbye(reason: "user_request") }, now: now)
+                    return
+                case .sampleOffset:
+                    runtime.core.sampleOffset(at: now)
+                case .reportTelemetry:
                     let filter = runtime.core.filter
                     let group = runtime.group
-                    telemetry(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
-                                        driftPPM: filter.drift * 1e6, bufferedMs: runtime.core.bufferedMilliseconds,
-                                        statistics: runtime.core.statistics, synchronized: filter.isSynchronized,
-                                        groupName: group.name, groupState: group.state))
+                    telemetry?(Telemetry(elapsedSeconds: Double(now - started) / 1e6, offsetUs: filter.offset, filterErrorUs: filter.error,
+                                         driftPPM: filter.drift * 1e6, bufferedMs: runtime.core.bufferedMilliseconds,
+                                         statistics: runtime.core.statistics, synchronized: filter.isSynchronized,
+                                         groupName: group.name, groupState: group.state))
                 }
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            try? await Task.sleep(for: PlayerSupervisor.pollInterval)
         }
     }
 
