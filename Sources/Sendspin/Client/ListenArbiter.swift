@@ -7,8 +7,9 @@ import NIOCore
 import Synchronization
 import WSCore
 
-/// Listening mode's admission rule: one connection plays at a time, ranked by the activities of
-/// its latest `server/activate`.
+/// Listening mode's arbiter: one connection plays at a time, admitted by `AdmissionRule`; the
+/// arbiter keeps the holder, tells a displaced one goodbye and remembers the last server that
+/// played.
 final class ListenArbiter: Sendable {
     private struct State {
         var holder: Runtime?
@@ -30,10 +31,6 @@ final class ListenArbiter: Sendable {
         self.persist = persist
     }
 
-    static func rank(_ activities: [String]) -> Int {
-        activities.contains("playback") ? 2 : activities.contains("pairing") ? 1 : 0
-    }
-
     var lastAdmitted: Runtime? { state.withLock { $0.lastAdmitted } }
     var lastPlaybackServer: String? { state.withLock { $0.lastPlayback } }
     var holder: Runtime? { state.withLock { $0.holder } }
@@ -52,7 +49,7 @@ final class ListenArbiter: Sendable {
 
     /// Decides on an activation; displaces the holder when the newcomer wins.
     func admit(_ runtime: Runtime, activities: [String]) -> Bool {
-        let rank = Self.rank(activities)
+        let rank = AdmissionRule.rank(activities)
         let serverID = runtime.serverID
         let (admitted, displaced) = state.withLock { s -> (Bool, Runtime?) in
             if s.holder === runtime {
@@ -64,15 +61,8 @@ final class ListenArbiter: Sendable {
                 s.rank = rank
                 return (true, nil)
             }
-            let newcomerWins: Bool
-            if rank != s.rank {
-                newcomerWins = rank > s.rank
-            } else if rank > 0 {
-                newcomerWins = true
-            } else {
-                newcomerWins = serverID != nil && serverID == s.lastPlayback && holder.serverID != s.lastPlayback
-            }
-            guard newcomerWins else { return (false, nil) }
+            guard AdmissionRule.newcomerWins(rank: rank, holderRank: s.rank, newcomer: serverID, holder: holder.serverID,
+                                             lastPlayback: s.lastPlayback) else { return (false, nil) }
             s.holder = runtime
             s.rank = rank
             return (true, holder)
