@@ -217,7 +217,7 @@ private final class Recording: Sendable {
             s.controller = controller
             guard s.sentCommand == nil, controller.supportedCommands?.contains(command) == true else { return nil }
             s.sentCommand = command
-            return ControllerCommand(command: command)
+            return ControllerCommand(command: ControllerCommand.Name(rawValue: command))
         }
     }
 

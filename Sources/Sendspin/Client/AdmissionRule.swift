@@ -4,8 +4,8 @@
 /// spec's "most recent server/activate" says), and between idle servers the one that last
 /// played here is preferred to one that did not.
 public enum AdmissionRule {
-    public static func rank(_ activities: [String]) -> Int {
-        activities.contains("playback") ? 2 : activities.contains("pairing") ? 1 : 0
+    public static func rank(_ activities: [Activity]) -> Int {
+        activities.contains(.playback) ? 2 : activities.contains(.pairing) ? 1 : 0
     }
 
     /// Whether a newcomer of `rank` displaces the holder of `holderRank`. Server IDs decide

@@ -48,7 +48,7 @@ final class ListenArbiter: Sendable {
     }
 
     /// Decides on an activation; displaces the holder when the newcomer wins.
-    func admit(_ runtime: Runtime, activities: [String]) -> Bool {
+    func admit(_ runtime: Runtime, activities: [Activity]) -> Bool {
         let rank = AdmissionRule.rank(activities)
         let serverID = runtime.serverID
         let (admitted, displaced) = state.withLock { s -> (Bool, Runtime?) in
@@ -80,7 +80,7 @@ final class ListenArbiter: Sendable {
         }
         runtime.setAdmitted(true)
         state.withLock { $0.lastAdmitted = runtime }
-        if activities.contains("playback"), let serverID {
+        if activities.contains(.playback), let serverID {
             let changed = state.withLock { s -> Bool in
                 defer { s.lastPlayback = serverID }
                 return s.lastPlayback != serverID

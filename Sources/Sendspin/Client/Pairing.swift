@@ -36,15 +36,15 @@ public struct PairingCredentials: Sendable, Equatable {
 
     /// The PSK a message 1 reference names, if this client holds it (`lt` only for the server
     /// it was made with).
-    func psk(category: String, id: String, serverID: String?) -> [UInt8]? {
+    func psk(category: PSKCategory, id: String, serverID: String?) -> [UInt8]? {
         switch category {
-        case "pr":
+        case .pairing:
             guard let pairingPSK, SendspinPSK.identifier(of: pairingPSK) == id else { return nil }
             return pairingPSK
-        case "lt":
+        case .longTerm:
             guard let record = servers.first(where: { $0.pskID == id }), record.serverID == serverID else { return nil }
             return record.pskBytes
-        default:
+        case .sentinel, .other:
             return nil
         }
     }

@@ -37,7 +37,7 @@ final class Runtime: Sendable {
     }
 
     /// Decides whether an activated connection may play (listening mode); nil admits it.
-    typealias Admission = @Sendable (Runtime, [String]) -> Bool
+    typealias Admission = @Sendable (Runtime, [Activity]) -> Bool
     private let admission: Admission?
 
     // @unchecked-free: the decoder class is only touched inside the lock.
@@ -199,7 +199,12 @@ final class Runtime: Sendable {
         switch event {
         case .handshakeComplete(let serverID, let category):
             state.withLock { $0.serverID = serverID }
-            let kind = ["lt": "paired", "pr": "keyed by the pairing PSK", "sn": "unpaired"][category] ?? category
+            let kind = switch category {
+            case .longTerm: "paired"
+            case .pairing: "keyed by the pairing PSK"
+            case .sentinel: "unpaired"
+            case .other(let name): name
+            }
             logger.info("encrypted session established (\(kind))", metadata: ["server_id": "\(serverID)", "psk": "\(category)"])
         case .hello(let hello):
             state.withLock { $0.serverName = hello.name }

@@ -39,7 +39,7 @@ struct HandshakePayload: Codable { var data: String }
 
 struct PSKReference: Codable {
     var pskID: String
-    var pskCategory: String
+    var pskCategory: PSKCategory
     enum CodingKeys: String, CodingKey { case pskID = "psk_id", pskCategory = "psk_category" }
 }
 
@@ -108,7 +108,7 @@ struct ClientHello: Codable {
 }
 
 public struct ServerActivate: Codable, Sendable, Equatable {
-    public var activities: [String]
+    public var activities: [Activity]
     public var activeRoles: [String]?
     /// Present iff `pairing` is among the activities.
     public var pairing: PairingActivation?
@@ -293,13 +293,13 @@ struct StreamRoles: Codable { var roles: [String]? }
 
 /// A controller command (`client/command`).
 public struct ControllerCommand: Codable, Sendable, Equatable {
-    public var command: String
+    public var command: Name
     public var volume: Int?
     public var mute: Bool?
     public var positionMs: Int64?
     public var offsetMs: Int64?
 
-    public init(command: String, volume: Int? = nil, mute: Bool? = nil, positionMs: Int64? = nil, offsetMs: Int64? = nil) {
+    public init(command: Name, volume: Int? = nil, mute: Bool? = nil, positionMs: Int64? = nil, offsetMs: Int64? = nil) {
         self.command = command
         self.volume = volume
         self.mute = mute
@@ -309,9 +309,47 @@ public struct ControllerCommand: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case command, volume, mute, positionMs = "position_ms", offsetMs = "offset_ms" }
 
-    /// The commands the controller role defines.
-    public static let all = ["play", "pause", "stop", "next", "previous", "volume", "mute", "repeat_off", "repeat_one",
-                             "repeat_all", "shuffle", "unshuffle", "switch", "seek", "seek_relative"]
+    /// The commands the controller role defines, and a catch-all for any other a caller sends.
+    public enum Name: SendspinWireName {
+        case play, pause, stop, next, previous, volume, mute
+        case repeatOff, repeatOne, repeatAll
+        case shuffle, unshuffle
+        case `switch`
+        case seek, seekRelative
+        case other(String)
+
+        /// The defined commands in the role's order.
+        public static let defined: [Name] = [.play, .pause, .stop, .next, .previous, .volume, .mute, .repeatOff, .repeatOne,
+                                             .repeatAll, .shuffle, .unshuffle, .switch, .seek, .seekRelative]
+
+        public init(rawValue: String) {
+            self = Self.defined.first { $0.rawValue == rawValue } ?? .other(rawValue)
+        }
+
+        public var rawValue: String {
+            switch self {
+            case .play: "play"
+            case .pause: "pause"
+            case .stop: "stop"
+            case .next: "next"
+            case .previous: "previous"
+            case .volume: "volume"
+            case .mute: "mute"
+            case .repeatOff: "repeat_off"
+            case .repeatOne: "repeat_one"
+            case .repeatAll: "repeat_all"
+            case .shuffle: "shuffle"
+            case .unshuffle: "unshuffle"
+            case .switch: "switch"
+            case .seek: "seek"
+            case .seekRelative: "seek_relative"
+            case .other(let name): name
+            }
+        }
+    }
+
+    /// The commands the controller role defines, as the wire spells them.
+    public static let all = Name.defined.map(\.rawValue)
 }
 
 struct ClientCommand: Codable { var controller: ControllerCommand }

@@ -25,10 +25,10 @@ public struct AudioChunk: Sendable, Equatable {
 
 /// What the server did, as the session reports it.
 public enum SendspinEvent: Sendable, Equatable {
-    case handshakeComplete(serverID: String, pskCategory: String)
+    case handshakeComplete(serverID: String, pskCategory: PSKCategory)
     case hello(ServerHello)
     /// Activation; `roles` is the active role list in effect (it persists when omitted).
-    case activated(activities: [String], roles: [String])
+    case activated(activities: [Activity], roles: [String])
     /// A server/time answer and the client time (µs) it arrived.
     case serverTime(ServerTime, receivedAt: Int64)
     case streamStart(StreamFormat?)
@@ -129,7 +129,7 @@ public struct SendspinSession: Sendable {
     /// Re-handshake in progress: new ciphers wait until the server's first message under them.
     private var pendingCiphers: (receive: NoiseCipherState, send: NoiseCipherState)?
     public private(set) var activeRoles: [String] = []
-    public private(set) var activities: [String] = []
+    public private(set) var activities: [Activity] = []
     public private(set) var serverHello: ServerHello?
     /// The server closed the connection without answering client/init — what a server that
     /// speaks only the legacy wire does.
@@ -137,7 +137,7 @@ public struct SendspinSession: Sendable {
     /// The PSKs held now (pairing adds to them within the session).
     public private(set) var credentials: PairingCredentials
     /// The category of the PSK keying the session: `sn` (unpaired), `pr` (pairing), `lt` (paired).
-    public private(set) var pskCategory: String?
+    public private(set) var pskCategory: PSKCategory?
     /// Pairing activations since the last (re)handshake.
     private var pairingIndex = 0
     /// The long-term PSK sent in client/pair-finalize, until the server confirms it.
@@ -153,7 +153,7 @@ public struct SendspinSession: Sendable {
     private var pairingWindowUntil: Int64?
     /// The time of the message being handled (client clock, µs).
     private var now: Int64 = 0
-    private var pendingCategory: String?
+    private var pendingCategory: PSKCategory?
 
     public init(configuration: Configuration, identity: Curve25519.KeyAgreement.PrivateKey) {
         self.configuration = configuration
@@ -300,7 +300,7 @@ public struct SendspinSession: Sendable {
     }
 
     /// Reads message 1, picks the PSK its reference names, writes message 2.
-    private func answerMessage1(_ data: String, with responder: inout NoiseKKpsk2Responder, rehandshake: Bool) throws -> ([UInt8], String) {
+    private func answerMessage1(_ data: String, with responder: inout NoiseKKpsk2Responder, rehandshake: Bool) throws -> ([UInt8], PSKCategory) {
         guard let message1 = Base64URL.decode(data) else { throw SendspinError.handshakeFailed("message 1 is not base64url") }
         let payload: [UInt8]
         do { payload = try responder.readMessage1(message1) } catch { throw SendspinError.handshakeFailed("\(error)") }
@@ -309,28 +309,28 @@ public struct SendspinSession: Sendable {
         }
         let psk: [UInt8]
         switch reference.pskCategory {
-        case "sn":
+        case .sentinel:
             guard reference.pskID == SendspinPSK.identifier(of: SendspinPSK.sentinel) else {
                 throw SendspinError.handshakeFailed("a Sentinel reference with a wrong psk_id")
             }
             psk = SendspinPSK.sentinel
-        case "lt", "pr":
+        case .longTerm, .pairing:
             if let held = credentials.psk(category: reference.pskCategory, id: reference.pskID, serverID: serverID) {
                 psk = held
             } else {
                 // A miss in the first handshake is answered under the Sentinel (the server sees
                 // a credential mismatch and goes on unpaired); in a re-handshake it is fatal.
                 guard !rehandshake else {
-                    throw SendspinError.handshakeFailed("the server asked for a \(reference.pskCategory == "lt" ? "long-term" : "pairing") PSK this client does not hold")
+                    throw SendspinError.handshakeFailed("the server asked for a \(reference.pskCategory == .longTerm ? "long-term" : "pairing") PSK this client does not hold")
                 }
                 psk = SendspinPSK.sentinel
             }
-        default:
-            throw SendspinError.handshakeFailed("unknown PSK category \(reference.pskCategory)")
+        case .other(let name):
+            throw SendspinError.handshakeFailed("unknown PSK category \(name)")
         }
         let message2: [UInt8]
         do { message2 = try responder.writeMessage2(payload: Array("{}".utf8), psk: psk) } catch { throw SendspinError.handshakeFailed("\(error)") }
-        return (message2, psk == SendspinPSK.sentinel ? "sn" : reference.pskCategory)
+        return (message2, psk == SendspinPSK.sentinel ? .sentinel : reference.pskCategory)
     }
 
     private mutating func readTransport(_ ciphertext: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
@@ -350,7 +350,7 @@ public struct SendspinSession: Sendable {
             pendingCategory = nil
             plaintext = p
             // The re-handshake is complete now that the server speaks under the new keys.
-            actions.append(.event(.handshakeComplete(serverID: serverID ?? "", pskCategory: pskCategory ?? "sn")))
+            actions.append(.event(.handshakeComplete(serverID: serverID ?? "", pskCategory: pskCategory ?? .sentinel)))
         }
         guard let (type, body) = try reassembler.accept(plaintext) else { return }
         switch type {
@@ -398,7 +398,7 @@ public struct SendspinSession: Sendable {
             }
             serverID = hello.serverID
             activeRoles = hello.activeRoles ?? []
-            activities = ["playback"]
+            activities = [.playback]
             serverHello = ServerHello(name: hello.name, languages: nil)
             phase = .active
             actions.append(.event(.hello(ServerHello(name: hello.name, languages: nil))))
@@ -429,7 +429,7 @@ public struct SendspinSession: Sendable {
                 actions.append(.event(.pairingAborted("the server moved on before confirming")))
             }
             actions.append(.event(.activated(activities: activities, roles: activeRoles)))
-            if activities.contains("pairing") { try startPairing(activate.pairing, &actions) }
+            if activities.contains(.pairing) { try startPairing(activate.pairing, &actions) }
         case (.awaitingActivation, "group/update"), (.awaitingActivation, "server/state"), (.awaitingActivation, "server/time"):
             // Tolerated before activation; handled like in the active phase.
             try readActiveMessage(type, body, at: time, &actions)
@@ -479,7 +479,7 @@ public struct SendspinSession: Sendable {
             actions.append(.event(.pairingAborted(reason)))
         case "server/unpair":
             // Only a paired session can be unpaired; elsewhere the message means nothing.
-            guard pskCategory == "lt", let serverID else { return reportUnknown("server/unpair on an unpaired session", &actions) }
+            guard pskCategory == .longTerm, let serverID else { return reportUnknown("server/unpair on an unpaired session", &actions) }
             credentials.servers.removeAll { $0.serverID == serverID }
             actions.append(.event(.unpaired(serverID: serverID)))
             try send(type: "client/goodbye", payload: ClientGoodbye(reason: "unpaired"), &actions)
@@ -515,20 +515,20 @@ public struct SendspinSession: Sendable {
     /// While a pairing activation is in force the server takes pairing messages only (anything
     /// else ends the attempt and the connection), so state and time requests wait for the
     /// activation that follows it.
-    public var isPairing: Bool { activities.contains("pairing") }
+    public var isPairing: Bool { activities.contains(.pairing) }
 
     /// The Pairing-PSK method: on a session keyed by our Pairing PSK, answer the pairing
     /// activation with pair-init and, at once, pair-finalize carrying a fresh long-term PSK.
     /// The codes (static, dynamic) are not offered, so any other method is refused.
     private mutating func startPairing(_ pairing: PairingActivation?, _ actions: inout [Action]) throws {
         pairingIndex += 1
-        if let pairing, pairing.method == "static_pairing_code", configuration.staticPairingCode != nil, pskCategory == "sn" {
+        if let pairing, pairing.method == "static_pairing_code", configuration.staticPairingCode != nil, pskCategory == .sentinel {
             return try startCodeAttempt(&actions)
         }
-        guard let pairing, pairing.method == "pairing_psk", pskCategory == "pr" else {
+        guard let pairing, pairing.method == "pairing_psk", pskCategory == .pairing else {
             let method = pairing?.method ?? "none"
             try send(type: "pair/abort", payload: PairAbort(reason: "method_not_supported"), &actions)
-            actions.append(.event(.pairingAborted("the server asked for pairing method '\(method)' on a \(pskCategory ?? "?") session; this player pairs by its pairing token (pairing_psk)")))
+            actions.append(.event(.pairingAborted("the server asked for pairing method '\(method)' on a \(pskCategory?.rawValue ?? "?") session; this player pairs by its pairing token (pairing_psk)")))
             return
         }
         let longTerm = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
@@ -606,13 +606,12 @@ public struct SendspinSession: Sendable {
         actions.append(.event(.pairingAborted("\(reason): \(detail)")))
     }
 
-    private func admissibility(_ activities: [String]) -> (reason: String, detail: String)? {
-        let known: Set<String> = ["playback", "pairing"]
-        if let unknown = activities.first(where: { !known.contains($0) }) {
+    private func admissibility(_ activities: [Activity]) -> (reason: String, detail: String)? {
+        if let unknown = activities.first(where: { if case .other = $0 { true } else { false } }) {
             return ("unauthorized", "the server asked for unknown activity '\(unknown)'")
         }
         // Playback on a session that is not paired (Sentinel or pairing PSK) needs unpaired access.
-        if activities.contains("playback") && pskCategory != "lt" && !configuration.unpairedAccess {
+        if activities.contains(.playback) && pskCategory != .longTerm && !configuration.unpairedAccess {
             return ("pairing_required", "the server wants playback but unpaired access is off; pair this player first")
         }
         return nil
