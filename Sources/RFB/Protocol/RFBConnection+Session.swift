@@ -255,9 +255,14 @@ extension RFBConnection {
         case .vmwareCursorPosition:
             // The hotspot's new position, moved by the server or another client (not this one).
             out.append(.event(.pointerMoved(x: rect.x, y: rect.y)))
-        case .cursorWithAlpha:
+        case .cursorWithAlpha, .cursor, .xCursor:
             var r = reader
-            let shape = try CursorDecoder.decodeAlpha(&r, header: rect)
+            let shape: RFBCursor
+            switch header.encoding {
+            case .cursorWithAlpha: shape = try CursorDecoder.decodeAlpha(&r, header: rect)
+            case .cursor: shape = try CursorDecoder.decodeRich(&r, header: rect, converter: decoder.converter)
+            default: shape = try CursorDecoder.decodeX(&r, header: rect)
+            }
             reader = r
             cursor = shape
             out.append(.event(.cursorChanged(shape)))
@@ -283,18 +288,6 @@ extension RFBConnection {
                 // x = 1 answers this client's SetDesktopSize: report it even when nothing changed.
                 try resize(width: rect.width, height: rect.height, screens: layout, answersRequest: rect.x == 1, &out)
             }
-        case .cursor:
-            var r = reader
-            let shape = try CursorDecoder.decodeRich(&r, header: rect, converter: decoder.converter)
-            reader = r
-            cursor = shape
-            out.append(.event(.cursorChanged(shape)))
-        case .xCursor:
-            var r = reader
-            let shape = try CursorDecoder.decodeX(&r, header: rect)
-            reader = r
-            cursor = shape
-            out.append(.event(.cursorChanged(shape)))
         case .desktopName:
             var r = reader
             let length = Int(try r.readInteger(as: UInt32.self))
