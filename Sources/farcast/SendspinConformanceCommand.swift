@@ -215,7 +215,7 @@ private final class Recording: Sendable {
     func controller(_ controller: ControllerState, send command: String) -> ControllerCommand? {
         state.withLock { s in
             s.controller = controller
-            guard s.sentCommand == nil, controller.supportedCommands?.contains(command) == true else { return nil }
+            guard s.sentCommand == nil, controller.supportedCommands?.contains(ControllerCommand.Name(rawValue: command)) == true else { return nil }
             s.sentCommand = command
             return ControllerCommand(command: ControllerCommand.Name(rawValue: command))
         }
@@ -245,7 +245,7 @@ private final class Recording: Sendable {
             summary["metadata"] = ["update_count": s.metadataCount, "received": received]
         case .controller:
             let received = s.controller.map { c -> Any in
-                ["supported_commands": c.supportedCommands ?? [], "volume": value(c.volume), "muted": value(c.muted)]
+                ["supported_commands": (c.supportedCommands ?? []).map(\.rawValue), "volume": value(c.volume), "muted": value(c.muted)]
             } ?? NSNull()
             summary["controller"] = ["received_state": received, "sent_command": s.sentCommand.map { ["command": $0] as Any } ?? NSNull()]
         }

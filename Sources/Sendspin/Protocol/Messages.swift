@@ -248,7 +248,7 @@ public struct Metadata: Codable, Sendable, Equatable {
 }
 
 public struct ControllerState: Codable, Sendable, Equatable {
-    public var supportedCommands: [String]?
+    public var supportedCommands: [ControllerCommand.Name]?
     public var volume: Int?
     public var muted: Bool?
     public var `repeat`: String?
