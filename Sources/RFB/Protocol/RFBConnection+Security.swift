@@ -33,7 +33,7 @@ struct SecurityPhase: Sendable {
     var closedContext: String {
         switch step {
         case .method(let machine): return machine.closedContext
-        case .result: return "during authentication (the server may have rejected the credentials without a reason)"
+        case .result: return SecurityHandshake.closedDuringAuthentication
         case .chooseType, .serverChosenType, .failureReason: return "during the handshake"
         }
     }

@@ -79,9 +79,12 @@ enum SecurityHandshake: Sendable {
         }
     }
 
+    /// What a hang-up while credentials are checked most likely means.
+    static let closedDuringAuthentication = "during authentication (the server may have rejected the credentials without a reason)"
+
     /// Why the connection may have closed here, for the message when the server hangs up.
     var closedContext: String {
-        let authentication = "during authentication (the server may have rejected the credentials without a reason)"
+        let authentication = Self.closedDuringAuthentication
         switch self {
         case .vncAuth, .plain: return authentication
         case .rsaAES(let machine):
