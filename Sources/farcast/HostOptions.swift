@@ -171,7 +171,7 @@ extension HostOptions {
         guard let route = try route(for: try hostAddress(argument, kind: .vnc)) else { return nil }
         let connection = try await openSSH(route, timeout: timeout, logger: logger)
         let (host, port) = (endpoint.host, endpoint.port)
-        options.openChannel = { try await connection.openByteStream(host: host, port: port) }
+        options.openChannel = { try await connection.openByteStream(host: host, port: port, prepare: $0) }
         logger.info("VNC through SSH", metadata: ["via": "\(connection.route.display)", "target": "\(host):\(port)"])
         return connection
     }

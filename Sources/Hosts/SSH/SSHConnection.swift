@@ -225,12 +225,16 @@ public final class SSHConnection: Sendable {
 
     /// A `direct-tcpip` channel to `host:port` as a byte stream (what `ssh -W` gives a program),
     /// wrapped before it can receive anything, so a server that speaks first loses nothing. A
-    /// protocol client runs on it directly: no local listener, no loopback hop.
-    public func openByteStream(host: String, port: Int) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+    /// protocol client runs on it directly: no local listener, no loopback hop. `prepare` runs on
+    /// the channel first, with its byte-stream bridge in place (a client adds its own handlers).
+    public func openByteStream(host: String, port: Int,
+                               prepare: @escaping @Sendable (any Channel) throws -> Void = { _ in }) async throws
+        -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
         final class Slot: Sendable { let stream = Mutex<NIOAsyncChannel<ByteBuffer, ByteBuffer>?>(nil) }
         let wrapped = Slot()
         let child = try await openDirectTCPIP(host: host, port: port) { child in
             try child.pipeline.syncOperations.addHandler(SSHChannelDataBridge())
+            try prepare(child)
             let stream = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: child)
             wrapped.stream.withLock { $0 = stream }
         }
