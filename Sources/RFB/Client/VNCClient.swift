@@ -68,8 +68,9 @@ public actor VNCClient {
     public nonisolated let endpoint: VNCEndpoint
 
     private let eventSink: AsyncStream<RFBEvent>.Continuation
-    /// The channel's event loop, which is also this actor's executor.
-    private let eventLoop: any EventLoop
+    /// This actor's executor: the channel's event loop, or for a channel opened by the caller
+    /// (SSH) another loop of the same group (see `InboundRelay`).
+    nonisolated let eventLoop: any EventLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
     private let options: Options
     private let logger: Logger
@@ -190,7 +191,12 @@ public actor VNCClient {
             }
             logger.debug("TCP connected", metadata: ["endpoint": "\(endpoint)"])
         }
-        let client = VNCClient(endpoint: endpoint, eventLoop: asyncChannel.channel.eventLoop, options: options, logger: logger)
+        // A plain (or TLS) socket is read and decoded on one thread, as other clients do. A
+        // channel whose own loop works hard (SSH: decryption, window, packets) hands its bytes
+        // to a client on another loop, so the two halves run on two cores.
+        let channelLoop = asyncChannel.channel.eventLoop
+        let clientLoop = options.openChannel == nil ? channelLoop : otherEventLoop(than: channelLoop)
+        let client = VNCClient(endpoint: endpoint, eventLoop: clientLoop, options: options, logger: logger)
         return try await client.start(asyncChannel, relay: relay, credentials: credentials)
     }
 
@@ -200,7 +206,11 @@ public actor VNCClient {
         credentialProvider = credentials
         handshakeDeadline = .now + options.handshakeTimeout
         if endpoint.tlsFirst { try await startTLS() }
-        relay.attach(self)
+        if channel?.eventLoop === eventLoop {
+            relay.attach(self)
+        } else {
+            asyncChannel.channel.eventLoop.execute { relay.attach(self) }
+        }
         Task { await self.run(asyncChannel) }
         Task { await self.watchHandshake() }
         let info = try await withTaskCancellationHandler {
@@ -1064,27 +1074,118 @@ final class TLSOutcome: Sendable {
     func get() -> Value? { value.withLock { $0 } }
 }
 
-/// The handler that hands every read to its `VNCClient` synchronously: the client's executor is
-/// the channel's event loop, so this runs inside the client's isolation with no hop or wake-up
-/// per chunk. Reads before the client attaches (a server that speaks first) wait for it. It
-/// consumes reads; the end of the stream and errors travel on to the async channel behind it.
+/// The handler that hands every read to its `VNCClient`. When the client's executor is the
+/// channel's event loop, synchronously: the read runs inside the client's isolation with no hop or
+/// wake-up per chunk. When the client runs on another loop (a channel whose own loop has heavy
+/// work, SSH), each read is posted there in order, and the channel stops reading while more than
+/// `pauseAbove` bytes wait to be decoded, so a decoder slower than the link holds the stream back
+/// instead of buffering it. Reads before the client attaches (a server that speaks first) wait
+/// for it. It consumes reads; the end of the stream and errors travel on to the async channel
+/// behind it.
 final class InboundRelay: ChannelInboundHandler, @unchecked Sendable {
-    // @unchecked: touched only on its channel's event loop (NIO calls the handler there, and
-    // `attach` runs in the client's isolation, which is that loop).
+    // @unchecked: `client`, `early`, `batch` and `context` are touched only on the channel's event loop
+    // (NIO calls the handler there and `attach` is run there); `backlog` is locked.
     typealias InboundIn = ByteBuffer
+    static let pauseAbove = 4 << 20
     private var client: VNCClient?
     private var early: [ByteBuffer] = []
+    private var batch: [ByteBuffer] = []
+    private var batchBytes = 0
+    private var context: ChannelHandlerContext?
+    private let backlog = Mutex<(bytes: Int, paused: Bool)>((0, false))
 
-    func attach(_ client: isolated VNCClient) {
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// On the channel's event loop.
+    func attach(_ client: VNCClient) {
         self.client = client
         let waiting = early
         early = []
-        for buffer in waiting { client.received(buffer) }
+        for buffer in waiting { deliver(buffer, to: client) }
+        if let context { postBatch(context) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         guard let client else { return early.append(buffer) }
-        client.assumeIsolated { $0.received(buffer) }
+        deliver(buffer, to: client)
     }
+
+    private func deliver(_ buffer: ByteBuffer, to client: VNCClient) {
+        if client.eventLoop.inEventLoop {
+            client.assumeIsolated { $0.received(buffer) }
+            return
+        }
+        // Posted once per read burst (at channelReadComplete): one wake-up of the client's loop
+        // for many packets.
+        batch.append(buffer)
+        batchBytes += buffer.readableBytes
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        postBatch(context)
+        context.fireChannelReadComplete()
+    }
+
+    // The stream's end and errors reach the client after the reads before them.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        postBatch(context)
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        postBatch(context)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        postBatch(context)
+        context.fireErrorCaught(error)
+    }
+
+    private func postBatch(_ context: ChannelHandlerContext) {
+        guard let client, !batch.isEmpty else { return }
+        let buffers = batch, count = batchBytes
+        batch = []
+        batchBytes = 0
+        let pause = backlog.withLock { state in
+            state.bytes += count
+            guard state.bytes > Self.pauseAbove, !state.paused else { return false }
+            state.paused = true
+            return true
+        }
+        if pause { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
+        let channelLoop = context.eventLoop
+        client.eventLoop.execute {
+            client.assumeIsolated { client in
+                for buffer in buffers { client.received(buffer) }
+            }
+            self.decoded(count, channelLoop: channelLoop)
+        }
+    }
+
+    /// On the client's loop, after a posted read was consumed.
+    private func decoded(_ count: Int, channelLoop: any EventLoop) {
+        let resume = backlog.withLock { state in
+            state.bytes -= count
+            guard state.paused, state.bytes <= Self.pauseAbove / 2 else { return false }
+            state.paused = false
+            return true
+        }
+        guard resume else { return }
+        channelLoop.execute {
+            guard let context = self.context else { return }
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            context.read()
+        }
+    }
+}
+
+/// Another loop of the shared group than `loop` (the same one when the group has only one).
+private func otherEventLoop(than loop: any EventLoop) -> any EventLoop {
+    for candidate in MultiThreadedEventLoopGroup.singleton.makeIterator() where !(candidate === loop) {
+        return candidate
+    }
+    return loop
 }
