@@ -243,6 +243,28 @@ struct VNCSecurityChoiceTests {
         #expect(plain.stderr.contains("vncs://"), "stderr: \(plain.stderr)")
     }
 
+    /// x11vnc in -unixpw mode with VeNCrypt Plain (`-vencrypt plain:support`) checks the user
+    /// name and password as a Unix login; when that fails it sends the text "unixpw failed"
+    /// where the SecurityResult's failure reason (a length, then text) belongs. The client says
+    /// the login failed and that the server's message was malformed — not that a reason of
+    /// 1970170232 bytes ("unix" read as a length) is coming — and ends at once.
+    @Test func x11vncUnixLoginFailureIsAFailedLoginNotAHugeReason() throws {
+        let folder = try TemporaryFolder()
+        let server = try X11vncServer(password: nil, folder: folder, extra: ["-unixpw", "-ssl", "TMP", "-vencrypt", "plain:support"],
+                                      startupTimeout: 60)
+        let passwordFile = folder.path + "/wrong-password"
+        try "not the password".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        let started = Date()
+        let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--username", "nosuchuser",
+                                                  "--password-file", passwordFile, "--connect-timeout", "15"],
+                             environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
+        #expect(result.status == 1, "stdout: \(result.stdout) stderr: \(result.stderr)")
+        #expect(result.stderr.contains("authentication failed: the server's failure message was malformed"), "stderr: \(result.stderr)")
+        #expect(!result.stderr.contains("bytes"), "stderr: \(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 20, "the refusal took \(Date().timeIntervalSince(started)) s")
+    }
+
     /// Plain with the wrong password: the server's refusal, promptly (it used to hang 30 s
     /// waiting for an acknowledgement byte Xvnc never sends).
     @Test func plainWithAWrongPasswordIsRefusedPromptly() async throws {
