@@ -209,7 +209,9 @@ public actor VNCClient {
         if channel?.eventLoop === eventLoop {
             relay.attach(self)
         } else {
-            asyncChannel.channel.eventLoop.execute { relay.attach(self) }
+            // Attached before the read loop starts: what the server sent before that (and is
+            // now posted to this loop) is decoded before the loop can see the stream's end.
+            try await asyncChannel.channel.eventLoop.submit { relay.attach(self) }.get()
         }
         Task { await self.run(asyncChannel) }
         Task { await self.watchHandshake() }
