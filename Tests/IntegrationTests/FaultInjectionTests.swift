@@ -1,4 +1,5 @@
 import Foundation
+import RFB
 import Testing
 
 /// The command line against hostile and broken peers, as docs/cli.md promises: every wait
@@ -58,6 +59,26 @@ struct FaultInjectionTests {
                                            folder: folder)
             Self.expectOneLine(outcome, cause, within: 6)
         }
+    }
+
+    /// A server that keeps sending while the client is still getting the password (a person at
+    /// a prompt; here a provider that takes 3 s): the client stops it at 1 MiB with a message
+    /// instead of holding all of it (without the limit the reads would wait in memory until the
+    /// password came, and the zeros would then parse as a successful login).
+    @Test func vncServerFloodingWhileThePasswordIsAskedIsCutOff() async throws {
+        let server = try HostileServer(mode: "rfb-flood-at-prompt")
+        let started = ContinuousClock.now
+        do {
+            let client = try await VNCClient.connect(to: VNCEndpoint(host: "127.0.0.1", port: server.port), credentials: { _ in
+                try await Task.sleep(for: .seconds(3))
+                return VNCCredentials(password: "secret12")
+            })
+            await client.close()
+            Issue.record("a server flooding during the password prompt was accepted")
+        } catch let error as RFBError {
+            #expect("\(error)".contains("more than 1 MiB while the client was waiting for credentials"), "\(error)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(3), "the flood was cut off only after the prompt")
     }
 
     static let sendspinCases: [(mode: String, path: String, cause: String)] = [

@@ -20,6 +20,8 @@ RFB:
                       FramebufferUpdate, then close
   rfb-reason-garbage  offer no security types with a reason length of 1970170232 bytes (what
                       x11vnc -unixpw sends on a failure)
+  rfb-flood-at-prompt offer VNC authentication, send the challenge, then 64 MiB of zeros while
+                      the client is still getting the password
 WebSocket (Sendspin):
   ws-silent-upgrade   read the HTTP upgrade request, never answer
   ws-404              answer the upgrade with 404 Not Found
@@ -103,6 +105,16 @@ def handle(conn, mode):
             # FramebufferUpdate: one 64x64 Raw rectangle, of which only half the pixels come.
             conn.sendall(struct.pack(">BxH", 0, 1) + struct.pack(">HHHHi", 0, 0, 64, 64, 0) + bytes(64 * 32 * 4))
             time.sleep(0.3)
+        elif mode == "rfb-flood-at-prompt":
+            conn.sendall(b"RFB 003.008\n")
+            conn.recv(12)
+            conn.sendall(bytes([1, 2]))            # one security type: VNC authentication
+            conn.recv(1)
+            conn.sendall(os.urandom(16))           # the challenge
+            chunk = bytes(1 << 20)
+            for _ in range(64):
+                conn.sendall(chunk)
+            hold(conn)
         elif mode == "rfb-reason-garbage":
             conn.sendall(b"RFB 003.008\n")
             conn.recv(12)

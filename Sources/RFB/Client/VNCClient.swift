@@ -97,6 +97,8 @@ public actor VNCClient {
     /// arrives meanwhile waits here, in order.
     private var awaitingStep = false
     private var deferredInput: [ByteBuffer] = []
+    private var deferredBytes = 0
+    private var awaitingWhat = ""
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     private let tlsOutcome = TLSOutcome()
     private var input = InputTracker()
@@ -708,11 +710,21 @@ public actor VNCClient {
     fileprivate func received(_ buffer: ByteBuffer) {
         guard !ended else { return }
         if awaitingStep {
+            // A server waits while the client starts TLS or asks for a password; one that keeps
+            // sending meanwhile is not kept in memory without bound (a prompt can stay open).
+            deferredBytes += buffer.readableBytes
+            guard deferredBytes <= Self.deferredInputLimit else {
+                deferredInput = []
+                return finish(.protocolViolation("the server sent more than \(Self.deferredInputLimit >> 20) MiB while the client was \(awaitingWhat) — no VNC server does that"))
+            }
             deferredInput.append(buffer)
             return
         }
         consume(buffer)
     }
+
+    /// What the server may send while a step waits (real servers send nothing then).
+    static let deferredInputLimit = 1 << 20
 
     private func consume(_ buffer: ByteBuffer) {
         if let tap = options.inboundTap { tap(Array(buffer.readableBytesView)) }
@@ -737,8 +749,9 @@ public actor VNCClient {
         } catch {
             return failRead(error)
         }
-        guard !rest.isEmpty else { return }
+        guard let waiting = rest.first else { return }
         awaitingStep = true
+        awaitingWhat = if case .startTLS = waiting { "starting TLS" } else { "waiting for credentials" }
         Task { await self.continueRead(rest) }
     }
 
@@ -754,6 +767,7 @@ public actor VNCClient {
             return
         }
         awaitingStep = false
+        deferredBytes = 0
         while !awaitingStep, !ended, !deferredInput.isEmpty {
             consume(deferredInput.removeFirst())
         }
