@@ -98,6 +98,7 @@ public actor VNCClient {
     private var awaitingStep = false
     private var deferredInput: [ByteBuffer] = []
     private var deferredBytes = 0
+    private var readingPaused = false
     private var awaitingWhat = ""
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     private let tlsOutcome = TLSOutcome()
@@ -352,20 +353,23 @@ public actor VNCClient {
             for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
         }
         guard !ended, let channel else { return finish(nil) }
+        // The whole close takes at most `closeTimeout`: a server that has stopped reading cannot
+        // hold it (the flush below would wait for it forever).
+        let timer = Task {
+            try await Task.sleep(for: closeTimeout)
+            self.finish(nil)
+        }
+        defer { timer.cancel() }
         // The releases above are queued: let them reach the socket before our side closes.
         try? await flushWrites()
+        guard !ended else { return }
         closing = true
         do {
             try await channel.close(mode: .output).get()
         } catch {
             return finish(nil)  // e.g. TLS channels that cannot half-close: close outright
         }
-        let timer = Task {
-            try await Task.sleep(for: closeTimeout)
-            self.finish(nil)
-        }
         if !ended { await withCheckedContinuation { closeWaiters.append($0) } }
-        timer.cancel()
     }
 
     /// Waits for the next event that satisfies `predicate` (events before the call do not count).
@@ -749,10 +753,33 @@ public actor VNCClient {
         } catch {
             return failRead(error)
         }
+        if writer.pendingBytes > Self.sendQueueLimit { pauseReading() }
         guard let waiting = rest.first else { return }
         awaitingStep = true
         awaitingWhat = if case .startTLS = waiting { "starting TLS" } else { "waiting for credentials" }
         Task { await self.continueRead(rest) }
+    }
+
+    /// The server is not reading what the client answers (every update is answered with a
+    /// request): stop reading it until that queue is half drained, instead of queueing without
+    /// bound — TCP's own back-pressure, one level up.
+    private func pauseReading() {
+        guard let channel else { return }
+        channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        guard !readingPaused else { return }
+        readingPaused = true
+        let writer = self.writer
+        Task {
+            try? await writer.waitForRoom(limit: Self.sendQueueLimit / 2)
+            self.resumeReading()
+        }
+    }
+
+    private func resumeReading() {
+        readingPaused = false
+        guard !ended, let channel else { return }
+        channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        channel.read()
     }
 
     /// Finishes the actions from the one that had to wait, then what arrived meanwhile.
