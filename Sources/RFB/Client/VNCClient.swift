@@ -22,9 +22,10 @@ public typealias VNCCredentialProvider = @Sendable (CredentialRequest) async thr
 /// `framebuffer` snapshots and send input. The actor serialises everything that touches the
 /// protocol state; the socket is only touched by the read loop and `send`.
 ///
-/// The actor runs on its channel's event loop (its executor is that loop): what the socket
-/// delivers is decoded on the thread that read it, with no hop to another thread per chunk and
-/// the bytes still in that core's cache. Nothing here may block: every wait is an `await`.
+/// The actor's executor is an event loop: over TCP (and TLS) its channel's own, so what the socket
+/// delivers is decoded on the thread that read it, with no hop to another thread per chunk; over
+/// a caller-opened channel (SSH) another loop of the group, so decryption and decoding use two
+/// cores (see `InboundRelay`). Nothing here may block: every wait is an `await`.
 public actor VNCClient {
     /// Connection options beyond the protocol configuration.
     public struct Options: Sendable {
@@ -765,6 +766,8 @@ public actor VNCClient {
     /// bound — TCP's own back-pressure, one level up.
     private func pauseReading() {
         guard let channel else { return }
+        // Set on every read while over the limit, not only the first time: over SSH the relay
+        // also switches reading back on when its own backlog drains.
         channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
         guard !readingPaused else { return }
         readingPaused = true
