@@ -18,6 +18,9 @@ RFB:
   rfb-none-close-mid-stream
                       complete a handshake with security None and a 64x64 ServerInit, send half a
                       FramebufferUpdate, then close
+  rfb-empty-updates   complete a handshake with security None and a 0x0 ServerInit, then send empty
+                      FramebufferUpdates (no rectangles) as fast as the socket takes them, never
+                      reading what the client sends
   rfb-reason-garbage  offer no security types with a reason length of 1970170232 bytes (what
                       x11vnc -unixpw sends on a failure)
   rfb-flood-at-prompt offer VNC authentication, send the challenge, then 64 MiB of zeros while
@@ -115,6 +118,19 @@ def handle(conn, mode):
             for _ in range(64):
                 conn.sendall(chunk)
             hold(conn)
+        elif mode == "rfb-empty-updates":
+            conn.sendall(b"RFB 003.008\n")
+            conn.recv(12)
+            conn.sendall(bytes([1, 1]))            # one security type: None
+            conn.recv(1)
+            conn.sendall(struct.pack(">I", 0))     # SecurityResult OK
+            conn.recv(1)                           # ClientInit
+            pixel_format = struct.pack(">BBBBHHHBBB3x", 32, 24, 0, 1, 255, 255, 255, 16, 8, 0)
+            name = b"hostile"
+            conn.sendall(struct.pack(">HH", 0, 0) + pixel_format + struct.pack(">I", len(name)) + name)
+            chunk = struct.pack(">BxH", 0, 0) * (1 << 16)
+            while True:
+                conn.sendall(chunk)
         elif mode == "rfb-reason-garbage":
             conn.sendall(b"RFB 003.008\n")
             conn.recv(12)

@@ -90,6 +90,10 @@ public actor VNCClient {
     private var ended = false
     /// Set once `close()` has half-closed the connection: the server's end is then expected.
     private var closing = false
+    /// Set once `close()` has begun: what the server sends from then on is read (so the socket
+    /// closes cleanly) but not decoded — nobody will look at it, and a server flooding updates
+    /// would keep the loop busy answering them.
+    private var discardingInput = false
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     private var handshakeDeadline: ContinuousClock.Instant?
     /// Answers the core's credential requests during the handshake.
@@ -354,6 +358,7 @@ public actor VNCClient {
             for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
         }
         guard !ended, let channel else { return finish(nil) }
+        discardingInput = true
         // The whole close takes at most `closeTimeout`: a server that has stopped reading cannot
         // hold it (the flush below would wait for it forever).
         let timer = Task {
@@ -732,6 +737,7 @@ public actor VNCClient {
     static let deferredInputLimit = 1 << 20
 
     private func consume(_ buffer: ByteBuffer) {
+        if discardingInput { return }
         if let tap = options.inboundTap { tap(Array(buffer.readableBytesView)) }
         let arrived = ContinuousClock.now
         let actions = buffer.withUnsafeReadableBytes { core.receive($0) }
@@ -858,58 +864,99 @@ public actor VNCClient {
 
     /// Does the actions that need no waiting, in order, and returns the rest from the first one
     /// that does (TLS starting, credentials); empty when all are done.
+    ///
+    /// One read can complete thousands of messages (a server flooding empty updates; each update
+    /// is answered with an update request), so what the core produced is handed on compactly:
+    /// its bytes for the server leave as one write, and back-to-back `framebufferUpdated` events
+    /// as one event listing all their rectangles. Bytes go out before any action that is not an
+    /// event, and events keep their order among themselves (events go to the application, never
+    /// to the wire, so their order against the bytes carries no meaning).
     private func performNow(_ actions: ArraySlice<RFBConnection.Action>) throws -> ArraySlice<RFBConnection.Action> {
         var queue = actions
+        var outgoing: ByteBuffer?
+        var heldUpdate: (dirty: [RFBRect], first: Bool)?
+        func release() throws {
+            if let update = heldUpdate {
+                heldUpdate = nil
+                deliver(.framebufferUpdated(dirty: update.dirty, completesFirstFrame: update.first))
+            }
+            guard let buffer = outgoing else { return }
+            outgoing = nil
+            logger.trace("send", metadata: ["bytes": "\(buffer.readableBytes)"])
+            do {
+                try writer.enqueue(buffer, bytes: buffer.readableBytes)
+            } catch {
+                throw endReason ?? RFBError.notConnected
+            }
+        }
         while let action = queue.first {
-            if case .startTLS = action { return queue }
-            if case .requestCredentials = action { return queue }
-            queue.removeFirst()
             switch action {
-            case .startTLS, .requestCredentials:
-                break
             case .send(let bytes):
-                logger.trace("send", metadata: ["bytes": "\(bytes.count)", "type": "\(bytes.first ?? 0)"])
-                do {
-                    try writer.enqueue(ByteBuffer(bytes: bytes), bytes: bytes.count)
-                } catch {
-                    throw endReason ?? RFBError.notConnected
+                if outgoing == nil { outgoing = ByteBuffer() }
+                outgoing!.writeBytes(bytes)
+            case .event(.framebufferUpdated(let dirty, let first)):
+                if var held = heldUpdate {
+                    heldUpdate = nil        // `held.dirty` is then the array's only reference
+                    held.dirty += dirty
+                    heldUpdate = (held.dirty, held.first || first)
+                } else {
+                    heldUpdate = (dirty, first)
                 }
+            case .event(let event):
+                if let update = heldUpdate {
+                    heldUpdate = nil
+                    deliver(.framebufferUpdated(dirty: update.dirty, completesFirstFrame: update.first))
+                }
+                deliver(event)
+            case .startTLS, .requestCredentials:
+                try release()
+                return queue
             case .verifyServerKey(let check):
+                try release()
                 try verifyServerKey(check)
+                queue.removeFirst()
                 queue += core.serverKeyVerified()
+                continue
             case .ready(let info):
+                try release()
                 serverInfo = info
                 handshakeDeadline = nil
                 readyWaiter?.resume(returning: info)
                 readyWaiter = nil
-            case .event(let event):
-                logger.trace("event", metadata: ["event": "\(event)"])
-                if case .serverClipboard(let text) = event { serverClipboard = text }
-                for (id, waiter) in eventWaiters where waiter.outcome == nil && waiter.predicate(event) {
-                    if let continuation = waiter.continuation {
-                        eventWaiters[id] = nil
-                        continuation.resume(returning: event)
-                    } else {
-                        eventWaiters[id]?.outcome = .success(event)
-                    }
-                }
-                if case .framebufferUpdated(_, let first) = event, first {
-                    firstFrameComplete = true
-                    for (_, waiter) in firstFrameWaiters { waiter.resume() }
-                    firstFrameWaiters = [:]
-                }
-                var outgoing = event
-                if lostUpdate, case .framebufferUpdated(_, let first) = event {
-                    lostUpdate = false
-                    outgoing = .framebufferUpdated(dirty: [RFBRect(x: 0, y: 0, width: core.framebuffer.width, height: core.framebuffer.height)],
-                                                   completesFirstFrame: first)
-                }
-                if case .dropped(.framebufferUpdated) = eventSink.yield(outgoing) { lostUpdate = true }
             case .close(let error):
+                try release()
                 finish(error)
             }
+            queue.removeFirst()
         }
+        try release()
         return queue
+    }
+
+    /// Hands one event to whoever waits for it and to the event stream.
+    private func deliver(_ event: RFBEvent) {
+        logger.trace("event", metadata: ["event": "\(event)"])
+        if case .serverClipboard(let text) = event { serverClipboard = text }
+        for (id, waiter) in eventWaiters where waiter.outcome == nil && waiter.predicate(event) {
+            if let continuation = waiter.continuation {
+                eventWaiters[id] = nil
+                continuation.resume(returning: event)
+            } else {
+                eventWaiters[id]?.outcome = .success(event)
+            }
+        }
+        if case .framebufferUpdated(_, let first) = event, first {
+            firstFrameComplete = true
+            for (_, waiter) in firstFrameWaiters { waiter.resume() }
+            firstFrameWaiters = [:]
+        }
+        var outgoing = event
+        if lostUpdate, case .framebufferUpdated(_, let first) = event {
+            lostUpdate = false
+            outgoing = .framebufferUpdated(dirty: [RFBRect(x: 0, y: 0, width: core.framebuffer.width, height: core.framebuffer.height)],
+                                           completesFirstFrame: first)
+        }
+        if case .dropped(.framebufferUpdated) = eventSink.yield(outgoing) { lostUpdate = true }
     }
 
     private func perform(_ initial: [RFBConnection.Action], credentials: VNCCredentialProvider?) async throws {

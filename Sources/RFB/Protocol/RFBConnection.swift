@@ -83,7 +83,7 @@ public struct RFBConnection: ~Copyable, Sendable {
         /// `serverKeyVerified()` — or close the connection.
         case verifyServerKey(ServerKeyCheck)
         /// The handshake finished; the session is ready.
-        case ready(ServerInfo)
+        indirect case ready(ServerInfo)
         case event(RFBEvent)
         /// The session is over; close the connection.
         case close(RFBError)

@@ -2,7 +2,9 @@ import Crypto
 import FarcastSupport
 /// What the server did, as the engine reports it.
 public enum RFBEvent: Sendable, Equatable {
-    /// A FramebufferUpdate finished; `dirty` lists the pixel rectangles it changed.
+    /// A FramebufferUpdate finished; `dirty` lists the pixel rectangles it changed. (`VNCClient`
+    /// reports updates that finish in the same read from the socket as one event listing all
+    /// their rectangles.)
     /// `completesFirstFrame` is true once every pixel has been received at least once.
     case framebufferUpdated(dirty: [RFBRect], completesFirstFrame: Bool)
     /// The framebuffer changed size (DesktopSize or ExtendedDesktopSize); the monitor layout

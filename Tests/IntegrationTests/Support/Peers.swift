@@ -42,6 +42,17 @@ struct ProcessResult {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// The most memory the program had allocated (RssAnon, sampled every 10 ms while it ran).
+    var peakAnonMiB: Double = 0
+}
+
+/// RssAnon of a running process in MiB (0 when it has gone).
+func anonymousMemoryMiB(pid: Int32) -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
+          let kib = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Double($0) })
+    else { return 0 }
+    return kib / 1024
 }
 
 /// Runs a program to completion with a time limit; a hung program is killed and reported.
@@ -70,7 +81,11 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
         }
     }
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
+    var peakAnon = 0.0
+    while process.isRunning && Date() < deadline {
+        peakAnon = max(peakAnon, anonymousMemoryMiB(pid: process.processIdentifier))
+        usleep(10_000)
+    }
     if process.isRunning {
         // Where it hangs, for the report: every thread's stack, while it is still hung.
         let stacks = threadStacks(pid: process.processIdentifier)
@@ -89,7 +104,8 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     process.waitUntilExit()
     return ProcessResult(status: process.terminationStatus,
                          stdout: String(decoding: outData.value.withLock { $0 }, as: UTF8.self),
-                         stderr: String(decoding: errData.value.withLock { $0 }, as: UTF8.self))
+                         stderr: String(decoding: errData.value.withLock { $0 }, as: UTF8.self),
+                         peakAnonMiB: peakAnon)
 }
 
 final class DataBox: Sendable {
