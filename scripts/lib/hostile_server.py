@@ -67,6 +67,19 @@ def hold(conn):
         pass
 
 
+def rfb_none_handshake(conn, width, height):
+    """An RFB 3.8 handshake with security None, ending with a ServerInit of the given size."""
+    conn.sendall(b"RFB 003.008\n")
+    conn.recv(12)
+    conn.sendall(bytes([1, 1]))            # one security type: None
+    conn.recv(1)
+    conn.sendall(struct.pack(">I", 0))     # SecurityResult OK
+    conn.recv(1)                           # ClientInit
+    pixel_format = struct.pack(">BBBBHHHBBB3x", 32, 24, 0, 1, 255, 255, 255, 16, 8, 0)
+    name = b"hostile"
+    conn.sendall(struct.pack(">HH", width, height) + pixel_format + struct.pack(">I", len(name)) + name)
+
+
 def handle(conn, mode):
     try:
         if mode == "silent":
@@ -95,15 +108,7 @@ def handle(conn, mode):
             conn.sendall(b"RFB 003.008\n")
             conn.recv(12)
         elif mode == "rfb-none-close-mid-stream":
-            conn.sendall(b"RFB 003.008\n")
-            conn.recv(12)
-            conn.sendall(bytes([1, 1]))            # one security type: None
-            conn.recv(1)
-            conn.sendall(struct.pack(">I", 0))     # SecurityResult OK
-            conn.recv(1)                           # ClientInit
-            pixel_format = struct.pack(">BBBBHHHBBB3x", 32, 24, 0, 1, 255, 255, 255, 16, 8, 0)
-            name = b"hostile"
-            conn.sendall(struct.pack(">HH", 64, 64) + pixel_format + struct.pack(">I", len(name)) + name)
+            rfb_none_handshake(conn, 64, 64)
             time.sleep(0.3)
             # FramebufferUpdate: one 64x64 Raw rectangle, of which only half the pixels come.
             conn.sendall(struct.pack(">BxH", 0, 1) + struct.pack(">HHHHi", 0, 0, 64, 64, 0) + bytes(64 * 32 * 4))
@@ -119,15 +124,7 @@ def handle(conn, mode):
                 conn.sendall(chunk)
             hold(conn)
         elif mode == "rfb-empty-updates":
-            conn.sendall(b"RFB 003.008\n")
-            conn.recv(12)
-            conn.sendall(bytes([1, 1]))            # one security type: None
-            conn.recv(1)
-            conn.sendall(struct.pack(">I", 0))     # SecurityResult OK
-            conn.recv(1)                           # ClientInit
-            pixel_format = struct.pack(">BBBBHHHBBB3x", 32, 24, 0, 1, 255, 255, 255, 16, 8, 0)
-            name = b"hostile"
-            conn.sendall(struct.pack(">HH", 0, 0) + pixel_format + struct.pack(">I", len(name)) + name)
+            rfb_none_handshake(conn, 0, 0)
             chunk = struct.pack(">BxH", 0, 0) * (1 << 16)
             while True:
                 conn.sendall(chunk)
