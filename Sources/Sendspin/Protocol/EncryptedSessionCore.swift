@@ -415,9 +415,12 @@ struct EncryptedSessionCore: SendspinSessionCore {
     }
 
     /// The user's gesture: the window opens until `until`; a held code attempt starts if the
-    /// session is in a pairing activation.
+    /// session is in a pairing activation. During a re-handshake only the window opens: nothing
+    /// may leave then (the server switches keys on our answer), and the server's activation
+    /// under the new keys ends the held attempt anyway — a pairing activation then finds the
+    /// window open and starts the code exchange at once.
     mutating func openPairingWindow(until: Int64, now: Int64) -> [Action] {
-        guard case .established(var transport, .active) = state else {
+        guard case .established(var transport, .active) = state, !transport.isRekeying else {
             _ = pairing.openWindow(until: until, now: now, resume: false)
             return []
         }
