@@ -384,7 +384,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
     )
 
     struct Token: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print this player's pairing token (SP:0…) and client_id.",
+        static let configuration = CommandConfiguration(commandName: "token", abstract: "Print this player's pairing token (SP:0…) and client_id.",
                                                         discussion: "Example: farcast sendspin pair token --new")
         @Flag(help: "Draw a new pairing PSK first, so that tokens given out before stop working.")
         var new = false
@@ -408,6 +408,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
 
     struct Code: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "code",
             abstract: "Set this player's static 8-digit pairing code (read from standard input), or clear it.",
             discussion: "With a code set the player also offers pairing by code: the operator types the same 8 digits at the server while the player's pairing window is open (`listen --pairing-window`, or `pairing_window = yes` for the daemon). The code is read from standard input, never from the command line, and kept in the state directory with mode 0600.\n\nExample: echo 12345678 | farcast sendspin pair code"
         )
@@ -438,7 +439,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the servers this player is paired with.",
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the servers this player is paired with.",
                                                         discussion: "Example: farcast sendspin pair list --json")
         @OptionGroup var global: GlobalOptions
 
@@ -457,7 +458,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
     }
 
     struct Forget: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget the pairing with a server (it must pair again to be trusted).",
+        static let configuration = CommandConfiguration(commandName: "forget", abstract: "Forget the pairing with a server (it must pair again to be trusted).",
                                                         discussion: "Example: farcast sendspin pair forget YykbUdO5hV9odfc-owihNyE01A-tdLLl1QnNElI0r3M")
         @Argument(help: "The server_id, as `pair list` shows it.")
         var serverID: String
