@@ -40,9 +40,14 @@ public struct PresentationStats: Sendable {
 
     /// The latency at quantile `q` (0…1) of the recent presents, nil before the first.
     public func latency(quantile q: Double) -> Double? {
-        guard !latencies.isEmpty else { return nil }
+        latencies(quantiles: q).first
+    }
+
+    /// The latencies at several quantiles (0…1) from one sort — the window asks for p50 and p95
+    /// after every present; empty before the first.
+    public func latencies(quantiles: Double...) -> [Double] {
+        guard !latencies.isEmpty else { return [] }
         let sorted = latencies.sorted()
-        let index = min(sorted.count - 1, max(0, Int((q * Double(sorted.count - 1)).rounded())))
-        return sorted[index]
+        return quantiles.map { q in sorted[min(sorted.count - 1, max(0, Int((q * Double(sorted.count - 1)).rounded())))] }
     }
 }

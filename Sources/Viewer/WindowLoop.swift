@@ -880,9 +880,10 @@ final class WindowLoop {
         needsRedraw = false
         let latency = latencyStart.map { ViewerWindow.now() - $0 }
         stats.recordPresent(latency: latency)
+        let quantiles = stats.latencies(quantiles: 0.5, 0.95)
         let snapshot = ViewerStatistics(framesPresented: stats.framesPresented, partialFrames: partialFrames, updates: stats.updates,
-                                        latencyP50Milliseconds: stats.latency(quantile: 0.5).map { $0 * 1000 },
-                                        latencyP95Milliseconds: stats.latency(quantile: 0.95).map { $0 * 1000 }, renderer: rendererName)
+                                        latencyP50Milliseconds: quantiles.first.map { $0 * 1000 },
+                                        latencyP95Milliseconds: quantiles.last.map { $0 * 1000 }, renderer: rendererName)
         owner.shared.withLock { $0.statistics = snapshot }
     }
 

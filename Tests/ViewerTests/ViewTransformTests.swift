@@ -200,6 +200,8 @@ struct PresentationStatsTests {
         #expect(stats.framesPresented == 101)
         #expect(stats.latency(quantile: 0.5) == 0.051 || stats.latency(quantile: 0.5) == 0.050)
         #expect(stats.latency(quantile: 0.95) == 0.095 || stats.latency(quantile: 0.95) == 0.096)
+        #expect(stats.latencies(quantiles: 0.5, 0.95) == [stats.latency(quantile: 0.5)!, stats.latency(quantile: 0.95)!])
+        #expect(PresentationStats().latencies(quantiles: 0.5, 0.95).isEmpty)
     }
 }
 
