@@ -875,11 +875,13 @@ public actor VNCClient {
         var queue = actions
         var outgoing: ByteBuffer?
         var heldUpdate: (dirty: [RFBRect], first: Bool)?
+        func deliverHeldUpdate() {
+            guard let update = heldUpdate else { return }
+            heldUpdate = nil
+            deliver(.framebufferUpdated(dirty: update.dirty, completesFirstFrame: update.first))
+        }
         func release() throws {
-            if let update = heldUpdate {
-                heldUpdate = nil
-                deliver(.framebufferUpdated(dirty: update.dirty, completesFirstFrame: update.first))
-            }
+            deliverHeldUpdate()
             guard let buffer = outgoing else { return }
             outgoing = nil
             logger.trace("send", metadata: ["bytes": "\(buffer.readableBytes)"])
@@ -895,18 +897,14 @@ public actor VNCClient {
                 if outgoing == nil { outgoing = ByteBuffer() }
                 outgoing!.writeBytes(bytes)
             case .event(.framebufferUpdated(let dirty, let first)):
-                if var held = heldUpdate {
-                    heldUpdate = nil        // `held.dirty` is then the array's only reference
-                    held.dirty += dirty
-                    heldUpdate = (held.dirty, held.first || first)
-                } else {
+                if heldUpdate == nil {
                     heldUpdate = (dirty, first)
+                } else {
+                    heldUpdate!.dirty += dirty      // in place: the held list has one owner
+                    heldUpdate!.first = heldUpdate!.first || first
                 }
             case .event(let event):
-                if let update = heldUpdate {
-                    heldUpdate = nil
-                    deliver(.framebufferUpdated(dirty: update.dirty, completesFirstFrame: update.first))
-                }
+                deliverHeldUpdate()
                 deliver(event)
             case .startTLS, .requestCredentials:
                 try release()
