@@ -151,6 +151,8 @@ let package = Package(
                 "FarcastSupport", "FarcastNIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // OpenSSL's EVP AES-GCM for SSH packets, each decrypted once (see SSHPacketProtection.swift).
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .product(name: "NIOSSH", package: "swift-nio-ssh"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -229,7 +231,8 @@ let package = Package(
         .testTarget(
             name: "HostsTests",
             dependencies: ["Hosts", "FarcastSupport", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "NIOSSH", package: "swift-nio-ssh"), .product(name: "GRDB", package: "GRDB.swift")],
+                           .product(name: "NIOSSH", package: "swift-nio-ssh"), .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

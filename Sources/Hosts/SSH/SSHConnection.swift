@@ -110,6 +110,10 @@ public final class SSHConnection: Sendable {
         var configuration = SSHClientConfiguration(userAuthDelegate: authenticator, serverAuthDelegate: verifier)
         // Larger channel packets mean fewer, larger SSH packets on bulk transfers.
         configuration.maximumPacketSize = 1 << 18
+        #if canImport(COpenSSL)
+        // The same ciphers as swift-nio-ssh's, decrypting each packet once (SSHPacketProtection.swift).
+        configuration.transportProtectionSchemes = SSHAESGCMProtection.offered
+        #endif
         return NIOSSHHandler(role: .client(configuration), allocator: allocator, inboundChildChannelInitializer: nil)
     }
 
