@@ -99,6 +99,7 @@ let package = Package(
                 .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
                 // OpenSSL's libssl for anonymous TLS (VeNCrypt TLS* subtypes), which BoringSSL lacks.
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -823,7 +823,7 @@ final class WindowLoop {
             }
             guard let texture else { return }
             if let direct, !needsRedraw {
-                // One copy, stage → window surface, instead of stage → texture → surface.
+                // One copy, picture → window surface, instead of picture → texture → surface.
                 for rect in pending.dirty {
                     staleInTexture.append(rect)
                     guard let copy = direct.transform.partialCopy(of: rect, windowWidth: direct.width, windowHeight: direct.height) else { continue }
@@ -838,7 +838,7 @@ final class WindowLoop {
                 if staleInTexture.count > FrameStaging.maximumRects {
                     staleInTexture = [staleInTexture.reduce(ViewerRect(x: 0, y: 0, width: 0, height: 0)) { $0.union($1) }]
                 }
-            } else {
+            } else if !pixels.isEmpty {
                 for rect in staleInTexture + pending.dirty {
                     let r0 = rect.intersection(ViewerRect(x: 0, y: 0, width: pending.width, height: pending.height))
                     guard !r0.isEmpty else { continue }
@@ -904,7 +904,7 @@ final class WindowLoop {
     /// Brings the texture up to date with what was written to the window surface directly.
     private func syncTexture() {
         guard let texture else { staleInTexture = []; return }
-        owner.frames.read { width, height, pixels in
+        let read = owner.frames.read { width, height, pixels in
             for rect in staleInTexture {
                 let r0 = rect.intersection(ViewerRect(x: 0, y: 0, width: width, height: height))
                 guard !r0.isEmpty else { continue }
@@ -912,7 +912,8 @@ final class WindowLoop {
                 SDL_UpdateTexture(texture, &r, pixels.baseAddress! + r0.y * width + r0.x, Int32(width * 4))
             }
         }
-        staleInTexture = []
+        // Unreadable just now (the producer could not lend its picture): tried again next present.
+        if read { staleInTexture = [] }
     }
 
     /// Only the changed rectangles, copied into the window's surface and sent to the display

@@ -249,6 +249,12 @@ actor ViewSession {
             }
         }
         for (encoding, count) in await client.rectanglesByEncoding { encodings["\(encoding)", default: 0] += count }
+        // The window keeps the last picture (for redraws, and until the next connection's first
+        // update) once the client no longer lends it.
+        let frames = viewer.frames
+        await client.withFramebuffer { fb in
+            fb.pixels.withUnsafeBufferPointer { frames.keep(width: fb.width, height: fb.height, stride: fb.width, from: $0) }
+        }
         self.client = nil
         if stopped || reconnectRequested { return nil }
         lastReason = reason ?? "the server closed the connection"
@@ -260,11 +266,10 @@ actor ViewSession {
         let total = await client.bytesReceived
         let bytes = max(0, total - lastBytes)
         lastBytes = total
-        let frames = viewer.frames
-        await client.withFramebuffer { fb in
-            fb.pixels.withUnsafeBufferPointer { pixels in
-                frames.stage(width: fb.width, height: fb.height, stride: fb.width, dirty: dirty, from: pixels, arrival: now, bytes: bytes)
-            }
+        let size = await client.withFramebuffer { ($0.width, $0.height) }
+        // Nothing is copied here: the window borrows the decoder's framebuffer when it uploads.
+        viewer.frames.markChanged(width: size.0, height: size.1, dirty: dirty, arrival: now, bytes: bytes) { body in
+            client.lendFramebuffer(body)
         }
         viewer.wake()
     }

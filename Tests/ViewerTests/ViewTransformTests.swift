@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Viewer
 
@@ -155,6 +156,104 @@ struct FrameStagingTests {
         let rects = (0..<100).map { ViewerRect(x: $0, y: $0, width: 1, height: 1) }
         source.withUnsafeBufferPointer { staging.stage(width: 200, height: 200, stride: 200, dirty: rects, from: $0, arrival: 0, bytes: 0) }
         staging.drain { pending, _ in #expect(pending.dirty == [ViewerRect(x: 0, y: 0, width: 100, height: 100)]) }
+    }
+
+    /// A producer that lends its own picture (as the VNC client lends its framebuffer), counting
+    /// loans; `available` false plays a producer whose thread cannot lend just now.
+    final class Producer: @unchecked Sendable {
+        let lock = NSLock()
+        var width: Int, height: Int
+        var pixels: [UInt32]
+        var loans = 0
+        var available = true
+
+        init(width: Int, height: Int, value: UInt32) {
+            self.width = width
+            self.height = height
+            pixels = [UInt32](repeating: value, count: width * height)
+        }
+
+        func lend(_ body: (Int, Int, UnsafeBufferPointer<UInt32>) -> Void) -> Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            guard available else { return false }
+            loans += 1
+            pixels.withUnsafeBufferPointer { body(width, height, $0) }
+            return true
+        }
+    }
+
+    @Test func aLendingProducerIsReadAtUploadNotCopiedAtTheMark() {
+        let staging = FrameStaging()
+        let producer = Producer(width: 8, height: 4, value: 0x333333)
+        staging.markChanged(width: 8, height: 4, dirty: [], arrival: 1, bytes: 3) { producer.lend($0) }
+        #expect(producer.loans == 0, "marking copies nothing")
+        // Changed after the mark: the upload sees the picture as it is when it happens.
+        producer.pixels[9] = 0x444444
+        staging.drain { pending, pixels in
+            #expect(pending.dirty == [ViewerRect(x: 0, y: 0, width: 8, height: 4)] && pending.generation == 1 && pending.bytes == 3)
+            #expect(pixels.count == 32 && pixels[9] == 0x444444 && pixels[0] == 0x333333)
+        }
+        #expect(producer.loans == 1)
+        staging.drain { pending, pixels in #expect(pending.dirty.isEmpty && pixels.isEmpty) }
+        #expect(producer.loans == 1, "nothing pending: nothing borrowed")
+    }
+
+    @Test func aLoanRefusedKeepsTheRectanglesForTheNextDrain() {
+        let staging = FrameStaging()
+        let producer = Producer(width: 8, height: 4, value: 1)
+        staging.markChanged(width: 8, height: 4, dirty: [], arrival: 0, bytes: 0) { producer.lend($0) }
+        staging.drain { _, _ in }
+        staging.markChanged(width: 8, height: 4, dirty: [ViewerRect(x: 1, y: 1, width: 2, height: 2)], arrival: 5, bytes: 7) { producer.lend($0) }
+        producer.available = false
+        var uploads = 0
+        staging.drain { _, _ in uploads += 1 }
+        #expect(uploads == 0)
+        #expect(!staging.read { _, _, _ in Issue.record("read without a loan") })
+        producer.available = true
+        staging.drain { pending, pixels in
+            uploads += 1
+            #expect(pending.dirty == [ViewerRect(x: 1, y: 1, width: 2, height: 2)] && pending.oldestArrival == 5 && pending.bytes == 7 && pending.updates == 1)
+            #expect(pixels.count == 32)
+        }
+        #expect(uploads == 1)
+    }
+
+    @Test func theKeptPictureServesAfterTheProducerLeaves() {
+        let staging = FrameStaging()
+        let producer = Producer(width: 4, height: 2, value: 9)
+        staging.markChanged(width: 4, height: 2, dirty: [], arrival: 0, bytes: 0) { producer.lend($0) }
+        // Rows 5 words apart in the producer's last picture: only 4 of each are the picture.
+        let last: [UInt32] = [1, 2, 3, 4, 99, 5, 6, 7, 8]
+        last.withUnsafeBufferPointer { staging.keep(width: 4, height: 2, stride: 5, from: $0) }
+        producer.available = false
+        staging.drain { pending, pixels in
+            #expect(pending.dirty == [ViewerRect(x: 0, y: 0, width: 4, height: 2)], "still pending from the mark")
+            #expect(Array(pixels) == [1, 2, 3, 4, 5, 6, 7, 8])
+        }
+        var seen: [UInt32] = []
+        #expect(staging.read { _, _, pixels in seen = Array(pixels) })
+        #expect(seen == [1, 2, 3, 4, 5, 6, 7, 8] && producer.loans == 0)
+    }
+
+    @Test func aLoanOfAnotherSizeUploadsNothingAndTheResizeMarkRedrawsAll() {
+        let staging = FrameStaging()
+        let producer = Producer(width: 8, height: 4, value: 1)
+        staging.markChanged(width: 8, height: 4, dirty: [], arrival: 0, bytes: 0) { producer.lend($0) }
+        staging.drain { _, _ in }
+        staging.markChanged(width: 8, height: 4, dirty: [ViewerRect(x: 0, y: 0, width: 2, height: 2)], arrival: 0, bytes: 0) { producer.lend($0) }
+        // The desktop grew before the window drained; its mark comes after.
+        producer.width = 10
+        producer.pixels = [UInt32](repeating: 2, count: 40)
+        var uploads = 0
+        staging.drain { _, _ in uploads += 1 }
+        #expect(uploads == 0, "rectangles of the old size are not drawn over the new picture")
+        staging.markChanged(width: 10, height: 4, dirty: [], arrival: 0, bytes: 0) { producer.lend($0) }
+        staging.drain { pending, pixels in
+            uploads += 1
+            #expect(pending.generation == 2 && pending.dirty == [ViewerRect(x: 0, y: 0, width: 10, height: 4)] && pixels.count == 40)
+        }
+        #expect(uploads == 1)
     }
 }
 

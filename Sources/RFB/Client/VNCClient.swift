@@ -2,6 +2,7 @@ import Crypto
 import FarcastNIO
 import FarcastSupport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -279,6 +280,28 @@ public actor VNCClient {
     /// Runs `body` with the framebuffer as it is now, inside the client's isolation: a viewer
     /// copies the rectangles an update changed without copying the whole picture.
     public func withFramebuffer<R: Sendable>(_ body: @Sendable (Framebuffer) -> R) -> R { body(core.framebuffer) }
+
+    /// Lends the framebuffer's pixels to a thread outside the client's (a viewer window's):
+    /// `body` runs on the calling thread with them (rows `width` words apart) while the client's
+    /// event loop waits, so nothing is decoded into them meanwhile, and the loop goes on as soon
+    /// as `body` returns — keep `body` to copying what changed. Returns false without calling
+    /// `body` when called on the client's own loop or when the loop does not get to it within
+    /// `patience` seconds (it is then not held either).
+    public nonisolated func lendFramebuffer(patience: Double = 0.5,
+                                            _ body: (_ width: Int, _ height: Int, UnsafeBufferPointer<UInt32>) -> Void) -> Bool {
+        guard !eventLoop.inEventLoop else { return false }
+        let loan = FramebufferLoan()
+        eventLoop.execute {
+            self.assumeIsolated { client in
+                let framebuffer = client.core.framebuffer
+                framebuffer.pixels.withUnsafeBufferPointer { loan.lend(width: framebuffer.width, height: framebuffer.height, $0) }
+            }
+        }
+        guard let view = loan.borrow(patience: patience) else { return false }
+        body(view.width, view.height, view.pixels)
+        loan.giveBack()
+        return true
+    }
 
     /// Asks for JPEG at this quality level from now on (nil: lossless only), as a viewer that
     /// adapts to its link does.
@@ -1279,4 +1302,47 @@ private func otherEventLoop(than loop: any EventLoop) -> any EventLoop {
         return candidate
     }
     return loop
+}
+
+/// One hand-over of the framebuffer between the client's loop (which lends and waits) and a
+/// borrowing thread: 0 waiting for the loop, 1 lent, 2 given back, 3 called off (the borrower
+/// stopped waiting before the loop got to it; the loop then lends nothing).
+final class FramebufferLoan: @unchecked Sendable {
+    // `view` is only touched with `state` locked; the pointer in it is valid while the lending
+    // loop waits for state 2.
+    private let state = ConditionLock(value: 0)
+    private var view: (width: Int, height: Int, pixels: UnsafeBufferPointer<UInt32>)?
+
+    /// On the loop: hands the pixels over and waits until they are given back.
+    func lend(width: Int, height: Int, _ pixels: UnsafeBufferPointer<UInt32>) {
+        // Not waiting: a value other than 0 here is 3, a loan already called off.
+        guard state.lock(whenValue: 0, timeoutSeconds: 0) else { return }
+        view = (width, height, pixels)
+        state.unlock(withValue: 1)
+        state.lock(whenValue: 2)
+        view = nil
+        state.unlock()
+    }
+
+    /// On the borrowing thread: the pixels once lent, or nil (the loan called off) after `patience`.
+    func borrow(patience: Double) -> (width: Int, height: Int, pixels: UnsafeBufferPointer<UInt32>)? {
+        if state.lock(whenValue: 1, timeoutSeconds: patience) {
+            defer { state.unlock() }
+            return view
+        }
+        // Still 0: called off. Otherwise the loop lent it just now (only it moves 0 → 1).
+        if state.lock(whenValue: 0, timeoutSeconds: 0) {
+            state.unlock(withValue: 3)
+            return nil
+        }
+        state.lock(whenValue: 1)
+        defer { state.unlock() }
+        return view
+    }
+
+    /// On the borrowing thread, after `borrow` returned the pixels: the loop may go on.
+    func giveBack() {
+        state.lock()
+        state.unlock(withValue: 2)
+    }
 }
