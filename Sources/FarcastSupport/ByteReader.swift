@@ -30,9 +30,16 @@ public struct TruncatedInput: Error, Equatable, Sendable, CustomStringConvertibl
 /// Every read checks the remaining length first and throws `TruncatedInput` instead of trapping;
 /// a negative length is treated as a truncation too, so a hostile length field can never
 /// index outside the buffer. The reader never copies the underlying array unless asked to.
-public struct ByteReader: Sendable {
-    /// The whole buffer the reader walks over.
+///
+/// A reader walks either an array it holds or, made with `init(borrowing:offset:)`, memory it
+/// borrows for the scope that made it (a stream parser reading straight from a socket's
+/// buffer). `@unchecked Sendable`: an array reader is a value like any other; a borrowing
+/// reader must not leave the scope of the memory it reads, let alone its thread.
+public struct ByteReader: @unchecked Sendable {
+    /// The whole buffer the reader walks over (empty for a borrowing reader).
     public let bytes: [UInt8]
+    /// The borrowed memory's start, for a borrowing reader.
+    @usableFromInline let borrowed: UnsafeRawPointer?
     /// Index of the next byte to read.
     @inlinable public var offset: Int { _offset }
     @usableFromInline var _offset: Int
@@ -43,8 +50,32 @@ public struct ByteReader: Sendable {
     public init(_ bytes: [UInt8], offset: Int = 0, endIndex: Int? = nil) {
         let end = min(max(endIndex ?? bytes.count, 0), bytes.count)
         self.bytes = bytes
+        borrowed = nil
         self.endIndex = end
         self._offset = min(max(offset, 0), end)
+    }
+
+    /// A reader over `memory[offset...]` that copies nothing: valid only while `memory` is, so
+    /// use it within the scope that lends `memory` and do not keep it (or a copy of it) beyond.
+    public init(borrowing memory: UnsafeRawBufferPointer, offset: Int = 0) {
+        bytes = []
+        borrowed = memory.count > 0 ? memory.baseAddress : nil
+        endIndex = memory.baseAddress == nil ? 0 : memory.count
+        _offset = min(max(offset, 0), endIndex)
+    }
+
+    /// The byte at `index` (already bounds-checked).
+    @inlinable
+    func byte(at index: Int) -> UInt8 {
+        if let borrowed { return borrowed.load(fromByteOffset: index, as: UInt8.self) }
+        return bytes[index]
+    }
+
+    /// Runs `body` over `count` bytes from `start` (already bounds-checked).
+    @inlinable
+    func withRegion<R>(_ start: Int, _ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let borrowed { return try body(UnsafeRawBufferPointer(start: borrowed + start, count: count)) }
+        return try bytes.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[start..<start + count])) }
     }
 
     /// Bytes left to read.
@@ -64,7 +95,7 @@ public struct ByteReader: Sendable {
     public mutating func readUInt8() throws(TruncatedInput) -> UInt8 {
         try check(1)
         defer { _offset += 1 }
-        return bytes[offset]
+        return byte(at: offset)
     }
 
     /// Reads a fixed-width integer in the given byte order (big-endian by default, as most
@@ -79,9 +110,9 @@ public struct ByteReader: Sendable {
         let start = offset
         switch endianness {
         case .big:
-            for i in 0..<size { value = value << 8 | T(truncatingIfNeeded: bytes[start + i]) }
+            for i in 0..<size { value = value << 8 | T(truncatingIfNeeded: byte(at: start + i)) }
         case .little:
-            for i in (0..<size).reversed() { value = value << 8 | T(truncatingIfNeeded: bytes[start + i]) }
+            for i in (0..<size).reversed() { value = value << 8 | T(truncatingIfNeeded: byte(at: start + i)) }
         }
         _offset += size
         return value
@@ -96,9 +127,9 @@ public struct ByteReader: Sendable {
         let start = offset
         switch endianness {
         case .big:
-            for i in 0..<byteCount { value = value << 8 | UInt64(bytes[start + i]) }
+            for i in 0..<byteCount { value = value << 8 | UInt64(byte(at: start + i)) }
         case .little:
-            for i in (0..<byteCount).reversed() { value = value << 8 | UInt64(bytes[start + i]) }
+            for i in (0..<byteCount).reversed() { value = value << 8 | UInt64(byte(at: start + i)) }
         }
         _offset += byteCount
         return value
@@ -108,14 +139,16 @@ public struct ByteReader: Sendable {
     @inlinable
     public func peekUInt8() throws(TruncatedInput) -> UInt8 {
         try check(1)
-        return bytes[offset]
+        return byte(at: offset)
     }
 
-    /// Reads `count` bytes as a slice of the underlying array (no copy).
+    /// Reads `count` bytes as a slice of the underlying array (no copy; a borrowing reader
+    /// copies them into a new array).
     @inlinable
     public mutating func readSlice(_ count: Int) throws(TruncatedInput) -> ArraySlice<UInt8> {
         try check(count)
         defer { _offset += count }
+        if borrowed != nil { return ArraySlice(withRegion(offset, count) { Array($0) }) }
         return bytes[offset..<offset + count]
     }
 
@@ -152,18 +185,13 @@ public struct ByteReader: Sendable {
         try check(count)
         let start = offset
         _offset += count
-        return try bytes.withUnsafeBytes { raw in
-            try body(UnsafeRawBufferPointer(rebasing: raw[start..<start + count]))
-        }
+        return try withRegion(start, count, body)
     }
 
     /// Gives `body` a pointer to every remaining byte without consuming any; the caller skips
     /// what it used. For decoders that work through as much buffered input as there is.
     @inlinable
     public func withUnsafeRemainingBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let start = offset, end = endIndex
-        return try bytes.withUnsafeBytes { raw in
-            try body(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
-        }
+        try withRegion(offset, endIndex - offset, body)
     }
 }

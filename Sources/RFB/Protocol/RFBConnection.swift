@@ -234,6 +234,10 @@ public struct RFBConnection: ~Copyable, Sendable {
     // MARK: - Inputs
 
     /// Feeds bytes received from the server.
+    ///
+    /// In the session, whatever `bytes` holds past a message in progress is parsed straight from
+    /// `bytes` (`processBorrowed`): only the rest of that message is copied into the input buffer
+    /// to finish it, and only a message the read cuts off at its end is kept there for the next.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [Action] {
         guard !isClosed else { return [] }
         var out = takeOutput()
@@ -244,11 +248,36 @@ public struct RFBConnection: ~Copyable, Sendable {
                 fail(error, &out)
                 return finish(out)
             }
-        } else {
-            input.append(contentsOf: bytes)
+            process(&out)
+            return finish(out)
         }
-        process(&out)
+        var rest = bytes
+        // A message in progress gets what it still needs, a step at a time (a decoder may learn
+        // of more as it reads: a length, then the data).
+        while inSession, readIndex < input.count, waitUntil > input.count, !rest.isEmpty {
+            let take = min(waitUntil - input.count, rest.count)
+            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<take]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+            process(&out)
+        }
+        guard !rest.isEmpty, !isClosed else { return finish(out) }
+        if inSession && readIndex == input.count {
+            let consumed = processBorrowed(rest, &out)
+            if !isClosed {
+                inputBase += consumed
+                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[consumed...]))
+                peakBufferBytes = max(peakBufferBytes, bufferBytes)
+            }
+        } else {
+            input.append(contentsOf: rest)
+            process(&out)
+        }
         return finish(out)
+    }
+
+    private var inSession: Bool {
+        if case .session = state { return true }
+        return false
     }
 
     public mutating func receive(_ bytes: [UInt8]) -> [Action] {
@@ -383,6 +412,32 @@ public struct RFBConnection: ~Copyable, Sendable {
         }
         compactInput()
         peakBufferBytes = max(peakBufferBytes, bufferBytes)
+    }
+
+    /// The session's parse loop over a read, with nothing pending in `input` (which is empty
+    /// and starts at stream offset `inputBase`). Returns how many bytes whole steps consumed;
+    /// the caller keeps the rest in `input`, and `waitUntil` is set relative to that rest.
+    private mutating func processBorrowed(_ bytes: UnsafeRawBufferPointer, _ out: inout ConnectionOutput) -> Int {
+        var consumed = 0
+        waitUntil = 0
+        // Until a step runs out of bytes, as `process` does: a step that consumes nothing may
+        // still finish something (the update whose last rectangle ended the read).
+        while !isClosed, inSession {
+            var reader = ByteReader(borrowing: bytes, offset: consumed)
+            do {
+                try readMessage(&reader, &out)
+                consumed = reader.offset
+                if update == nil { lastMessageBoundary = inputBase + consumed }
+            } catch let truncated as TruncatedInput {
+                // Steps leave the reader at their last commit point when input runs out.
+                consumed = reader.offset
+                waitUntil = truncated.offset + truncated.needed - consumed
+                break
+            } catch {
+                fail(error, &out)
+            }
+        }
+        return consumed
     }
 
     private mutating func fail(_ error: any Error, _ out: inout ConnectionOutput) {

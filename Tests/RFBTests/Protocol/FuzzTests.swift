@@ -28,10 +28,16 @@ struct FuzzTests {
         let whole = try RFBReplay.run(capture)
         #expect(whole.error == nil, "\(name): \(String(describing: whole.error))")
         #expect(whole.updates > 1 && whole.pixels > 0)
-        // Delivery in odd chunk sizes must not change a single pixel.
-        let trickled = try RFBReplay.run(capture, chunkSize: 997)
-        #expect(trickled.framebuffer == whole.framebuffer)
-        #expect(trickled.rectangles == whole.rectangles)
+        // Delivery in any chunk sizes must not change a single pixel: a byte at a time (every
+        // message finished in the input buffer), odd sizes (messages straddling reads, parsed
+        // partly from the buffer and partly straight from the read), and large reads.
+        for chunkSize in [1, 7, 997, 65_536] {
+            let trickled = try RFBReplay.run(capture, chunkSize: chunkSize)
+            #expect(trickled.framebuffer == whole.framebuffer, "\(name) in \(chunkSize)-byte reads")
+            #expect(trickled.rectangles == whole.rectangles, "\(name) in \(chunkSize)-byte reads")
+            #expect(trickled.updates == whole.updates, "\(name) in \(chunkSize)-byte reads")
+            #expect(trickled.lastMessageBoundary == whole.lastMessageBoundary, "\(name) in \(chunkSize)-byte reads")
+        }
     }
 
     @Test(arguments: captureNames)

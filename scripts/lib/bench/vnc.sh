@@ -103,6 +103,9 @@ peak_anon() { # time's pid
 }
 for e in "${ENCODINGS[@]}"; do
   say "end to end over loopback TCP, $e: farcast vnc watch, then libvncclient ($RUNS runs each)…"
+  # This run's samples only (a reused WORKDIR must not mix in an earlier binary's).
+  : > "$WORK/$e.ours.e2e.times"
+  : > "$WORK/$e.theirs.e2e.times"
   for _ in $(seq "$RUNS"); do end_to_end "$e" ours; end_to_end "$e" theirs; done
 done
 
