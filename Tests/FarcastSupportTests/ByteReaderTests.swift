@@ -64,6 +64,31 @@ import Testing
         #expect(sum == 24)
         #expect(r.remaining == 1)
     }
+
+    @Test func aBorrowingReaderReadsTheSameAsAnArrayReader() throws {
+        let bytes: [UInt8] = [0xFF, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x68, 0x69, 0xE9, 0xAA]
+        try bytes.withUnsafeBytes { (memory: UnsafeRawBufferPointer) throws in
+            var r = ByteReader(borrowing: memory, offset: 1)
+            #expect(r.remaining == 12)
+            #expect(try r.peekUInt8() == 0x01)
+            #expect(try r.readInteger(as: UInt16.self) == 0x0102)
+            #expect(try r.readInteger(as: UInt16.self, endianness: .little) == 0x0403)
+            #expect(try r.readUnsigned(byteCount: 3) == 0x050607)
+            #expect(try r.readUInt8() == 0x08)
+            #expect(try r.readUTF8(2) == "hi")
+            #expect(try r.readLatin1(1) == "é")
+            #expect(throws: TruncatedInput(needed: 2, available: 1, offset: 12)) { try r.readInteger(as: UInt16.self) }
+            #expect(try r.withUnsafeRemainingBytes { Array($0) } == [0xAA])
+            #expect(Array(try r.readSlice(1)) == [0xAA], "a slice of borrowed memory is a copy")
+            #expect(r.isAtEnd)
+        }
+        let empty: [UInt8] = []
+        empty.withUnsafeBytes { memory in
+            var r = ByteReader(borrowing: memory)
+            #expect(r.isAtEnd)
+            #expect(throws: TruncatedInput.self) { try r.readUInt8() }
+        }
+    }
 }
 
 @Suite struct ByteWriterTests {
