@@ -261,7 +261,7 @@ public struct RFBConnection: ~Copyable, Sendable {
             process(&out)
         }
         guard !rest.isEmpty, !isClosed else { return finish(out) }
-        if inSession && readIndex == input.count {
+        if inSession && input.isEmpty {
             let consumed = processBorrowed(rest, &out)
             if !isClosed {
                 inputBase += consumed
