@@ -376,8 +376,9 @@ struct PunktfunkStreamingTests {
     /// hole punch — delayed 20 ms and 3 % lost by the NFQUEUE impairment (this kernel has no netem),
     /// not by the host's own knobs: the handshake, clock and stream must hold, and what they
     /// measure must be the link's. (`receive` once outlived its 5 s here by minutes, in CI and
-    /// after NetImpairTests, and could not be made to again; should it recur, the time-out
-    /// report carries its stderr and every thread's stack.)
+    /// after NetImpairTests; it recurred in a CI run on 2026-11-27 with an empty stderr and a
+    /// process gdb could not attach to, within 0.2 s of the time-out — a program that had exited
+    /// while Foundation's Process still said it ran. `run` now asks the kernel as well.)
     @Test func theSessionHoldsAndMeasuresTheLinkWhenEveryPacketIsDelayedAndSomeLostBothWays() throws {
         let folder = try TemporaryFolder()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--fec", "20"], folder: folder)

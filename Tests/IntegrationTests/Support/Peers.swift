@@ -82,11 +82,20 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     }
     let deadline = Date().addingTimeInterval(timeout)
     var peakAnon = 0.0
+    // Whether the program has exited is asked of the kernel too: Foundation's Process, which
+    // learns of its children's exits on a monitoring thread, has been seen (in CI, under load)
+    // still saying "running" a minute after the program had exited — a run that timed out with
+    // no stderr and a process gdb could not attach to.
+    var exited: Int32?
     while process.isRunning && Date() < deadline {
+        if let status = exitStatusWithoutReaping(process.processIdentifier) {
+            exited = status
+            break
+        }
         peakAnon = max(peakAnon, anonymousMemoryMiB(pid: process.processIdentifier))
         usleep(10_000)
     }
-    if process.isRunning {
+    if exited == nil && process.isRunning {
         // Where it hangs, for the report: every thread's stack, while it is still hung.
         let stacks = threadStacks(pid: process.processIdentifier)
         process.terminate()
@@ -101,11 +110,22 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     if group.wait(timeout: .now() + 5) == .timedOut {
         throw PeerFailed(name: executable, log: "exited, but something it started still holds its output open")
     }
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus,
+    // Foundation reaps the child (and only then stops saying "running"); when the kernel said
+    // first that it had exited, its status came from there.
+    if exited == nil { process.waitUntilExit() }
+    return ProcessResult(status: exited ?? process.terminationStatus,
                          stdout: String(decoding: outData.value.withLock { $0 }, as: UTF8.self),
                          stderr: String(decoding: errData.value.withLock { $0 }, as: UTF8.self),
                          peakAnonMiB: peakAnon)
+}
+
+/// A child's exit status (the exit code, or the number of the signal that ended it) once it has
+/// exited, read with WNOWAIT so the child is left for Foundation's Process to reap; nil while it
+/// runs or once it has been reaped.
+func exitStatusWithoutReaping(_ pid: pid_t) -> Int32? {
+    var info = siginfo_t()
+    guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, info._sifields._sigchld.si_pid == pid else { return nil }
+    return info._sifields._sigchld.si_status
 }
 
 final class DataBox: Sendable {
