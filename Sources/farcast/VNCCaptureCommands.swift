@@ -135,7 +135,7 @@ struct VNCReplayCommand: AsyncParsableCommand {
             }
             guard let result else { return }
             let median = times.sorted()[times.count / 2]
-            let hash = hexString(SHA256.hash(data: result.framebuffer.rgbBytes()))
+            let hash = rgbSHA256(result.framebuffer)
             let report = ReplayReport(capture: capture, bytes: parsed.stream.count, updates: result.updates, rectangles: result.rectangles,
                                       pixels: result.pixels, cpuSeconds: times, medianCPUSeconds: median,
                                       mpxPerSecond: median > 0 ? Double(result.pixels) / median / 1e6 : 0,
@@ -292,7 +292,7 @@ struct VNCWatchCommand: AsyncParsableCommand {
                     throw CommandFailure(message: "the session ended after \(after.components.seconds) s: \(reason.map { "\($0)" } ?? "the connection closed")")
                 }
             }
-            let digest = hash ? hexString(SHA256.hash(data: framebuffer.rgbBytes())) : nil
+            let digest = hash ? rgbSHA256(framebuffer) : nil
             let report = WatchReport(server: endpoint.description, updates: stats.updates, rectangles: stats.rectangles, pixels: stats.pixels,
                                      cpuSeconds: cpu, width: framebuffer.width, height: framebuffer.height, sha256: digest,
                                      audioSeconds: played?.seconds)
@@ -350,4 +350,12 @@ struct WatchReport: Encodable {
     var sha256: String?
     /// Seconds of QEMU audio written (with --audio).
     var audioSeconds: Double?
+}
+
+/// SHA-256 of a framebuffer's RGB bytes (`Framebuffer.rgbBytes()`), hashed row by row so the
+/// picture is not copied whole first.
+func rgbSHA256(_ framebuffer: Framebuffer) -> String {
+    var hasher = SHA256()
+    framebuffer.withRGBRows { hasher.update(bufferPointer: $0) }
+    return hexString(hasher.finalize())
 }

@@ -217,7 +217,7 @@ struct PunktfunkSessionTests {
         client.close()
         let frames = audio.withLock { $0 }
         #expect(frames.count > 400, "\(frames.count) frames in 3 s")
-        // Every frame: seq u32 LE ‖ pts u64 LE ‖ one 5 ms Opus frame; sequence numbers without a gap.
+        // Every frame: seq u32 LE ‖ pts u64 LE ‖ one 5 ms Opus frame; sequence numbers in order.
         var error: Int32 = 0
         let decoder = try #require(opus_decoder_create(48000, 2, &error))
         defer { opus_decoder_destroy(decoder) }
@@ -238,7 +238,13 @@ struct PunktfunkSessionTests {
             #expect(samples == 240, "a 5 ms frame at 48 kHz")
             peak = max(peak, pcm.prefix(480).map { $0 == Int16.min ? Int16.max : abs($0) }.max() ?? 0)
         }
-        #expect(sequence == Array(sequence[0]..<(sequence[0] + UInt32(sequence.count))), "a gap in the audio sequence")
+        // QUIC DATAGRAM frames are unreliable by design (RFC 9221): on a loaded machine the
+        // host's stack may drop one when its send path is congestion-limited, so a rare gap is
+        // the transport working, not a fault. What must hold: the order is kept, nothing arrives
+        // twice, and loss stays rare.
+        #expect(zip(sequence, sequence.dropFirst()).allSatisfy { $0 < $1 }, "audio frames out of order or repeated: \(sequence.prefix(50))")
+        let span = Int((sequence.last ?? 0) &- (sequence.first ?? 0)) + 1
+        #expect(span - sequence.count <= span / 100, "\(span - sequence.count) of \(span) audio frames lost on loopback (more than 1 %)")
         #expect(peak > 4000, "the host's tone decoded (peak \(peak))")
     }
 

@@ -21,8 +21,12 @@ enum HextileDecoder {
             let mask = try c.u8()
             if mask & raw != 0 {
                 try c.require(tw * th * bpp)
-                for r in 0..<th {
-                    converter.convertRow(from: c.pointer + r * tw * bpp, count: tw, to: origin + r * stride)
+                if converter.isNative {
+                    for r in 0..<th { PixelFill.copyRow(origin + r * stride, from: c.pointer + r * tw * 4, count: tw) }
+                } else {
+                    for r in 0..<th {
+                        converter.convertRow(from: c.pointer + r * tw * bpp, count: tw, to: origin + r * stride)
+                    }
                 }
                 c.position += tw * th * bpp
                 // The spec forbids carrying colours over a raw tile; servers do not, and
@@ -51,11 +55,7 @@ enum HextileDecoder {
             if subrects > 0 && !coloured && !hf {
                 throw RFBError.malformedRectangle(encoding: "Hextile", detail: "a tile has subrectangles but no foreground colour")
             }
-            var p = origin
-            for _ in 0..<th {
-                p.update(repeating: bg, count: tw)
-                p += stride
-            }
+            PixelFill.fill(origin, stride: stride, width: tw, height: th, colour: bg)
             for _ in 0..<subrects {
                 var colour = fg
                 if coloured {
@@ -68,10 +68,11 @@ enum HextileDecoder {
                 guard sx + sw <= tw, sy + sh <= th else {
                     throw RFBError.malformedRectangle(encoding: "Hextile", detail: "subrectangle \(sw)×\(sh) at (\(sx),\(sy)) exceeds its \(tw)×\(th) tile")
                 }
-                var q = origin + sy * stride + sx
-                for _ in 0..<sh {
-                    q.update(repeating: colour, count: sw)
-                    q += stride
+                let q = origin + sy * stride + sx
+                if sw == 1 && sh == 1 {
+                    q.pointee = colour
+                } else {
+                    PixelFill.fill(q, stride: stride, width: sw, height: sh, colour: colour)
                 }
             }
             background = bg

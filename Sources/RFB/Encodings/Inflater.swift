@@ -86,6 +86,52 @@ final class Inflater: @unchecked Sendable {
         }
     }
 
+    /// Inflates all of `input` a window at a time: the output goes into `window` (made
+    /// `windowSize` bytes if smaller), and after each step `consume` is given the bytes waiting
+    /// there and returns how many it used; the rest moves to the window's front and more is
+    /// inflated after it. `consume`'s second argument is true on its last call (the input used
+    /// up): what it leaves then is left over for good. Returns the total inflated.
+    ///
+    /// For data decoded in self-contained pieces (ZRLE's tiles): the inflated bytes are read
+    /// while they are still in the cache, and a rectangle of any size needs one window, not
+    /// its whole inflated size. A piece must fit the window; more than `limit` bytes in all is
+    /// an error.
+    func inflate(_ input: UnsafeRawBufferPointer, through window: inout [UInt8], windowSize: Int, limit: Int,
+                 consume: (UnsafeRawBufferPointer, _ last: Bool) throws -> Int) throws -> Int {
+        if window.count < windowSize { window = [UInt8](repeating: 0, count: windowSize) }
+        var waiting = 0, total = 0
+        var remaining = input
+        while true {
+            let part = remaining, start = waiting
+            let outcome: Result<(Int, Int), RFBError> = window.withUnsafeMutableBytes { out in
+                do throws(RFBError) {
+                    return .success(try inflatePartially(part, into: UnsafeMutableRawBufferPointer(rebasing: out[start...])))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let (made, used) = try outcome.get()
+            waiting += made
+            total += made
+            remaining = UnsafeRawBufferPointer(rebasing: remaining[used...])
+            guard total <= limit else {
+                throw RFBError.compressionError(encoding: name, detail: "data inflates past the end of its rectangle (more than \(limit) bytes)")
+            }
+            let last = remaining.isEmpty && !(engine?.holdsOutput ?? false)
+            let count = waiting
+            let taken = try window.withUnsafeBytes { try consume(UnsafeRawBufferPointer(rebasing: $0[0..<count]), last) }
+            if last { return total }
+            if taken > 0 {
+                window.withUnsafeMutableBytes { w in
+                    if count > taken { w.baseAddress!.copyMemory(from: w.baseAddress! + taken, byteCount: count - taken) }
+                }
+                waiting -= taken
+            } else if waiting == window.count {
+                throw RFBError.compressionError(encoding: name, detail: "a piece of the inflated data is larger than its \(window.count)-byte window")
+            }
+        }
+    }
+
     /// Inflates until `output` is full or `input` is used up; returns (produced, consumed).
     private func inflatePartially(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(RFBError) -> (Int, Int) {
         let engine = try ensureInitialized()

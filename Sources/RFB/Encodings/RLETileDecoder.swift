@@ -34,19 +34,19 @@ struct RLETileDecoder {
         case 0:
             try c.require(tw * th * bpc)
             if converter.isNative && bpc == 4 {
-                for r in 0..<th {
-                    UnsafeMutableRawPointer(origin + r * stride).copyMemory(from: c.pointer + r * tw * 4, byteCount: tw * 4)
-                }
+                for r in 0..<th { PixelFill.copyRow(origin + r * stride, from: c.pointer + r * tw * 4, count: tw) }
             } else if converter.isNative && bpc == 3 {
                 // The common case (rgb888, 3-byte CPIXELs): B, G, R bytes to one word.
                 let source = c.pointer.assumingMemoryBound(to: UInt8.self)
                 for r in 0..<th {
                     let row = origin + r * stride
                     let line = source + r * tw * 3
-                    for x in 0..<tw {
-                        let p = line + x * 3
-                        row[x] = UInt32(p[0]) | UInt32(p[1]) &<< 8 | UInt32(p[2]) &<< 16
+                    // Four bytes read, three kept: all but the row's last pixel have a byte after them.
+                    for x in 0..<(tw - 1) {
+                        row[x] = UnsafeRawPointer(line + x * 3).loadUnaligned(as: UInt32.self) & 0x00FF_FFFF
                     }
+                    let p = line + (tw - 1) * 3
+                    row[tw - 1] = UInt32(p[0]) | UInt32(p[1]) &<< 8 | UInt32(p[2]) &<< 16
                 }
             } else {
                 var p = c.pointer
@@ -63,7 +63,7 @@ struct RLETileDecoder {
             try c.require(bpc)
             let colour = converter.cpixel(c.pointer)
             c.position += bpc
-            fill(origin, stride: stride, width: tw, height: th, colour: colour)
+            PixelFill.fill(origin, stride: stride, width: tw, height: th, colour: colour)
             palette[0] = colour
             paletteSize = 1
         case 2...16:
@@ -89,13 +89,6 @@ struct RLETileDecoder {
         }
     }
 
-    private func fill(_ origin: UnsafeMutablePointer<UInt32>, stride: Int, width: Int, height: Int, colour: UInt32) {
-        var p = origin
-        for _ in 0..<height {
-            p.update(repeating: colour, count: width)
-            p += stride
-        }
-    }
 
     private mutating func readPalette(_ c: inout BoundedCursor, count: Int) throws(TruncatedInput) {
         let bpc = converter.bytesPerCPixel
@@ -119,18 +112,51 @@ struct RLETileDecoder {
             for r in 0..<th {
                 let line = source + r * rowBytes
                 let row = origin + r * stride
+                // Whole bytes first (8, 4 or 2 pixels each, fixed shifts), then the row's last
+                // partial byte pixel by pixel.
+                var x = 0, byte = 0
                 switch bits {
                 case 1:
-                    for x in 0..<tw { row[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)] }
+                    while x + 8 <= tw {
+                        let b = Int(line[byte])
+                        for k in 0..<8 { row[x + k] = colours[(b &>> (7 - k)) & 1] }
+                        x += 8
+                        byte += 1
+                    }
+                    while x < tw {
+                        row[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)]
+                        x += 1
+                    }
                 case 2:
-                    for x in 0..<tw {
+                    while x + 4 <= tw {
+                        let b = Int(line[byte])
+                        for k in 0..<4 {
+                            let index = (b &>> (6 - 2 * k)) & 3
+                            if needsCheck && index >= size { throw badIndex(index) }
+                            row[x + k] = colours[index]
+                        }
+                        x += 4
+                        byte += 1
+                    }
+                    while x < tw {
                         let index = Int((line[x &>> 2] &>> UInt8(truncatingIfNeeded: 6 - 2 * (x & 3))) & 3)
                         if needsCheck && index >= size { throw badIndex(index) }
                         row[x] = colours[index]
+                        x += 1
                     }
                 default:
-                    for x in 0..<tw {
-                        let index = Int((line[x &>> 1] &>> UInt8(truncatingIfNeeded: 4 - 4 * (x & 1))) & 15)
+                    while x + 2 <= tw {
+                        let b = Int(line[byte])
+                        let high = b &>> 4, low = b & 15
+                        if needsCheck && high >= size { throw badIndex(high) }
+                        if needsCheck && low >= size { throw badIndex(low) }
+                        row[x] = colours[high]
+                        row[x + 1] = colours[low]
+                        x += 2
+                        byte += 1
+                    }
+                    if x < tw {
+                        let index = Int(line[byte] &>> 4)
                         if needsCheck && index >= size { throw badIndex(index) }
                         row[x] = colours[index]
                     }
@@ -159,29 +185,43 @@ struct RLETileDecoder {
         }
     }
 
-    /// Writes a run that may wrap from one tile row to the next.
-    @inline(__always)
-    private func paint(_ origin: UnsafeMutablePointer<UInt32>, stride: Int, width: Int, at index: Int, count: Int, colour: UInt32) {
-        var i = index, left = count
-        while left > 0 {
-            let x = i % width, y = i / width
-            let n = min(left, width - x)
-            (origin + y * stride + x).update(repeating: colour, count: n)
-            i += n
-            left -= n
+    /// Paints runs one after another through a tile, wrapping from row to row, keeping its
+    /// place as a column and a row pointer (no division per run).
+    private struct RunPainter {
+        var row: UnsafeMutablePointer<UInt32>
+        var x = 0
+        let width: Int, stride: Int
+
+        @inline(__always)
+        mutating func paint(count: Int, colour: UInt32) {
+            if count == 1 {
+                row[x] = colour
+                x += 1
+                if x == width { x = 0; row += stride }
+                return
+            }
+            var left = count
+            while left > 0 {
+                let n = min(left, width - x)
+                PixelFill.fillRow(row + x, count: n, colour: colour)
+                left -= n
+                x += n
+                if x == width { x = 0; row += stride }
+            }
         }
     }
 
     private func decodePlainRLE(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
                                 width tw: Int, height th: Int) throws {
         let total = tw * th, bpc = converter.bytesPerCPixel
+        var painter = RunPainter(row: origin, width: tw, stride: stride)
         var i = 0
         while i < total {
             try c.require(bpc)
             let colour = converter.cpixel(c.pointer)
             c.position += bpc
             let n = try runLength(&c, limit: total - i)
-            paint(origin, stride: stride, width: tw, at: i, count: n, colour: colour)
+            painter.paint(count: n, colour: colour)
             i += n
         }
     }
@@ -189,6 +229,7 @@ struct RLETileDecoder {
     private func decodePaletteRLE(_ c: inout BoundedCursor, origin: UnsafeMutablePointer<UInt32>, stride: Int,
                                   width tw: Int, height th: Int) throws {
         let total = tw * th
+        var painter = RunPainter(row: origin, width: tw, stride: stride)
         var i = 0
         while i < total {
             let b = try c.u8()
@@ -197,7 +238,7 @@ struct RLETileDecoder {
                 throw RFBError.malformedRectangle(encoding: encoding, detail: "palette index \(index) beyond a palette of \(paletteSize)")
             }
             let n = b & 0x80 != 0 ? try runLength(&c, limit: total - i) : 1
-            paint(origin, stride: stride, width: tw, at: i, count: n, colour: palette[index])
+            painter.paint(count: n, colour: palette[index])
             i += n
         }
     }

@@ -12,36 +12,39 @@ enum ZRLEDecoder {
             throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "claims \(length) compressed bytes, more than any \(rect.width)×\(rect.height) rectangle needs")
         }
         let stream = state.zrleStream
-        // The scratch buffer grows to what rectangles really inflate to, not to the bound.
-        let produced = try r.withUnsafeBytes(count: length) { input in
-            try stream.inflate(input, growing: &state.scratch, limit: maximum)
-        }
-        reader = r
         var tiles = RLETileDecoder(converter: state.converter, encoding: "ZRLE", allowsPaletteReuse: false)
         let stride = framebuffer.width
-        try state.scratch.withUnsafeBytes { raw in
-            var c = BoundedCursor(UnsafeRawBufferPointer(rebasing: raw[0..<produced]))
-            try framebuffer.pixels.withUnsafeMutableBufferPointer { buf in
-                var ty = 0
-                while ty < rect.height {
-                    let th = min(64, rect.height - ty)
-                    var tx = 0
-                    while tx < rect.width {
-                        let tw = min(64, rect.width - tx)
-                        let origin = buf.baseAddress! + (rect.y + ty) * stride + rect.x + tx
+        var tx = 0, ty = 0
+        // Tiles are decoded as each window of inflated data arrives, while it is in the cache;
+        // a tile cut by the window's end is decoded whole from the next one.
+        try framebuffer.pixels.withUnsafeMutableBufferPointer { buf in
+            _ = try r.withUnsafeBytes(count: length) { input in
+                try stream.inflate(input, through: &state.scratch, windowSize: windowSize, limit: maximum) { data, last in
+                    var c = BoundedCursor(data)
+                    while ty < rect.height {
+                        let th = min(64, rect.height - ty), tw = min(64, rect.width - tx)
+                        let start = c.position
                         do {
-                            try tiles.decodeTile(&c, origin: origin, stride: stride, width: tw, height: th)
+                            try tiles.decodeTile(&c, origin: buf.baseAddress! + (rect.y + ty) * stride + rect.x + tx,
+                                                 stride: stride, width: tw, height: th)
                         } catch let t as TruncatedInput {
-                            throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "inflated data ends inside the tile at (\(tx),\(ty)) (needed \(t.needed) more byte(s))")
+                            guard last else { return start }
+                            throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "inflated data ends inside the tile at (\(tx),\(ty)) (\(t.needed - t.available) more byte(s) needed)")
                         }
                         tx += 64
+                        if tx >= rect.width { tx = 0; ty += 64 }
                     }
-                    ty += 64
+                    if last && c.remaining > 0 {
+                        throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "\(c.remaining) inflated byte(s) left after the last tile")
+                    }
+                    return c.position
                 }
             }
-            if c.remaining > 0 {
-                throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "\(c.remaining) inflated byte(s) left after the last tile")
-            }
         }
+        reader = r
     }
+
+    /// Inflated ZRLE data is decoded a window at a time: comfortably more than the largest
+    /// tile (64×64 raw CPIXELs, 16 KiB) and small enough to stay in a core's L2 cache.
+    static let windowSize = 256 * 1024
 }

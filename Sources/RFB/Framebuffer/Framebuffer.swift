@@ -77,17 +77,34 @@ public struct Framebuffer: Sendable, Equatable {
     public func rgbBytes() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: width * height * 3)
         out.withUnsafeMutableBufferPointer { dst in
-            pixels.withUnsafeBufferPointer { src in
-                var o = 0
-                for w in src {
-                    dst[o] = UInt8(truncatingIfNeeded: w >> 16)
-                    dst[o + 1] = UInt8(truncatingIfNeeded: w >> 8)
-                    dst[o + 2] = UInt8(truncatingIfNeeded: w)
-                    o += 3
+            pixels.withUnsafeBufferPointer { src in Self.convertToRGB(src, into: dst.baseAddress!) }
+        }
+        return out
+    }
+
+    /// The same bytes as `rgbBytes()`, handed to `body` one row at a time through a single
+    /// row-sized buffer (to hash or write the picture without a second copy of it).
+    public func withRGBRows(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        guard width > 0 else { return }
+        var row = [UInt8](repeating: 0, count: width * 3)
+        try pixels.withUnsafeBufferPointer { src in
+            try row.withUnsafeMutableBufferPointer { dst in
+                for y in 0..<height {
+                    Self.convertToRGB(UnsafeBufferPointer(rebasing: src[(y * width)..<((y + 1) * width)]), into: dst.baseAddress!)
+                    try body(UnsafeRawBufferPointer(dst))
                 }
             }
         }
-        return out
+    }
+
+    private static func convertToRGB(_ src: UnsafeBufferPointer<UInt32>, into dst: UnsafeMutablePointer<UInt8>) {
+        var o = 0
+        for w in src {
+            dst[o] = UInt8(truncatingIfNeeded: w >> 16)
+            dst[o + 1] = UInt8(truncatingIfNeeded: w >> 8)
+            dst[o + 2] = UInt8(truncatingIfNeeded: w)
+            o += 3
+        }
     }
 
     /// A copy of one region (a monitor, say), clipped to the framebuffer.

@@ -49,6 +49,26 @@ import Testing
     @Test func hextileReproducesTheImageExactly() { expectExact(decode(.hextile) { $0.hextile(image, $1) }, image.pixels) }
     @Test func zlibReproducesTheImageExactly() { expectExact(decode(.zlib) { $0.zlib(image, $1) }, image.pixels) }
     @Test func zrleReproducesTheImageExactly() { expectExact(decode(.zrle) { $0.zrle(image, $1) }, image.pixels) }
+    /// ZRLE is inflated a window at a time and its tiles decoded from each window; a rectangle
+    /// that inflates to several windows has tiles cut by a window's end, decoded whole from the
+    /// next one, whether the data arrives at once or in pieces.
+    @Test func zrleLargerThanItsInflateWindowReproducesTheImageExactly() {
+        let big = TestImage.sample(width: 1200, height: 600, seed: 3)
+        let rect = RFBRect(x: 0, y: 0, width: 1200, height: 600)
+        let encoder = TestEncoder()
+        let tiles = encoder.rleTiles(big, rect, tileSize: 64, allowReuse: false)
+        #expect(tiles.count > 2 * ZRLEDecoder.windowSize)
+        let compressed = encoder.zrleStream.compress(tiles)
+        var script = ServerScript.handshake(width: 1200, height: 600)
+        script.updateHeader(rects: 1)
+        script.rect(rect, .zrle, [UInt8](withUnsafeBytes(of: UInt32(compressed.count).bigEndian, Array.init)) + compressed)
+        for chunk in [Int.max, 4093] {
+            var harness = Harness()
+            harness.feed(script.bytes, chunk: chunk)
+            #expect(harness.closeError == nil, "closed: \(String(describing: harness.closeError))")
+            #expect(harness.rgb == big.pixels, "chunk \(chunk)")
+        }
+    }
     @Test func trleReproducesTheImageExactly() { expectExact(decode(.trle) { $0.trle(image, $1) }, image.pixels) }
     @Test func tightCopyFilterReproducesTheImageOnEachOfTheFourZlibStreams() {
         var stream = 0

@@ -104,4 +104,18 @@ import Testing
         #expect(PixelConverter(format: Self.formats[6].1).bytesPerCPixel == 4)
         #expect(PixelConverter(format: .rgb565).bytesPerCPixel == 2)
     }
+
+    @Test func rgbRowsAreTheRGBBytesOneRowAtATime() {
+        var framebuffer = Framebuffer(width: 7, height: 5)
+        for i in framebuffer.pixels.indices { framebuffer.pixels[i] = UInt32(truncatingIfNeeded: i &* 0x9E37_79B9) }
+        var rows: [[UInt8]] = []
+        framebuffer.withRGBRows { rows.append(Array($0)) }
+        #expect(rows.count == 5 && rows.allSatisfy { $0.count == 21 })
+        #expect(rows.flatMap { $0 } == framebuffer.rgbBytes())
+        #expect(rows[1][0..<3] == [UInt8(truncatingIfNeeded: framebuffer.pixels[7] >> 16), UInt8(truncatingIfNeeded: framebuffer.pixels[7] >> 8),
+                                   UInt8(truncatingIfNeeded: framebuffer.pixels[7])])
+        var none = 0
+        Framebuffer(width: 0, height: 0).withRGBRows { _ in none += 1 }
+        #expect(none == 0)
+    }
 }

@@ -64,6 +64,13 @@ struct SplitMix {
 /// Encodes colours as PIXEL / CPIXEL / TPIXEL for a pixel format, the way a server would.
 struct WirePixels {
     let format: PixelFormat
+    /// Computed once: a converter per pixel made large test images take minutes in debug builds.
+    let cpixelSize: Int
+
+    init(format: PixelFormat) {
+        self.format = format
+        cpixelSize = PixelConverter(format: format).bytesPerCPixel
+    }
 
     func value(_ rgb: UInt32) -> UInt32 {
         func channel(_ v: UInt32, _ max: UInt16) -> UInt32 { (v * UInt32(max) + 127) / 255 }
@@ -88,8 +95,6 @@ struct WirePixels {
         w.writeUnsigned(UInt64(v), byteCount: count, endianness: format.bigEndian ? .big : .little)
         return w.bytes
     }
-
-    var cpixelSize: Int { PixelConverter(format: format).bytesPerCPixel }
 
     func cpixel(_ rgb: UInt32) -> [UInt8] {
         let full = pixel(rgb)
@@ -145,12 +150,15 @@ final class Deflater {
 /// Spec-following encoders producing rectangle bodies (without the 12-byte header).
 struct TestEncoder {
     let format: PixelFormat
-    var wire: WirePixels { WirePixels(format: format) }
+    let wire: WirePixels
     let zlibStream = Deflater()
     let zrleStream = Deflater()
     let tightStreams = [Deflater(), Deflater(), Deflater(), Deflater()]
 
-    init(format: PixelFormat = .rgb888) { self.format = format }
+    init(format: PixelFormat = .rgb888) {
+        self.format = format
+        wire = WirePixels(format: format)
+    }
 
     func raw(_ image: TestImage, _ r: RFBRect) -> [UInt8] {
         image.region(r).flatMap(wire.pixel)
