@@ -120,11 +120,15 @@ enum TightDecoder {
                     let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
                     let line = src.baseAddress! + y * rect.width * tp
                     if tp == 3 {
-                        for x in 0..<rect.width {
-                            let p = line + x * 3
-                            row[x] = 0xFF00_0000 | UInt32(p.load(as: UInt8.self)) << 16
-                                | UInt32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8 | UInt32(p.load(fromByteOffset: 2, as: UInt8.self))
+                        // R, G, B bytes to one word: all but the row's last pixel have a byte after
+                        // them, so four are read at once and the bytes swapped into place.
+                        for x in 0..<(rect.width - 1) {
+                            let rgb = (line + x * 3).loadUnaligned(as: UInt32.self).bigEndian >> 8
+                            row[x] = 0xFF00_0000 | rgb
                         }
+                        let p = line + (rect.width - 1) * 3
+                        row[rect.width - 1] = 0xFF00_0000 | UInt32(p.load(as: UInt8.self)) << 16
+                            | UInt32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8 | UInt32(p.load(fromByteOffset: 2, as: UInt8.self))
                     } else {
                         converter.convertRow(from: line, count: rect.width, to: row)
                     }
@@ -134,29 +138,44 @@ enum TightDecoder {
     }
 
     private static func applyPalette(_ data: [UInt8], palette: [UInt32], rect: RFBRect, framebuffer: inout Framebuffer) throws {
-        let stride = framebuffer.width
+        let stride = framebuffer.width, count = palette.count
+        // A full 256-entry table: an index byte can never read outside it, and indices beyond
+        // the palette are refused a row at a time, before the row is painted.
         try data.withUnsafeBytes { src in
-            try framebuffer.pixels.withUnsafeMutableBufferPointer { dst in
-                if palette.count == 2 {
-                    let rowBytes = (rect.width + 7) / 8
-                    for y in 0..<rect.height {
-                        let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
-                        let line = src.baseAddress! + y * rowBytes
-                        for x in 0..<rect.width {
-                            let bit = (line.load(fromByteOffset: x >> 3, as: UInt8.self) >> (7 - UInt8(x & 7))) & 1
-                            row[x] = palette[Int(bit)]
-                        }
-                    }
-                } else {
-                    for y in 0..<rect.height {
-                        let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
-                        let line = src.baseAddress! + y * rect.width
-                        for x in 0..<rect.width {
-                            let index = Int(line.load(fromByteOffset: x, as: UInt8.self))
-                            guard index < palette.count else {
-                                throw RFBError.malformedRectangle(encoding: "Tight", detail: "palette index \(index) beyond a palette of \(palette.count)")
+            try withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { table in
+                let colours = table.baseAddress!
+                colours.initialize(repeating: 0, count: 256)
+                for i in 0..<count { colours[i] = palette[i] }
+                try framebuffer.pixels.withUnsafeMutableBufferPointer { dst in
+                    if count == 2 {
+                        let rowBytes = (rect.width + 7) / 8
+                        for y in 0..<rect.height {
+                            let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
+                            let line = src.baseAddress!.assumingMemoryBound(to: UInt8.self) + y * rowBytes
+                            var x = 0, byte = 0
+                            while x + 8 <= rect.width {
+                                let b = Int(line[byte])
+                                for k in 0..<8 { row[x + k] = colours[(b &>> (7 - k)) & 1] }
+                                x += 8
+                                byte += 1
                             }
-                            row[x] = palette[index]
+                            while x < rect.width {
+                                row[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)]
+                                x += 1
+                            }
+                        }
+                    } else {
+                        for y in 0..<rect.height {
+                            let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
+                            let line = src.baseAddress!.assumingMemoryBound(to: UInt8.self) + y * rect.width
+                            if count < 256 {
+                                var highest: UInt8 = 0
+                                for x in 0..<rect.width { highest = max(highest, line[x]) }
+                                guard Int(highest) < count else {
+                                    throw RFBError.malformedRectangle(encoding: "Tight", detail: "palette index \(highest) beyond a palette of \(count)")
+                                }
+                            }
+                            for x in 0..<rect.width { row[x] = colours[Int(line[x])] }
                         }
                     }
                 }

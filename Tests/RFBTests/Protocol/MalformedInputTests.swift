@@ -142,6 +142,38 @@ import Testing
         expectMalformed(h, "TRLE", containing: "palette index 3")
     }
 
+    @Test func paletteIndexBeyondThePaletteInWholeBytesOfFourBitIndices() {
+        let h = run { s in
+            // TRLE tile, 5-colour packed palette (4 bits per pixel), index 7 in the first byte pair.
+            s.updateHeader(rects: 1)
+            s.rect(RFBRect(x: 0, y: 0, width: 4, height: 1), .trle, [5] + [UInt8](repeating: 9, count: 15) + [0x01, 0x72])
+        }
+        expectMalformed(h, "TRLE", containing: "palette index 7")
+    }
+
+    @Test func tightPaletteIndexBeyondThePalette() {
+        let h = run { s in
+            // Basic compression, explicit palette filter, 3 colours, four 8-bit indices (sent raw: under 12 bytes).
+            s.updateHeader(rects: 1)
+            s.rect(RFBRect(x: 0, y: 0, width: 4, height: 1), .tight, [0x40, 1, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0, 1, 5, 2])
+        }
+        expectMalformed(h, "Tight", containing: "palette index 5 beyond a palette of 3")
+    }
+
+    @Test func zrleDataLeftAfterTheLastTile() {
+        let h = run { s in
+            // One solid 4×4 tile, then 10 bytes no tile needs.
+            let encoder = TestEncoder()
+            let data = encoder.zrleStream.compress([1, 0x11, 0x22, 0x33] + [UInt8](repeating: 0, count: 10))
+            var w = ByteWriter()
+            w.writeInteger(UInt32(data.count))
+            w.writeBytes(data)
+            s.updateHeader(rects: 1)
+            s.rect(RFBRect(x: 0, y: 0, width: 4, height: 4), .zrle, w.bytes)
+        }
+        expectMalformed(h, "ZRLE", containing: "10 inflated byte(s) left after the last tile")
+    }
+
     @Test func hextileSubrectangleOutsideItsTile() {
         let h = run { s in
             // 8×8 tile: background, one coloured subrect at (6,6) of 4×4.
