@@ -13,6 +13,15 @@ import Testing
         return h
     }
 
+    /// A ZRLE rectangle's body: the length, then `inflated` deflated on a new stream.
+    private func zrleBody(_ inflated: [UInt8]) -> [UInt8] {
+        let z = Deflater().compress(inflated)
+        var w = ByteWriter()
+        w.writeInteger(UInt32(z.count))
+        w.writeBytes(z)
+        return w.bytes
+    }
+
     private func expectMalformed(_ h: borrowing Harness, _ encoding: String, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         guard case .malformedRectangle(let name, let detail)? = h.closeError else {
             Issue.record("expected malformedRectangle(\(encoding)), got \(String(describing: h.closeError))", sourceLocation: sourceLocation)
@@ -108,13 +117,8 @@ import Testing
     @Test func zrleRunOverrunningItsTileEvenThroughEndless255s() {
         let h = run { s in
             // One tile, plain RLE: a pixel then a run-length of 255s that never ends.
-            let tile: [UInt8] = [128, 1, 2, 3] + [UInt8](repeating: 255, count: 600)
-            let z = Deflater().compress(tile)
-            var w = ByteWriter()
-            w.writeInteger(UInt32(z.count))
-            w.writeBytes(z)
             s.updateHeader(rects: 1)
-            s.rect(RFBRect(x: 0, y: 0, width: 8, height: 8), .zrle, w.bytes)
+            s.rect(RFBRect(x: 0, y: 0, width: 8, height: 8), .zrle, zrleBody([128, 1, 2, 3] + [UInt8](repeating: 255, count: 600)))
         }
         expectMalformed(h, "ZRLE", containing: "overruns its tile")
     }
@@ -122,12 +126,8 @@ import Testing
     @Test func zrleUnknownSubencodingAndPaletteReuse() {
         for sub: UInt8 in [17, 127, 129] {
             let h = run { s in
-                let z = Deflater().compress([sub] + [UInt8](repeating: 0, count: 64))
-                var w = ByteWriter()
-                w.writeInteger(UInt32(z.count))
-                w.writeBytes(z)
                 s.updateHeader(rects: 1)
-                s.rect(RFBRect(x: 0, y: 0, width: 4, height: 4), .zrle, w.bytes)
+                s.rect(RFBRect(x: 0, y: 0, width: 4, height: 4), .zrle, zrleBody([sub] + [UInt8](repeating: 0, count: 64)))
             }
             expectMalformed(h, "ZRLE", containing: "subencoding \(sub)")
         }
@@ -163,13 +163,8 @@ import Testing
     @Test func zrleDataLeftAfterTheLastTile() {
         let h = run { s in
             // One solid 4×4 tile, then 10 bytes no tile needs.
-            let encoder = TestEncoder()
-            let data = encoder.zrleStream.compress([1, 0x11, 0x22, 0x33] + [UInt8](repeating: 0, count: 10))
-            var w = ByteWriter()
-            w.writeInteger(UInt32(data.count))
-            w.writeBytes(data)
             s.updateHeader(rects: 1)
-            s.rect(RFBRect(x: 0, y: 0, width: 4, height: 4), .zrle, w.bytes)
+            s.rect(RFBRect(x: 0, y: 0, width: 4, height: 4), .zrle, zrleBody([1, 0x11, 0x22, 0x33] + [UInt8](repeating: 0, count: 10)))
         }
         expectMalformed(h, "ZRLE", containing: "10 inflated byte(s) left after the last tile")
     }
