@@ -14,14 +14,15 @@ enum ZRLEDecoder {
         let stream = state.zrleStream
         var tiles = RLETileDecoder(converter: state.converter, encoding: "ZRLE", allowsPaletteReuse: false)
         let stride = framebuffer.width
-        var tx = 0, ty = 0
+        var tx = 0, ty = 0, leftOver = 0
         // Tiles are decoded as each window of inflated data arrives, while it is in the cache;
         // a tile cut by the window's end is decoded whole from the next one.
         try framebuffer.pixels.withUnsafeMutableBufferPointer { buf in
             _ = try r.withUnsafeBytes(count: length) { input in
                 try stream.inflate(input, through: &state.scratch, windowSize: windowSize, limit: maximum) { data, last in
                     var c = BoundedCursor(data)
-                    while ty < rect.height {
+                    // (A rectangle 0 pixels wide or high has no tiles.)
+                    while rect.width > 0 && ty < rect.height {
                         let th = min(64, rect.height - ty), tw = min(64, rect.width - tx)
                         let start = c.position
                         do {
@@ -34,10 +35,13 @@ enum ZRLEDecoder {
                         tx += 64
                         if tx >= rect.width { tx = 0; ty += 64 }
                     }
-                    if last && c.remaining > 0 {
-                        throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "\(c.remaining) inflated byte(s) left after the last tile")
+                    // Every tile is done: what else comes out is counted (and passed over, so
+                    // any amount of it is told as such, not as a full window).
+                    leftOver += c.remaining
+                    if last && leftOver > 0 {
+                        throw RFBError.malformedRectangle(encoding: "ZRLE", detail: "\(leftOver) inflated byte(s) left after the last tile")
                     }
-                    return c.position
+                    return data.count
                 }
             }
         }

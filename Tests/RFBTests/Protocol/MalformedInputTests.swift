@@ -13,9 +13,10 @@ import Testing
         return h
     }
 
-    /// A ZRLE rectangle's body: the length, then `inflated` deflated on a new stream.
-    private func zrleBody(_ inflated: [UInt8]) -> [UInt8] {
-        let z = Deflater().compress(inflated)
+    /// A ZRLE rectangle's body: the length, then `inflated` deflated (on a new stream unless the
+    /// connection's is given).
+    private func zrleBody(_ inflated: [UInt8], stream: Deflater = Deflater()) -> [UInt8] {
+        let z = stream.compress(inflated)
         var w = ByteWriter()
         w.writeInteger(UInt32(z.count))
         w.writeBytes(z)
@@ -167,6 +168,29 @@ import Testing
             s.rect(RFBRect(x: 0, y: 0, width: 4, height: 4), .zrle, zrleBody([1, 0x11, 0x22, 0x33] + [UInt8](repeating: 0, count: 10)))
         }
         expectMalformed(h, "ZRLE", containing: "10 inflated byte(s) left after the last tile")
+    }
+
+    @Test func zrleDataLeftAfterTheLastTileBeyondAWindowIsToldAsSuch() {
+        let h = run(width: 1024, height: 1024) { s in
+            // 256 solid tiles, then more extra data than one inflate window holds.
+            let tiles = (0..<256).flatMap { _ in [UInt8]([1, 0x11, 0x22, 0x33]) }
+            s.updateHeader(rects: 1)
+            s.rect(RFBRect(x: 0, y: 0, width: 1024, height: 1024), .zrle, zrleBody(tiles + [UInt8](repeating: 0, count: 300_000)))
+        }
+        expectMalformed(h, "ZRLE", containing: "300000 inflated byte(s) left after the last tile")
+    }
+
+    @Test func anEmptyZRLERectangleHasNoTiles() {
+        var script = ServerScript.handshake(width: 32, height: 16)
+        let stream = Deflater()
+        script.updateHeader(rects: 2)
+        script.rect(RFBRect(x: 0, y: 0, width: 0, height: 16), .zrle, zrleBody([], stream: stream))
+        script.rect(RFBRect(x: 3, y: 2, width: 4, height: 4), .zrle, zrleBody([1, 0x11, 0x22, 0x33], stream: stream))
+        var h = Harness()
+        h.feed(script.bytes)
+        #expect(h.closeError == nil, "closed: \(String(describing: h.closeError))")
+        #expect(h.updatesCompleted == 1)
+        #expect(h.rgb[2 * 32 + 3] == 0x33_2211 && h.rgb[5 * 32 + 6] == 0x33_2211, "the tile after the empty rectangle is painted")
     }
 
     @Test func hextileSubrectangleOutsideItsTile() {
