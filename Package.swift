@@ -69,6 +69,10 @@ let package = Package(
         // Windows, input and text for the Viewer module: SDL2 and SDL2_ttf. No pkgConfig: sdl2.pc
         // adds -D_REENTRANT, which SwiftPM refuses with a warning on every build.
         .systemLibrary(name: "CSDL2", providers: [.apt(["libsdl2-dev", "libsdl2-ttf-dev"])]),
+        // ... loaded with dlopen when the first window opens, so that the commands that never
+        // show one do not load SDL and the ~50 libraries it pulls in (generated C:
+        // scripts/gen/sdl_loader.py).
+        .target(name: "CSDL2Loader"),
 
         .target(
             name: "FarcastSupport",
@@ -165,7 +169,8 @@ let package = Package(
         // Linux; its pure parts (scaling, key mapping, the staging buffer, the menu) everywhere.
         .target(
             name: "Viewer",
-            dependencies: [.target(name: "CSDL2", condition: .when(platforms: [.linux]))]
+            dependencies: [.target(name: "CSDL2", condition: .when(platforms: [.linux])),
+                           .target(name: "CSDL2Loader", condition: .when(platforms: [.linux]))]
         ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),

@@ -1,5 +1,6 @@
 // SDL2 and SDL2_ttf for the Viewer module (Debian: libsdl2-dev, libsdl2-ttf-dev). No pkgConfig in
 // Package.swift: sdl2.pc adds -D_REENTRANT, which SwiftPM refuses with a warning on every build.
+// Declarations only: nothing links the libraries; CSDL2Loader opens them when a window opens.
 #pragma once
 #define SDL_MAIN_HANDLED 1
 #include <SDL2/SDL.h>

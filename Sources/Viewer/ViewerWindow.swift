@@ -6,6 +6,9 @@ public enum ViewerError: Error, Sendable, CustomStringConvertible {
     case noDisplay(String)
     case sdl(String)
     case unavailable
+    /// SDL2 or SDL2_ttf could not be loaded when the window was to open (they are loaded then,
+    /// not at start-up).
+    case libraryMissing(String)
 
     public var description: String {
         switch self {
@@ -13,6 +16,8 @@ public enum ViewerError: Error, Sendable, CustomStringConvertible {
             return "cannot open a window: \(detail) (run it in a desktop session, or set DISPLAY to an X server such as Xvfb's)"
         case .sdl(let detail): return "the window system failed: \(detail)"
         case .unavailable: return "this build has no window support (SDL2 is needed; on Debian: apt install libsdl2-dev libsdl2-ttf-dev)"
+        case .libraryMissing(let detail):
+            return "cannot load SDL2 for the window: \(detail) (on Debian: apt install libsdl2-2.0-0 libsdl2-ttf-2.0-0)"
         }
     }
 }

@@ -1,5 +1,6 @@
 #if canImport(CSDL2)
 import CSDL2
+import CSDL2Loader
 import Foundation
 
 extension ViewerWindow {
@@ -80,6 +81,8 @@ final class WindowLoop {
     init(owner: ViewerWindow) throws {
         self.owner = owner
         let c = owner.configuration
+        // SDL is opened here, when a window is wanted, not linked into every command.
+        if let problem = farcast_sdl_load() { throw ViewerError.libraryMissing(String(cString: problem)) }
         Self.useUTF8Characters()
         SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0")
         // No SDL signal handlers: the command handles SIGINT/SIGTERM itself.

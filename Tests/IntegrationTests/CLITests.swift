@@ -14,6 +14,17 @@ import Testing
         #expect(help.stdout.contains("sendspin"))
     }
 
+    /// SDL (and the X11, Wayland, PulseAudio and D-Bus libraries under it) is opened only when
+    /// a window opens: the executable itself does not name it (the window tests show it loading).
+    @Test func commandsWithoutAWindowDoNotLoadSDL() throws {
+        let needed = try run("/usr/bin/ldd", [try farcastBinary()])
+        #expect(needed.status == 0, "ldd: \(needed.stderr)")
+        #expect(needed.stdout.contains("libc.so"), "ldd listed: \(needed.stdout)")
+        for library in ["libSDL2", "libX11", "libwayland-client", "libpulse"] {
+            #expect(!needed.stdout.contains(library), "farcast links \(library) for every command:\n\(needed.stdout)")
+        }
+    }
+
     @Test func doctorReportsAPrivateStateDirectoryAsJSON() throws {
         let folder = try TemporaryFolder()
         var env = ProcessInfo.processInfo.environment
