@@ -64,16 +64,7 @@ final class Inflater: @unchecked Sendable {
         var remaining = input
         while true {
             let room = min(buffer.count, capacity)
-            let start = produced
-            let part = remaining
-            let outcome: Result<(Int, Int), RFBError> = buffer.withUnsafeMutableBytes { out in
-                do throws(RFBError) {
-                    return .success(try inflatePartially(part, into: UnsafeMutableRawBufferPointer(rebasing: out[start..<room])))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            let (made, used) = try outcome.get()
+            let (made, used) = try inflatePartially(remaining, into: &buffer, produced..<room)
             produced += made
             remaining = UnsafeRawBufferPointer(rebasing: remaining[used...])
             guard produced <= limit else {
@@ -102,15 +93,7 @@ final class Inflater: @unchecked Sendable {
         var waiting = 0, total = 0
         var remaining = input
         while true {
-            let part = remaining, start = waiting
-            let outcome: Result<(Int, Int), RFBError> = window.withUnsafeMutableBytes { out in
-                do throws(RFBError) {
-                    return .success(try inflatePartially(part, into: UnsafeMutableRawBufferPointer(rebasing: out[start...])))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            let (made, used) = try outcome.get()
+            let (made, used) = try inflatePartially(remaining, into: &window, waiting..<window.count)
             waiting += made
             total += made
             remaining = UnsafeRawBufferPointer(rebasing: remaining[used...])
@@ -130,6 +113,19 @@ final class Inflater: @unchecked Sendable {
                 throw RFBError.compressionError(encoding: name, detail: "a piece of the inflated data is larger than its \(window.count)-byte window")
             }
         }
+    }
+
+    /// `inflatePartially(_:into:)` into `range` of `buffer` (the closure of
+    /// `withUnsafeMutableBytes` cannot throw a typed error, so the outcome is carried out).
+    private func inflatePartially(_ input: UnsafeRawBufferPointer, into buffer: inout [UInt8], _ range: Range<Int>) throws(RFBError) -> (Int, Int) {
+        let outcome: Result<(Int, Int), RFBError> = buffer.withUnsafeMutableBytes { out in
+            do throws(RFBError) {
+                return .success(try inflatePartially(input, into: UnsafeMutableRawBufferPointer(rebasing: out[range])))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
     }
 
     /// Inflates until `output` is full or `input` is used up; returns (produced, consumed).

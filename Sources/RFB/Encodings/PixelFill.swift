@@ -1,7 +1,8 @@
 /// Painting and copying the small rectangles tile encodings are made of (Hextile's 1×1 to 16×16
 /// subrectangles, RLE runs, 16- and 64-pixel tile rows), without a library call or a per-pixel
 /// loop for each: rows of four or more pixels are written 16 bytes at a time, the last store
-/// overlapping the one before it where the width is not a multiple of four.
+/// overlapping the one before it where the width is not a multiple of four. Also the 1-bit
+/// palette rows ZRLE/TRLE and Tight share.
 enum PixelFill {
     private typealias Quad = SIMD4<UInt32>
 
@@ -50,5 +51,23 @@ enum PixelFill {
             offset += 16
         }
         raw.storeBytes(of: source.loadUnaligned(fromByteOffset: last, as: Quad.self), toByteOffset: last, as: Quad.self)
+    }
+
+    /// Paints `count` pixels from a row of 1-bit palette indices (most significant bit first):
+    /// whole bytes eight pixels at a time with fixed shifts, then the last partial byte.
+    @inline(__always)
+    static func expandOneBitRow(_ p: UnsafeMutablePointer<UInt32>, from line: UnsafePointer<UInt8>, count: Int,
+                                colours: UnsafePointer<UInt32>) {
+        var x = 0, byte = 0
+        while x + 8 <= count {
+            let b = Int(line[byte])
+            for k in 0..<8 { p[x + k] = colours[(b &>> (7 - k)) & 1] }
+            x += 8
+            byte += 1
+        }
+        while x < count {
+            p[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)]
+            x += 1
+        }
     }
 }

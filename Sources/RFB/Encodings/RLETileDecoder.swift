@@ -117,16 +117,7 @@ struct RLETileDecoder {
                 var x = 0, byte = 0
                 switch bits {
                 case 1:
-                    while x + 8 <= tw {
-                        let b = Int(line[byte])
-                        for k in 0..<8 { row[x + k] = colours[(b &>> (7 - k)) & 1] }
-                        x += 8
-                        byte += 1
-                    }
-                    while x < tw {
-                        row[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)]
-                        x += 1
-                    }
+                    PixelFill.expandOneBitRow(row, from: line, count: tw, colours: colours)
                 case 2:
                     while x + 4 <= tw {
                         let b = Int(line[byte])

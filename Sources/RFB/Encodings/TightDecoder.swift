@@ -152,17 +152,7 @@ enum TightDecoder {
                         for y in 0..<rect.height {
                             let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
                             let line = src.baseAddress!.assumingMemoryBound(to: UInt8.self) + y * rowBytes
-                            var x = 0, byte = 0
-                            while x + 8 <= rect.width {
-                                let b = Int(line[byte])
-                                for k in 0..<8 { row[x + k] = colours[(b &>> (7 - k)) & 1] }
-                                x += 8
-                                byte += 1
-                            }
-                            while x < rect.width {
-                                row[x] = colours[Int((line[x &>> 3] &>> UInt8(truncatingIfNeeded: 7 - (x & 7))) & 1)]
-                                x += 1
-                            }
+                            PixelFill.expandOneBitRow(row, from: line, count: rect.width, colours: colours)
                         }
                     } else {
                         for y in 0..<rect.height {
