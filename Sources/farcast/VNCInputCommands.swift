@@ -288,7 +288,7 @@ struct VNCClipboardSetCommand: AsyncParsableCommand {
                         FileHandleOutput.stderr("farcast: the server fetches clipboard text when an application pastes; waiting up to \(Int(limit)) s for a paste on the remote desktop (Ctrl-C to stop)\n")
                     }
                     do {
-                        _ = try await client.waitForEvent(timeout: .milliseconds(Int(limit * 1000)), "a paste on the remote desktop") { $0 == .clipboardFetched }
+                        try await client.waitForClipboardFetch(timeout: .milliseconds(Int(limit * 1000)))
                         try await client.sync()
                         return ["delivery": "fetched on paste", "pasted": true]
                     } catch RFBError.timedOut {

@@ -134,6 +134,9 @@ public actor VNCClient {
 
     /// The server's clipboard text, as last received.
     public private(set) var serverClipboard: String?
+    /// Fetches of the text offered by the last `setClipboard` (lazy servers), counted as they
+    /// come so a fetch right after the offer is not missed by a wait that starts later.
+    private var fetchesSinceOffer = 0
 
     /// What the server said during the handshake.
     public private(set) var serverInfo: ServerInfo?
@@ -508,8 +511,17 @@ public actor VNCClient {
     public func setClipboard(_ text: String) async throws -> ClipboardDelivery {
         guard !ended else { throw endReason ?? .notConnected }
         let lazy = core.clipboard.isActive && core.clipboard.deliversLazily
+        fetchesSinceOffer = 0
         try await perform(core.setClipboard(text), credentials: nil)
         return lazy ? .offered : .delivered
+    }
+
+    /// Returns once the server has fetched the text the last `setClipboard` offered — at once
+    /// if it already has (an application may paste before the caller gets here) — or throws
+    /// `RFBError.timedOut` after `timeout`.
+    public func waitForClipboardFetch(timeout: Duration) async throws {
+        if fetchesSinceOffer > 0 { return }
+        _ = try await waitForEvent(timeout: timeout, "a paste on the remote desktop") { $0 == .clipboardFetched }
     }
 
     /// The server's clipboard text: the last text it announced during this session, else the
@@ -958,6 +970,7 @@ public actor VNCClient {
     private func deliver(_ event: RFBEvent) {
         logger.trace("event", metadata: ["event": "\(event)"])
         if case .serverClipboard(let text) = event { serverClipboard = text }
+        if event == .clipboardFetched { fetchesSinceOffer += 1 }
         for (id, waiter) in eventWaiters where waiter.outcome == nil && waiter.predicate(event) {
             if let continuation = waiter.continuation {
                 eventWaiters[id] = nil
