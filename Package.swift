@@ -57,21 +57,27 @@ let package = Package(
         // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
+        // On Linux it is opened with dlopen on first use (CDNSSDLoader), not linked.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        .target(name: "CDNSSDLoader"),
         // Linux UAPI headers for TUN/TAP, virtio-net and rtnetlink (ioctl numbers, struct sizes).
         .systemLibrary(name: "CTunnelLinux", providers: [.apt(["linux-libc-dev"])]),
         // QUIC for punktfunk/1: ngtcp2 0.12 with its GnuTLS crypto helper (TLS 1.3, client
-        // certificates, our own pin check). Only the Punktfunk module links it.
-        .systemLibrary(name: "CNGTCP2", pkgConfig: "libngtcp2_crypto_gnutls",
+        // certificates, our own pin check). Only the Punktfunk module uses it: on Linux opened with
+        // dlopen on first use (CNGTCP2Loader), so no other command loads GnuTLS and its ten
+        // libraries; elsewhere linked (Punktfunk's linker settings). No pkgConfig: its only
+        // contribution was the -l flags, and the headers are in /usr/include.
+        .systemLibrary(name: "CNGTCP2",
                        providers: [.apt(["libngtcp2-dev", "libngtcp2-crypto-gnutls-dev", "libgnutls28-dev"])]),
+        .target(name: "CNGTCP2Loader"),
         // Edwards25519 point arithmetic for SPAKE2 pairing (swift-crypto exposes no point addition).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // Windows, input and text for the Viewer module: SDL2 and SDL2_ttf. No pkgConfig: sdl2.pc
         // adds -D_REENTRANT, which SwiftPM refuses with a warning on every build.
         .systemLibrary(name: "CSDL2", providers: [.apt(["libsdl2-dev", "libsdl2-ttf-dev"])]),
         // ... loaded with dlopen when the first window opens, so that the commands that never
-        // show one do not load SDL and the ~50 libraries it pulls in (generated C:
-        // scripts/gen/sdl_loader.py).
+        // show one do not load SDL and the ~50 libraries it pulls in. The three loaders are C
+        // generated from the installed headers by scripts/gen/lazy_loaders.py.
         .target(name: "CSDL2Loader"),
 
         .target(
@@ -93,7 +99,8 @@ let package = Package(
         // One DNS-SD seam for every protocol (advertise, browse, resolve).
         .target(
             name: "Discovery",
-            dependencies: [.target(name: "CDNSSD", condition: .when(platforms: [.linux]))]
+            dependencies: [.target(name: "CDNSSD", condition: .when(platforms: [.linux])),
+                           .target(name: "CDNSSDLoader", condition: .when(platforms: [.linux]))]
         ),
         .target(
             name: "RFB",
@@ -142,10 +149,14 @@ let package = Package(
             name: "Punktfunk",
             dependencies: [
                 "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
+                .target(name: "CNGTCP2Loader", condition: .when(platforms: [.linux])),
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: ["ngtcp2", "ngtcp2_crypto_gnutls", "gnutls"].map {
+                .linkedLibrary($0, .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS]))
+            }
         ),
         // Reaching hosts: SSH/ (the local forwarder over swift-nio-ssh, OpenSSH keys, known_hosts,
         // ssh_config), Book/ (the host book in SQLite through GRDB), Secrets/ (SecretStore

@@ -61,7 +61,12 @@ static inline unsigned int cngtcp2_gnutls_p256_bits(void) {
     return GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1);
 }
 
-// gnutls_free is a macro-wrapped global function pointer, which Swift 6 refuses to read.
+// gnutls_free is a macro-wrapped global function pointer, which Swift 6 refuses to read. On
+// Linux, where GnuTLS is opened on first use, CNGTCP2Loader reads it from the library it opened.
+#if defined(__linux__)
+void cngtcp2_gnutls_free(void *p);
+#else
 static inline void cngtcp2_gnutls_free(void *p) {
     gnutls_free(p);
 }
+#endif

@@ -8,6 +8,8 @@ public enum DiscoveryError: Error, Equatable, Sendable, CustomStringConvertible 
     case failed(operation: String, code: Int32)
     /// The advertisement was cancelled before the responder confirmed it.
     case cancelled
+    /// The DNS-SD library could not be loaded; `detail` is the loader's reason.
+    case libraryMissing(String)
 
     public var description: String {
         switch self {
@@ -24,6 +26,9 @@ public enum DiscoveryError: Error, Equatable, Sendable, CustomStringConvertible 
             return "mDNS \(operation) failed: \(Self.explain(code)) (DNS-SD error \(code))"
         case .cancelled:
             return "the mDNS advertisement was withdrawn before it was confirmed"
+        case .libraryMissing(let detail):
+            return "mDNS is unavailable: Avahi's dns_sd library could not be loaded (\(detail)); "
+                + "install it (apt install libavahi-compat-libdnssd1) or connect with a URL"
         }
     }
 

@@ -26,6 +26,7 @@ public struct ClientIdentity: Sendable, Equatable {
     public init(certificatePEM: [UInt8], keyPEM: [UInt8]) throws(PunktfunkSessionError) {
         self.certificatePEM = certificatePEM
         self.keyPEM = keyPEM
+        try QUICLibraries.load()
         self.certificateDER = try Self.derFromPEM(certificatePEM)
     }
 
@@ -44,6 +45,7 @@ public struct ClientIdentity: Sendable, Equatable {
 
     /// Makes a fresh self-signed identity with GnuTLS.
     public static func generate(commonName: String = "punktfunk-client") throws(PunktfunkSessionError) -> ClientIdentity {
+        try QUICLibraries.load()
         var key: gnutls_x509_privkey_t?
         var crt: gnutls_x509_crt_t?
         defer {

@@ -8,6 +8,8 @@ public enum PunktfunkSessionError: Error, Equatable, Sendable, CustomStringConve
     case handshakeTimeout(host: String, seconds: Double)
     /// TLS failed (ALPN refused, certificate rejected, bad signature); `detail` is GnuTLS's text.
     case tls(String)
+    /// The QUIC and TLS libraries could not be loaded; `detail` says which and how to install them.
+    case libraryMissing(String)
     /// The host's certificate is not the pinned one.
     case fingerprintChanged(host: String, pinned: String, presented: String)
     /// The host is unknown and trust on first use is not allowed toward it.
@@ -43,6 +45,8 @@ public enum PunktfunkSessionError: Error, Equatable, Sendable, CustomStringConve
             return "no QUIC answer from \(host) within \(Self.format(seconds)) s; is a punktfunk host listening on that UDP port?"
         case .tls(let detail):
             return "TLS handshake failed: \(detail)"
+        case .libraryMissing(let detail):
+            return detail
         case .fingerprintChanged(let host, let pinned, let presented):
             return "host \(host) presented certificate \(presented) but \(pinned) is pinned; if the host was reinstalled, re-trust it with --trust"
         case .untrustedHost(let host, let fingerprint):

@@ -287,6 +287,7 @@ final class QUICEngine: @unchecked Sendable {
         self.remote = remote
         self.mailbox = mailbox
         self.events = events
+        try QUICLibraries.load()
         connRef = .allocate(capacity: 1)
         connRef.initialize(to: ngtcp2_crypto_conn_ref())
         do {
