@@ -53,7 +53,10 @@ let package = Package(
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // On Linux opened with dlopen on first use (COpenSSLLoader), not linked: no pkgConfig (it
+        // only added -lcrypto), the headers are in /usr/include.
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        .target(name: "COpenSSLLoader"),
         // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
@@ -76,7 +79,7 @@ let package = Package(
         // adds -D_REENTRANT, which SwiftPM refuses with a warning on every build.
         .systemLibrary(name: "CSDL2", providers: [.apt(["libsdl2-dev", "libsdl2-ttf-dev"])]),
         // ... loaded with dlopen when the first window opens, so that the commands that never
-        // show one do not load SDL and the ~50 libraries it pulls in. The three loaders are C
+        // show one do not load SDL and the ~50 libraries it pulls in. The four loaders are C
         // generated from the installed headers by scripts/gen/lazy_loaders.py.
         .target(name: "CSDL2Loader"),
 
@@ -110,6 +113,7 @@ let package = Package(
                 .target(name: "CTurboJPEG", condition: .when(platforms: [.linux])),
                 // OpenSSL's libssl for anonymous TLS (VeNCrypt TLS* subtypes), which BoringSSL lacks.
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .target(name: "COpenSSLLoader", condition: .when(platforms: [.linux])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -151,6 +155,7 @@ let package = Package(
                 "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
                 .target(name: "CNGTCP2Loader", condition: .when(platforms: [.linux])),
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .target(name: "COpenSSLLoader", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -169,6 +174,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // OpenSSL's EVP AES-GCM for SSH packets, each decrypted once (see SSHPacketProtection.swift).
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .target(name: "COpenSSLLoader", condition: .when(platforms: [.linux])),
                 .product(name: "NIOSSH", package: "swift-nio-ssh"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

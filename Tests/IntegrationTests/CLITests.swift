@@ -16,14 +16,15 @@ import Testing
 
     /// SDL (and the X11, Wayland, PulseAudio and D-Bus libraries under it) is opened only when
     /// a window opens: the executable itself does not name it (the window tests show it loading).
-    /// SDL (the window), ngtcp2/GnuTLS (QUIC) and Avahi's dns_sd (discovery) are opened on first
-    /// use, so no command loads them, or what they pull in, unless it needs them.
-    @Test func commandsLoadWindowQUICAndMDNSLibrariesOnlyWhenTheyUseThem() throws {
+    /// SDL (the window), ngtcp2/GnuTLS (QUIC), Avahi's dns_sd (discovery) and OpenSSL (anonymous
+    /// TLS, SSH packets, punktfunk datagrams) are opened on first use, so no command loads them,
+    /// or what they pull in, unless it needs them.
+    @Test func commandsLoadWindowQUICMDNSAndOpenSSLLibrariesOnlyWhenTheyUseThem() throws {
         let needed = try run("/usr/bin/ldd", [try farcastBinary()])
         #expect(needed.status == 0, "ldd: \(needed.stderr)")
         #expect(needed.stdout.contains("libc.so"), "ldd listed: \(needed.stdout)")
         for library in ["libSDL2", "libX11", "libwayland-client", "libpulse", "libngtcp2", "libgnutls", "libp11-kit",
-                        "libdns_sd", "libavahi", "libdbus"] {
+                        "libdns_sd", "libavahi", "libdbus", "libssl", "libcrypto"] {
             #expect(!needed.stdout.contains(library), "farcast links \(library) for every command:\n\(needed.stdout)")
         }
     }

@@ -5,6 +5,7 @@ them into every farcast command:
   Sources/CSDL2Loader/loader.c     SDL2 and SDL2_ttf (the Viewer's window)       farcast_sdl_load()
   Sources/CNGTCP2Loader/loader.c   ngtcp2, its GnuTLS crypto helper and GnuTLS   farcast_quic_load()
   Sources/CDNSSDLoader/loader.c    Avahi's dns_sd compatibility library          farcast_dnssd_load()
+  Sources/COpenSSLLoader/loader.c  OpenSSL 3's libssl and libcrypto              farcast_openssl_load()
 
 Each library function the Swift sources call — directly, or through a shim's inline function —
 gets a definition here with the library's own prototype (read from the installed headers
@@ -64,6 +65,18 @@ GROUPS = [
              '    if ((v_gnutls_free = (gnutls_free_function *)find("gnutls_free")) == NULL) return -1;',
              "void cngtcp2_gnutls_free(void *p) {\n    if (v_gnutls_free == NULL) require();\n    (*v_gnutls_free)(p);\n}\n"),
         ],
+    },
+    {
+        "target": "COpenSSLLoader",
+        "load": "farcast_openssl_load",
+        "what": "OpenSSL",
+        "why": "so the commands that need neither anonymous TLS (RFB), SSH packet encryption (Hosts)\n"
+               "// nor the punktfunk data plane's AEADs do not load libssl and libcrypto",
+        "prelude": ['#include "../COpenSSL/shim.h"'],
+        "probe": ['#include "%s/Sources/COpenSSL/shim.h"' % ROOT],
+        "prefix": r"(?:EVP|SSL|BIO|ERR|TLS|OPENSSL)_\w+",
+        "libraries": ["libssl.so", "libcrypto.so"],
+        "extra": [],
     },
     {
         "target": "CDNSSDLoader",

@@ -1,5 +1,6 @@
 #if canImport(COpenSSL)
 import COpenSSL
+import COpenSSLLoader
 import Crypto
 import NIOCore
 import NIOSSH
@@ -17,6 +18,8 @@ enum SSHPacketProtectionError: Error, Sendable, Equatable, CustomStringConvertib
     case badPadding(paddingLength: Int, packetBytes: Int)
     /// The tag did not verify: the packet was altered, or the two ends disagree on the keys.
     case authenticationFailed(cipher: String)
+    /// OpenSSL, which does the packet encryption, could not be loaded; `detail` is the reason.
+    case libraryMissing(String)
 
     var description: String {
         switch self {
@@ -24,6 +27,8 @@ enum SSHPacketProtectionError: Error, Sendable, Equatable, CustomStringConvertib
             return "SSH key exchange gave a \(actual)-byte key or IV for \(cipher), which needs \(expected)"
         case .cipherUnavailable(let cipher):
             return "OpenSSL could not set up \(cipher)"
+        case .libraryMissing(let detail):
+            return "SSH packet encryption needs OpenSSL, which could not be loaded (\(detail)); install it: apt install libssl3"
         case .malformedPacket(let bytes):
             return "the SSH server sent a malformed packet (\(bytes) encrypted bytes, not a whole number of 16-byte blocks)"
         case .badPadding(let padding, let bytes):
@@ -57,6 +62,7 @@ class SSHAESGCMProtection {
     private var inboundIV: [UInt8]
 
     required init(initialKeys: NIOSSHSessionKeys) throws {
+        if let problem = farcast_openssl_load() { throw SSHPacketProtectionError.libraryMissing(String(cString: problem)) }
         guard let sealer = EVP_CIPHER_CTX_new() else { throw SSHPacketProtectionError.cipherUnavailable(Self.cipherName) }
         guard let opener = EVP_CIPHER_CTX_new() else {
             EVP_CIPHER_CTX_free(sealer)

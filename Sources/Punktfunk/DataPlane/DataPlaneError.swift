@@ -15,6 +15,8 @@ public enum DataPlaneError: Error, Equatable, Sendable, CustomStringConvertible 
     case fecParameters(String)
     /// Too few shards arrived to rebuild the block.
     case unrecoverable(received: Int, needed: Int)
+    /// OpenSSL, which opens and seals datagrams on Linux, could not be loaded.
+    case libraryMissing(String)
 
     public var description: String {
         switch self {
@@ -32,6 +34,8 @@ public enum DataPlaneError: Error, Equatable, Sendable, CustomStringConvertible 
             return "FEC parameters refused: \(reason)"
         case let .unrecoverable(received, needed):
             return "FEC block cannot be rebuilt: \(received) shard(s) arrived, \(needed) needed"
+        case let .libraryMissing(detail):
+            return "the data plane needs OpenSSL, which could not be loaded (\(detail)); install it: apt install libssl3"
         }
     }
 }

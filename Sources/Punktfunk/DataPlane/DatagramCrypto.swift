@@ -1,5 +1,6 @@
 #if canImport(COpenSSL)
 import COpenSSL
+import COpenSSLLoader
 #else
 import Crypto
 import Foundation
@@ -83,6 +84,7 @@ public final class DatagramCrypto {
         nonce[3] = key.salt[3]
         #if canImport(COpenSSL)
         self.sealing = sealing
+        if let problem = farcast_openssl_load() { throw .libraryMissing(String(cString: problem)) }
         guard let ctx = EVP_CIPHER_CTX_new() else { throw .badKeyLength(cipher: "OpenSSL cipher context", expected: 1, actual: 0) }
         context = ctx
         let evp = key.cipher == .aes128GCM ? EVP_aes_128_gcm() : EVP_chacha20_poly1305()

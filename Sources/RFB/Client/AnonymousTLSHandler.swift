@@ -1,5 +1,6 @@
 #if os(Linux)
 import COpenSSL
+import COpenSSLLoader
 import NIOCore
 
 /// TLS with anonymous Diffie-Hellman, as VeNCrypt's TLSNone/TLSVnc/TLSPlain subtypes use
@@ -35,6 +36,10 @@ final class AnonymousTLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private(set) var cipher: String?
 
     func handlerAdded(context channelContext: ChannelHandlerContext) {
+        if let problem = farcast_openssl_load() {
+            return fail(channelContext, "anonymous TLS needs OpenSSL, which could not be loaded "
+                        + "(\(String(cString: problem))); install it: apt install libssl3")
+        }
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { return fail(channelContext, "cannot create an OpenSSL context") }
         context = ctx
         SSL_CTX_set_security_level(ctx, 0)
