@@ -302,6 +302,26 @@ struct PresentationStatsTests {
         #expect(stats.latencies(quantiles: 0.5, 0.95) == [stats.latency(quantile: 0.5)!, stats.latency(quantile: 0.95)!])
         #expect(PresentationStats().latencies(quantiles: 0.5, 0.95).isEmpty)
     }
+
+    /// The quantiles come from a window kept sorted as presents come and go: they must equal
+    /// those of the last `window` latencies sorted afresh, repeats and evictions included.
+    @Test func quantilesFollowTheWindowAsItSlides() {
+        var stats = PresentationStats(window: 64)
+        var generator = SystemRandomNumberGenerator()
+        var recent: [Double] = []
+        for step in 0..<2000 {
+            // Few distinct values, so equal latencies enter and leave the window often.
+            let latency = Double(Int.random(in: 0..<40, using: &generator)) / 1000
+            stats.recordPresent(latency: latency)
+            recent.append(latency)
+            if recent.count > 64 { recent.removeFirst() }
+            let sorted = recent.sorted()
+            let expected = [0.0, 0.5, 0.95, 1.0].map { q in sorted[min(sorted.count - 1, Int((q * Double(sorted.count - 1)).rounded()))] }
+            #expect(stats.latencies(quantiles: 0.0, 0.5, 0.95, 1.0) == expected, "step \(step)")
+            if stats.latencies(quantiles: 0.0, 0.5, 0.95, 1.0) != expected { return }
+        }
+        #expect(stats.latencies == recent)
+    }
 }
 
 struct ViewerCursorScalingTests {

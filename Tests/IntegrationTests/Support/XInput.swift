@@ -74,7 +74,7 @@ final class InputEcho: @unchecked Sendable {
                 return condition(latest)
             }
         } catch {
-            throw PeerFailed(name: "x11_input_echo", log: "\(error)\nevents so far: \(latest)")
+            throw EventsMissing(what: what, detail: "\(error)", events: latest)
         }
         return latest
     }
@@ -88,6 +88,14 @@ final class InputEcho: @unchecked Sendable {
         }
         return out
     }
+}
+
+/// The X client echoing input ran, but what a test waited for never arrived.
+struct EventsMissing: Error, CustomStringConvertible {
+    var what: String
+    var detail: String
+    var events: [XInputEvent]
+    var description: String { "x11_input_echo never saw \(what) (\(detail)); events so far: \(events)" }
 }
 
 /// Polls `condition` until it holds or `timeout` passes.
