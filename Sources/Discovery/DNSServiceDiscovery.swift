@@ -46,11 +46,11 @@ public struct DNSServiceDiscovery: ServiceDiscovery {
 
     public func advertise(type: String, name: String, port: Int, txt: [String: String]) throws -> any ServiceAdvertisement {
         try Self.validate(type: type)
-        try Self.loadLibrary()
         guard (1...65535).contains(port) else { throw DiscoveryError.invalidArgument("port \(port) is not 1…65535") }
         guard !name.isEmpty, name.utf8.count <= 63 else {
             throw DiscoveryError.invalidArgument("service name \"\(name)\" must be 1…63 bytes")
         }
+        try Self.loadLibrary()
         return try DNSServiceAdvertisement(type: type, name: name, port: UInt16(port), txt: TXTRecord.encode(txt))
     }
 

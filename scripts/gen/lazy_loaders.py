@@ -152,11 +152,43 @@ def typed(qual_type, name):
     return ("%s %s" % (qual_type, name)) if not re.search(r"[()\[\]]", qual_type) else "__typeof__(%s) %s" % (qual_type, name)
 
 
+def code_only(text):
+    """Swift source without comments and string literals, keeping the code interpolated into
+    strings (a name in a comment is no call; one in `"\\(f(x))"` is)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            out.append(" ")
+        elif text[i] == '"':
+            delimiter = '"""' if text.startswith('"""', i) else '"'
+            i += len(delimiter)
+            while i < n and not text.startswith(delimiter, i):
+                if text.startswith("\\(", i):
+                    depth, i, start = 1, i + 2, i + 2
+                    while i < n and depth:
+                        depth += {"(": 1, ")": -1}.get(text[i], 0)
+                        i += 1
+                    out.append(" %s " % text[start:i - 1])
+                else:
+                    i += 2 if text[i] == "\\" else 1
+            i += len(delimiter)
+            out.append(" ")
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
 def swift_tokens():
     tokens = set()
     for folder in ("Sources", "Tests"):
         for path in glob.glob(os.path.join(ROOT, folder, "**", "*.swift"), recursive=True):
-            tokens.update(re.findall(r"\b\w+\b", open(path, encoding="utf-8").read()))
+            tokens.update(re.findall(r"\b\w+\b", code_only(open(path, encoding="utf-8").read())))
     return tokens
 
 
@@ -174,7 +206,7 @@ def generate(group, tokens):
         elif name not in exported:
             exported[name] = decl
     prefix = re.compile(r"^%s$" % group["prefix"])
-    used, pending, seen = set(), [t for t in tokens if t in exported or t in inline], set()
+    used, skipped, pending, seen = set(), set(), [t for t in tokens if t in exported or t in inline], set()
     while pending:
         name = pending.pop()
         if name in seen:
@@ -184,6 +216,10 @@ def generate(group, tokens):
             pending.extend(referenced_functions(inline[name], set()))
         elif name in exported and prefix.match(name):
             used.add(name)
+        elif name in exported and name not in tokens:
+            # Reached only through a shim's inline code, outside this group's names: it must
+            # come from a library that stays linked (libc), or the link will fail naming it.
+            skipped.add(name)
     functions = sorted(used)
     libraries = [soname(lib) for lib in group["libraries"]]
     load = group["load"]
@@ -273,6 +309,8 @@ def generate(group, tokens):
     with open(path, "w") as f:
         f.write("\n".join(out))
     print("%s: %d functions from %s" % (os.path.relpath(path, ROOT), len(functions), ", ".join(libraries)))
+    if skipped:
+        print("  not forwarded (reached from inline code, not named like %s): %s" % (group["prefix"], ", ".join(sorted(skipped))))
 
 
 def main():

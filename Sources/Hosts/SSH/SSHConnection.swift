@@ -112,7 +112,12 @@ public final class SSHConnection: Sendable {
         configuration.maximumPacketSize = 1 << 18
         #if canImport(COpenSSL)
         // The same ciphers as swift-nio-ssh's, decrypting each packet once (SSHPacketProtection.swift).
-        configuration.transportProtectionSchemes = SSHAESGCMProtection.offered
+        let (schemes, problem) = SSHAESGCMProtection.offeredIfLoadable()
+        if let schemes {
+            configuration.transportProtectionSchemes = schemes
+        } else {
+            logger.notice("OpenSSL could not be loaded (\(problem ?? "")): using swift-nio-ssh's own AES-GCM, which is slower; apt install libssl3")
+        }
         #endif
         return NIOSSHHandler(role: .client(configuration), allocator: allocator, inboundChildChannelInitializer: nil)
     }

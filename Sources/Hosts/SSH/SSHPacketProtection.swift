@@ -206,6 +206,13 @@ final class SSHAES128GCMProtection: SSHAESGCMProtection {
 
 extension SSHAESGCMProtection {
     /// The schemes offered, in swift-nio-ssh's order.
-    static let offered: [NIOSSHTransportProtection.Type] = [SSHAES256GCMProtection.self, SSHAES128GCMProtection.self]
+    static var offered: [NIOSSHTransportProtection.Type] { [SSHAES256GCMProtection.self, SSHAES128GCMProtection.self] }
+
+    /// `offered` when OpenSSL can be loaded; otherwise nil and why, so the caller keeps
+    /// swift-nio-ssh's own (slower) AES-GCM rather than failing every connection.
+    static func offeredIfLoadable() -> (schemes: [NIOSSHTransportProtection.Type]?, problem: String?) {
+        if let problem = farcast_openssl_load() { return (nil, String(cString: problem)) }
+        return (offered, nil)
+    }
 }
 #endif
