@@ -21,7 +21,7 @@ static __typeof__(&DNSServiceRegister) p_DNSServiceRegister;
 static __typeof__(&DNSServiceResolve) p_DNSServiceResolve;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded;
+static int loaded, failed;  // a failure is final: `failure` is written once, then only read
 static char failure[512];
 static void *libraries[1];
 static const char *const names[1] = {"libdns_sd.so.1"};
@@ -56,7 +56,8 @@ static int load_locked(void) {
 
 const char *farcast_dnssd_load(void) {
     pthread_mutex_lock(&lock);
-    int status = load_locked();
+    int status = failed ? -1 : load_locked();
+    if (status != 0) failed = 1;
     pthread_mutex_unlock(&lock);
     return status == 0 ? NULL : failure;
 }

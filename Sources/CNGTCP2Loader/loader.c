@@ -84,7 +84,7 @@ static __typeof__(&ngtcp2_transport_params_default_versioned) p_ngtcp2_transport
 static gnutls_free_function *v_gnutls_free;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded;
+static int loaded, failed;  // a failure is final: `failure` is written once, then only read
 static char failure[512];
 static void *libraries[3];
 static const char *const names[3] = {"libngtcp2_crypto_gnutls.so.2", "libngtcp2.so.9", "libgnutls.so.30"};
@@ -182,7 +182,8 @@ static int load_locked(void) {
 
 const char *farcast_quic_load(void) {
     pthread_mutex_lock(&lock);
-    int status = load_locked();
+    int status = failed ? -1 : load_locked();
+    if (status != 0) failed = 1;
     pthread_mutex_unlock(&lock);
     return status == 0 ? NULL : failure;
 }

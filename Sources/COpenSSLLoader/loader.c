@@ -50,7 +50,7 @@ static __typeof__(&SSL_write) p_SSL_write;
 static __typeof__(&TLS_client_method) p_TLS_client_method;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded;
+static int loaded, failed;  // a failure is final: `failure` is written once, then only read
 static char failure[512];
 static void *libraries[2];
 static const char *const names[2] = {"libssl.so.3", "libcrypto.so.3"};
@@ -114,7 +114,8 @@ static int load_locked(void) {
 
 const char *farcast_openssl_load(void) {
     pthread_mutex_lock(&lock);
-    int status = load_locked();
+    int status = failed ? -1 : load_locked();
+    if (status != 0) failed = 1;
     pthread_mutex_unlock(&lock);
     return status == 0 ? NULL : failure;
 }

@@ -76,7 +76,7 @@ static __typeof__(&TTF_SizeUTF8) p_TTF_SizeUTF8;
 static __typeof__(&TTF_WasInit) p_TTF_WasInit;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded;
+static int loaded, failed;  // a failure is final: `failure` is written once, then only read
 static char failure[512];
 static void *libraries[2];
 static const char *const names[2] = {"libSDL2-2.0.so.0", "libSDL2_ttf-2.0.so.0"};
@@ -164,7 +164,8 @@ static int load_locked(void) {
 
 const char *farcast_sdl_load(void) {
     pthread_mutex_lock(&lock);
-    int status = load_locked();
+    int status = failed ? -1 : load_locked();
+    if (status != 0) failed = 1;
     pthread_mutex_unlock(&lock);
     return status == 0 ? NULL : failure;
 }

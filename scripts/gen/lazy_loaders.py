@@ -242,7 +242,7 @@ def generate(group, tokens):
     out += [
         "",
         "static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;",
-        "static int loaded;",
+        "static int loaded, failed;  // a failure is final: `failure` is written once, then only read",
         "static char failure[512];",
         "static void *libraries[%d];" % len(libraries),
         "static const char *const names[%d] = {%s};" % (len(libraries), ", ".join('"%s"' % l for l in libraries)),
@@ -274,7 +274,8 @@ def generate(group, tokens):
         "",
         "const char *%s(void) {" % load,
         "    pthread_mutex_lock(&lock);",
-        "    int status = load_locked();",
+        "    int status = failed ? -1 : load_locked();",
+        "    if (status != 0) failed = 1;",
         "    pthread_mutex_unlock(&lock);",
         "    return status == 0 ? NULL : failure;",
         "}",
