@@ -93,7 +93,10 @@ final class WindowLoop {
         let driver = SDL_GetCurrentVideoDriver().map { String(cString: $0) } ?? "none"
         if !["x11", "wayland", "cocoa", "uikit"].contains(driver) && ProcessInfo.processInfo.environment["SDL_VIDEODRIVER"] == nil {
             SDL_Quit()
-            throw ViewerError.noDisplay("no X11 or Wayland display (DISPLAY and WAYLAND_DISPLAY are unset; SDL found only its '\(driver)' driver)")
+            let environment = ProcessInfo.processInfo.environment
+            let seen = ["DISPLAY", "WAYLAND_DISPLAY"].map { name in environment[name].map { "\(name)=\($0)" } ?? "\(name) unset" }
+            throw ViewerError.noDisplay("no X11 or Wayland display SDL could open (\(seen.joined(separator: ", ")); "
+                                        + "SDL fell back to its '\(driver)' driver)")
         }
         let flags = SDL_WINDOW_RESIZABLE.rawValue | SDL_WINDOW_ALLOW_HIGHDPI.rawValue | (c.fullscreen ? SDL_WINDOW_FULLSCREEN_DESKTOP.rawValue : 0)
         guard let window = SDL_CreateWindow(c.title, csdl_windowpos_centered(), csdl_windowpos_centered(), 800, 600, flags) else {

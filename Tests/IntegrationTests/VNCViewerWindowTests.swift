@@ -439,11 +439,28 @@ struct VNCViewerWindowTests {
         // Keys typed into Weston's window reach the remote desktop.
         content.stop()
         let echo = try InputEcho(on: server)
-        try screen.x("xdotool", ["windowfocus", "--sync", output], package: "xdotool")
-        try screen.x("xdotool", ["mousemove", "--window", output, "400", "300"], package: "xdotool")
-        try screen.x("xdotool", ["type", "--delay", "40", "Wayland ok"], package: "xdotool")
-        try echo.waitForEvents("the text typed on Wayland") { events in
-            events.compactMap { if case .key(_, let t?) = $0 { t } else { nil } }.joined() == "Wayland ok"
+        func typed(_ events: ArraySlice<XInputEvent>) -> String {
+            events.compactMap { if case .key(_, let t?) = $0 { t } else { nil } }.joined()
+        }
+        func typeIntoWeston() throws {
+            try screen.x("xdotool", ["windowfocus", "--sync", output], package: "xdotool")
+            try screen.x("xdotool", ["mousemove", "--window", output, "400", "300"], package: "xdotool")
+            try screen.x("xdotool", ["type", "--delay", "40", "Wayland ok"], package: "xdotool")
+        }
+        try typeIntoWeston()
+        do {
+            try echo.waitForEvents("the text typed on Wayland", timeout: 6) { typed($0[...]) == "Wayland ok" }
+        } catch {
+            // Twice in CI (never in dozens of runs alone) not one key of the text arrived: the
+            // keyboard focus had not reached the viewer's surface inside Weston, whose X11
+            // backend follows the X focus xdotool changes. That is the harness's seat, not the
+            // viewer: type once more after focusing again, and require every key of that
+            // attempt. Some keys arriving and others not is a real failure and is not retried.
+            let before = echo.events
+            guard before.isEmpty else { throw error }
+            print("Wayland: no key arrived on the first attempt; focusing Weston's window again. Weston's log:\n\(weston.log.suffix(2000))")
+            try typeIntoWeston()
+            try echo.waitForEvents("the text typed on Wayland (second attempt)") { typed($0[...]) == "Wayland ok" }
         }
         viewer.terminate()
         #expect(viewer.waitForExit(timeout: 10), "the viewer stops on SIGTERM")
