@@ -56,13 +56,13 @@ let package = Package(
         // On Linux opened with dlopen on first use (COpenSSLLoader), not linked: no pkgConfig (it
         // only added -lcrypto), the headers are in /usr/include.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
-        .target(name: "COpenSSLLoader"),
+        .target(name: "COpenSSLLoader", dependencies: ["CLazyLibrary"]),
         // mDNS discovery through Avahi's dns_sd compatibility library (Apple platforms have dns_sd
         // built in). No pkgConfig: its .pc only adds -D_REENTRANT, which SwiftPM refuses with a
         // warning on every build; libavahi-compat-libdnssd-dev puts dns_sd.h in /usr/include.
         // On Linux it is opened with dlopen on first use (CDNSSDLoader), not linked.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
-        .target(name: "CDNSSDLoader"),
+        .target(name: "CDNSSDLoader", dependencies: ["CLazyLibrary"]),
         // Linux UAPI headers for TUN/TAP, virtio-net and rtnetlink (ioctl numbers, struct sizes).
         .systemLibrary(name: "CTunnelLinux", providers: [.apt(["linux-libc-dev"])]),
         // QUIC for punktfunk/1: ngtcp2 0.12 with its GnuTLS crypto helper (TLS 1.3, client
@@ -72,7 +72,7 @@ let package = Package(
         // contribution was the -l flags, and the headers are in /usr/include.
         .systemLibrary(name: "CNGTCP2",
                        providers: [.apt(["libngtcp2-dev", "libngtcp2-crypto-gnutls-dev", "libgnutls28-dev"])]),
-        .target(name: "CNGTCP2Loader"),
+        .target(name: "CNGTCP2Loader", dependencies: ["CLazyLibrary"]),
         // Edwards25519 point arithmetic for SPAKE2 pairing (swift-crypto exposes no point addition).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // Windows, input and text for the Viewer module: SDL2 and SDL2_ttf. No pkgConfig: sdl2.pc
@@ -81,7 +81,9 @@ let package = Package(
         // ... loaded with dlopen when the first window opens, so that the commands that never
         // show one do not load SDL and the ~50 libraries it pulls in. The four loaders are C
         // generated from the installed headers by scripts/gen/lazy_loaders.py.
-        .target(name: "CSDL2Loader"),
+        .target(name: "CSDL2Loader", dependencies: ["CLazyLibrary"]),
+        // What the four loaders share: opening their libraries and resolving the symbols, once.
+        .target(name: "CLazyLibrary"),
 
         .target(
             name: "FarcastSupport",

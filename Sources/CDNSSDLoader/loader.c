@@ -4,109 +4,67 @@
 // what it pulls in (D-Bus, libsystemd, libgcrypt, ...).
 #if defined(__linux__)
 #include "../CDNSSD/shim.h"
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "lazy_library.h"
 #include "CDNSSDLoader.h"
 
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
 
-static __typeof__(&DNSServiceBrowse) p_DNSServiceBrowse;
-static __typeof__(&DNSServiceProcessResult) p_DNSServiceProcessResult;
-static __typeof__(&DNSServiceQueryRecord) p_DNSServiceQueryRecord;
-static __typeof__(&DNSServiceRefDeallocate) p_DNSServiceRefDeallocate;
-static __typeof__(&DNSServiceRefSockFD) p_DNSServiceRefSockFD;
-static __typeof__(&DNSServiceRegister) p_DNSServiceRegister;
-static __typeof__(&DNSServiceResolve) p_DNSServiceResolve;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded, failed;  // a failure is final: `failure` is written once, then only read
-static char failure[512];
+static const char *const library_names[1] = {"libdns_sd.so.1"};
 static void *libraries[1];
-static const char *const names[1] = {"libdns_sd.so.1"};
+static const char *const symbol_names[7] = {
+    "DNSServiceBrowse",
+    "DNSServiceProcessResult",
+    "DNSServiceQueryRecord",
+    "DNSServiceRefDeallocate",
+    "DNSServiceRefSockFD",
+    "DNSServiceRegister",
+    "DNSServiceResolve",
+};
+static void *symbols[7];
+static farcast_lazy_library group = {
+    .what = "dns_sd",
+    .library_count = 1, .library_names = library_names, .libraries = libraries,
+    .symbol_count = 7, .symbol_names = symbol_names, .symbols = symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void *find(const char *symbol) {
-    for (int i = 0; i < 1; i++) {
-        void *found = dlsym(libraries[i], symbol);
-        if (found != NULL) return found;
-    }
-    snprintf(failure, sizeof failure, "libdns_sd.so.1 has no %s (too old a version?)", symbol);
-    return NULL;
-}
-
-static int load_locked(void) {
-    if (loaded) return 0;
-    for (int i = 0; i < 1; i++) {
-        if (libraries[i] == NULL && (libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL)) == NULL) {
-            snprintf(failure, sizeof failure, "%s", dlerror());
-            return -1;
-        }
-    }
-    if ((p_DNSServiceBrowse = (__typeof__(p_DNSServiceBrowse))find("DNSServiceBrowse")) == NULL) return -1;
-    if ((p_DNSServiceProcessResult = (__typeof__(p_DNSServiceProcessResult))find("DNSServiceProcessResult")) == NULL) return -1;
-    if ((p_DNSServiceQueryRecord = (__typeof__(p_DNSServiceQueryRecord))find("DNSServiceQueryRecord")) == NULL) return -1;
-    if ((p_DNSServiceRefDeallocate = (__typeof__(p_DNSServiceRefDeallocate))find("DNSServiceRefDeallocate")) == NULL) return -1;
-    if ((p_DNSServiceRefSockFD = (__typeof__(p_DNSServiceRefSockFD))find("DNSServiceRefSockFD")) == NULL) return -1;
-    if ((p_DNSServiceRegister = (__typeof__(p_DNSServiceRegister))find("DNSServiceRegister")) == NULL) return -1;
-    if ((p_DNSServiceResolve = (__typeof__(p_DNSServiceResolve))find("DNSServiceResolve")) == NULL) return -1;
-    loaded = 1;
-    return 0;
-}
-
-const char *farcast_dnssd_load(void) {
-    pthread_mutex_lock(&lock);
-    int status = failed ? -1 : load_locked();
-    if (status != 0) failed = 1;
-    pthread_mutex_unlock(&lock);
-    return status == 0 ? NULL : failure;
-}
-
-// A call before farcast_dnssd_load() succeeded: load now, or stop with the reason (callers load first
-// and report a failure as an error; this is the safety net).
-static void require(void) {
-    const char *problem = farcast_dnssd_load();
-    if (problem != NULL) {
-        fprintf(stderr, "farcast: dns_sd could not be loaded: %s\n", problem);
-        abort();
-    }
-}
+const char *farcast_dnssd_load(void) { return farcast_lazy_load(&group); }
 
 #pragma GCC visibility push(hidden)
 
 DNSServiceErrorType DNSServiceBrowse(DNSServiceRef * a0, DNSServiceFlags a1, uint32_t a2, const char * a3, const char * a4, DNSServiceBrowseReply a5, void * a6) {
-    if (p_DNSServiceBrowse == NULL) require();
-    return p_DNSServiceBrowse(a0, a1, a2, a3, a4, a5, a6);
+    if (symbols[0] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&DNSServiceBrowse))symbols[0])(a0, a1, a2, a3, a4, a5, a6);
 }
 
 DNSServiceErrorType DNSServiceProcessResult(DNSServiceRef a0) {
-    if (p_DNSServiceProcessResult == NULL) require();
-    return p_DNSServiceProcessResult(a0);
+    if (symbols[1] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&DNSServiceProcessResult))symbols[1])(a0);
 }
 
 DNSServiceErrorType DNSServiceQueryRecord(DNSServiceRef * a0, DNSServiceFlags a1, uint32_t a2, const char * a3, uint16_t a4, uint16_t a5, DNSServiceQueryRecordReply a6, void * a7) {
-    if (p_DNSServiceQueryRecord == NULL) require();
-    return p_DNSServiceQueryRecord(a0, a1, a2, a3, a4, a5, a6, a7);
+    if (symbols[2] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&DNSServiceQueryRecord))symbols[2])(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 void DNSServiceRefDeallocate(DNSServiceRef a0) {
-    if (p_DNSServiceRefDeallocate == NULL) require();
-    p_DNSServiceRefDeallocate(a0);
+    if (symbols[3] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&DNSServiceRefDeallocate))symbols[3])(a0);
 }
 
 int DNSServiceRefSockFD(DNSServiceRef a0) {
-    if (p_DNSServiceRefSockFD == NULL) require();
-    return p_DNSServiceRefSockFD(a0);
+    if (symbols[4] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&DNSServiceRefSockFD))symbols[4])(a0);
 }
 
 DNSServiceErrorType DNSServiceRegister(DNSServiceRef * a0, DNSServiceFlags a1, uint32_t a2, const char * a3, const char * a4, const char * a5, const char * a6, uint16_t a7, uint16_t a8, const void * a9, DNSServiceRegisterReply a10, void * a11) {
-    if (p_DNSServiceRegister == NULL) require();
-    return p_DNSServiceRegister(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
+    if (symbols[5] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&DNSServiceRegister))symbols[5])(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
 DNSServiceErrorType DNSServiceResolve(DNSServiceRef * a0, DNSServiceFlags a1, uint32_t a2, const char * a3, const char * a4, const char * a5, DNSServiceResolveReply a6, void * a7) {
-    if (p_DNSServiceResolve == NULL) require();
-    return p_DNSServiceResolve(a0, a1, a2, a3, a4, a5, a6, a7);
+    if (symbols[6] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&DNSServiceResolve))symbols[6])(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 #pragma GCC visibility pop

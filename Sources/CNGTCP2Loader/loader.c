@@ -4,550 +4,445 @@
 // (p11-kit, nettle, gmp, libtasn1, libidn2, ...) nor run their start-up code.
 #if defined(__linux__)
 #include "../CNGTCP2/shim.h"
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "lazy_library.h"
 #include "CNGTCP2Loader.h"
 
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
 
-static __typeof__(&gnutls_alert_get) p_gnutls_alert_get;
-static __typeof__(&gnutls_alert_get_name) p_gnutls_alert_get_name;
-static __typeof__(&gnutls_alpn_set_protocols) p_gnutls_alpn_set_protocols;
-static __typeof__(&gnutls_certificate_allocate_credentials) p_gnutls_certificate_allocate_credentials;
-static __typeof__(&gnutls_certificate_free_credentials) p_gnutls_certificate_free_credentials;
-static __typeof__(&gnutls_certificate_get_peers) p_gnutls_certificate_get_peers;
-static __typeof__(&gnutls_certificate_set_x509_key_mem) p_gnutls_certificate_set_x509_key_mem;
-static __typeof__(&gnutls_credentials_set) p_gnutls_credentials_set;
-static __typeof__(&gnutls_deinit) p_gnutls_deinit;
-static __typeof__(&gnutls_init) p_gnutls_init;
-static __typeof__(&gnutls_priority_set_direct) p_gnutls_priority_set_direct;
-static __typeof__(&gnutls_server_name_set) p_gnutls_server_name_set;
-static __typeof__(&gnutls_session_get_ptr) p_gnutls_session_get_ptr;
-static __typeof__(&gnutls_session_set_ptr) p_gnutls_session_set_ptr;
-static __typeof__(&gnutls_session_set_verify_function) p_gnutls_session_set_verify_function;
-static __typeof__(&gnutls_strerror) p_gnutls_strerror;
-static __typeof__(&gnutls_x509_crt_deinit) p_gnutls_x509_crt_deinit;
-static __typeof__(&gnutls_x509_crt_export2) p_gnutls_x509_crt_export2;
-static __typeof__(&gnutls_x509_crt_import) p_gnutls_x509_crt_import;
-static __typeof__(&gnutls_x509_crt_init) p_gnutls_x509_crt_init;
-static __typeof__(&gnutls_x509_crt_set_activation_time) p_gnutls_x509_crt_set_activation_time;
-static __typeof__(&gnutls_x509_crt_set_dn_by_oid) p_gnutls_x509_crt_set_dn_by_oid;
-static __typeof__(&gnutls_x509_crt_set_expiration_time) p_gnutls_x509_crt_set_expiration_time;
-static __typeof__(&gnutls_x509_crt_set_issuer_dn_by_oid) p_gnutls_x509_crt_set_issuer_dn_by_oid;
-static __typeof__(&gnutls_x509_crt_set_key) p_gnutls_x509_crt_set_key;
-static __typeof__(&gnutls_x509_crt_set_serial) p_gnutls_x509_crt_set_serial;
-static __typeof__(&gnutls_x509_crt_set_version) p_gnutls_x509_crt_set_version;
-static __typeof__(&gnutls_x509_crt_sign2) p_gnutls_x509_crt_sign2;
-static __typeof__(&gnutls_x509_privkey_deinit) p_gnutls_x509_privkey_deinit;
-static __typeof__(&gnutls_x509_privkey_export2_pkcs8) p_gnutls_x509_privkey_export2_pkcs8;
-static __typeof__(&gnutls_x509_privkey_generate) p_gnutls_x509_privkey_generate;
-static __typeof__(&gnutls_x509_privkey_init) p_gnutls_x509_privkey_init;
-static __typeof__(&ngtcp2_cid_init) p_ngtcp2_cid_init;
-static __typeof__(&ngtcp2_conn_client_new_versioned) p_ngtcp2_conn_client_new_versioned;
-static __typeof__(&ngtcp2_conn_del) p_ngtcp2_conn_del;
-static __typeof__(&ngtcp2_conn_extend_max_offset) p_ngtcp2_conn_extend_max_offset;
-static __typeof__(&ngtcp2_conn_extend_max_stream_offset) p_ngtcp2_conn_extend_max_stream_offset;
-static __typeof__(&ngtcp2_conn_get_conn_stat_versioned) p_ngtcp2_conn_get_conn_stat_versioned;
-static __typeof__(&ngtcp2_conn_get_connection_close_error) p_ngtcp2_conn_get_connection_close_error;
-static __typeof__(&ngtcp2_conn_get_expiry) p_ngtcp2_conn_get_expiry;
-static __typeof__(&ngtcp2_conn_get_tls_alert) p_ngtcp2_conn_get_tls_alert;
-static __typeof__(&ngtcp2_conn_handle_expiry) p_ngtcp2_conn_handle_expiry;
-static __typeof__(&ngtcp2_conn_is_in_closing_period) p_ngtcp2_conn_is_in_closing_period;
-static __typeof__(&ngtcp2_conn_is_in_draining_period) p_ngtcp2_conn_is_in_draining_period;
-static __typeof__(&ngtcp2_conn_open_bidi_stream) p_ngtcp2_conn_open_bidi_stream;
-static __typeof__(&ngtcp2_conn_read_pkt_versioned) p_ngtcp2_conn_read_pkt_versioned;
-static __typeof__(&ngtcp2_conn_set_keep_alive_timeout) p_ngtcp2_conn_set_keep_alive_timeout;
-static __typeof__(&ngtcp2_conn_set_tls_native_handle) p_ngtcp2_conn_set_tls_native_handle;
-static __typeof__(&ngtcp2_conn_write_connection_close_versioned) p_ngtcp2_conn_write_connection_close_versioned;
-static __typeof__(&ngtcp2_conn_writev_datagram_versioned) p_ngtcp2_conn_writev_datagram_versioned;
-static __typeof__(&ngtcp2_conn_writev_stream_versioned) p_ngtcp2_conn_writev_stream_versioned;
-static __typeof__(&ngtcp2_connection_close_error_set_application_error) p_ngtcp2_connection_close_error_set_application_error;
-static __typeof__(&ngtcp2_connection_close_error_set_transport_error_liberr) p_ngtcp2_connection_close_error_set_transport_error_liberr;
-static __typeof__(&ngtcp2_connection_close_error_set_transport_error_tls_alert) p_ngtcp2_connection_close_error_set_transport_error_tls_alert;
-static __typeof__(&ngtcp2_crypto_client_initial_cb) p_ngtcp2_crypto_client_initial_cb;
-static __typeof__(&ngtcp2_crypto_decrypt_cb) p_ngtcp2_crypto_decrypt_cb;
-static __typeof__(&ngtcp2_crypto_delete_crypto_aead_ctx_cb) p_ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-static __typeof__(&ngtcp2_crypto_delete_crypto_cipher_ctx_cb) p_ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-static __typeof__(&ngtcp2_crypto_encrypt_cb) p_ngtcp2_crypto_encrypt_cb;
-static __typeof__(&ngtcp2_crypto_get_path_challenge_data_cb) p_ngtcp2_crypto_get_path_challenge_data_cb;
-static __typeof__(&ngtcp2_crypto_gnutls_configure_client_session) p_ngtcp2_crypto_gnutls_configure_client_session;
-static __typeof__(&ngtcp2_crypto_hp_mask_cb) p_ngtcp2_crypto_hp_mask_cb;
-static __typeof__(&ngtcp2_crypto_recv_crypto_data_cb) p_ngtcp2_crypto_recv_crypto_data_cb;
-static __typeof__(&ngtcp2_crypto_recv_retry_cb) p_ngtcp2_crypto_recv_retry_cb;
-static __typeof__(&ngtcp2_crypto_update_key_cb) p_ngtcp2_crypto_update_key_cb;
-static __typeof__(&ngtcp2_crypto_version_negotiation_cb) p_ngtcp2_crypto_version_negotiation_cb;
-static __typeof__(&ngtcp2_settings_default_versioned) p_ngtcp2_settings_default_versioned;
-static __typeof__(&ngtcp2_strerror) p_ngtcp2_strerror;
-static __typeof__(&ngtcp2_transport_params_default_versioned) p_ngtcp2_transport_params_default_versioned;
-static gnutls_free_function *v_gnutls_free;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded, failed;  // a failure is final: `failure` is written once, then only read
-static char failure[512];
+static const char *const library_names[3] = {"libngtcp2_crypto_gnutls.so.2", "libngtcp2.so.9", "libgnutls.so.30"};
 static void *libraries[3];
-static const char *const names[3] = {"libngtcp2_crypto_gnutls.so.2", "libngtcp2.so.9", "libgnutls.so.30"};
+static const char *const symbol_names[70] = {
+    "gnutls_alert_get",
+    "gnutls_alert_get_name",
+    "gnutls_alpn_set_protocols",
+    "gnutls_certificate_allocate_credentials",
+    "gnutls_certificate_free_credentials",
+    "gnutls_certificate_get_peers",
+    "gnutls_certificate_set_x509_key_mem",
+    "gnutls_credentials_set",
+    "gnutls_deinit",
+    "gnutls_init",
+    "gnutls_priority_set_direct",
+    "gnutls_server_name_set",
+    "gnutls_session_get_ptr",
+    "gnutls_session_set_ptr",
+    "gnutls_session_set_verify_function",
+    "gnutls_strerror",
+    "gnutls_x509_crt_deinit",
+    "gnutls_x509_crt_export2",
+    "gnutls_x509_crt_import",
+    "gnutls_x509_crt_init",
+    "gnutls_x509_crt_set_activation_time",
+    "gnutls_x509_crt_set_dn_by_oid",
+    "gnutls_x509_crt_set_expiration_time",
+    "gnutls_x509_crt_set_issuer_dn_by_oid",
+    "gnutls_x509_crt_set_key",
+    "gnutls_x509_crt_set_serial",
+    "gnutls_x509_crt_set_version",
+    "gnutls_x509_crt_sign2",
+    "gnutls_x509_privkey_deinit",
+    "gnutls_x509_privkey_export2_pkcs8",
+    "gnutls_x509_privkey_generate",
+    "gnutls_x509_privkey_init",
+    "ngtcp2_cid_init",
+    "ngtcp2_conn_client_new_versioned",
+    "ngtcp2_conn_del",
+    "ngtcp2_conn_extend_max_offset",
+    "ngtcp2_conn_extend_max_stream_offset",
+    "ngtcp2_conn_get_conn_stat_versioned",
+    "ngtcp2_conn_get_connection_close_error",
+    "ngtcp2_conn_get_expiry",
+    "ngtcp2_conn_get_tls_alert",
+    "ngtcp2_conn_handle_expiry",
+    "ngtcp2_conn_is_in_closing_period",
+    "ngtcp2_conn_is_in_draining_period",
+    "ngtcp2_conn_open_bidi_stream",
+    "ngtcp2_conn_read_pkt_versioned",
+    "ngtcp2_conn_set_keep_alive_timeout",
+    "ngtcp2_conn_set_tls_native_handle",
+    "ngtcp2_conn_write_connection_close_versioned",
+    "ngtcp2_conn_writev_datagram_versioned",
+    "ngtcp2_conn_writev_stream_versioned",
+    "ngtcp2_connection_close_error_set_application_error",
+    "ngtcp2_connection_close_error_set_transport_error_liberr",
+    "ngtcp2_connection_close_error_set_transport_error_tls_alert",
+    "ngtcp2_crypto_client_initial_cb",
+    "ngtcp2_crypto_decrypt_cb",
+    "ngtcp2_crypto_delete_crypto_aead_ctx_cb",
+    "ngtcp2_crypto_delete_crypto_cipher_ctx_cb",
+    "ngtcp2_crypto_encrypt_cb",
+    "ngtcp2_crypto_get_path_challenge_data_cb",
+    "ngtcp2_crypto_gnutls_configure_client_session",
+    "ngtcp2_crypto_hp_mask_cb",
+    "ngtcp2_crypto_recv_crypto_data_cb",
+    "ngtcp2_crypto_recv_retry_cb",
+    "ngtcp2_crypto_update_key_cb",
+    "ngtcp2_crypto_version_negotiation_cb",
+    "ngtcp2_settings_default_versioned",
+    "ngtcp2_strerror",
+    "ngtcp2_transport_params_default_versioned",
+    "gnutls_free",
+};
+static void *symbols[70];
+static farcast_lazy_library group = {
+    .what = "ngtcp2/GnuTLS",
+    .library_count = 3, .library_names = library_names, .libraries = libraries,
+    .symbol_count = 70, .symbol_names = symbol_names, .symbols = symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void *find(const char *symbol) {
-    for (int i = 0; i < 3; i++) {
-        void *found = dlsym(libraries[i], symbol);
-        if (found != NULL) return found;
-    }
-    snprintf(failure, sizeof failure, "libngtcp2_crypto_gnutls.so.2 or libngtcp2.so.9 or libgnutls.so.30 has no %s (too old a version?)", symbol);
-    return NULL;
-}
-
-static int load_locked(void) {
-    if (loaded) return 0;
-    for (int i = 0; i < 3; i++) {
-        if (libraries[i] == NULL && (libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL)) == NULL) {
-            snprintf(failure, sizeof failure, "%s", dlerror());
-            return -1;
-        }
-    }
-    if ((p_gnutls_alert_get = (__typeof__(p_gnutls_alert_get))find("gnutls_alert_get")) == NULL) return -1;
-    if ((p_gnutls_alert_get_name = (__typeof__(p_gnutls_alert_get_name))find("gnutls_alert_get_name")) == NULL) return -1;
-    if ((p_gnutls_alpn_set_protocols = (__typeof__(p_gnutls_alpn_set_protocols))find("gnutls_alpn_set_protocols")) == NULL) return -1;
-    if ((p_gnutls_certificate_allocate_credentials = (__typeof__(p_gnutls_certificate_allocate_credentials))find("gnutls_certificate_allocate_credentials")) == NULL) return -1;
-    if ((p_gnutls_certificate_free_credentials = (__typeof__(p_gnutls_certificate_free_credentials))find("gnutls_certificate_free_credentials")) == NULL) return -1;
-    if ((p_gnutls_certificate_get_peers = (__typeof__(p_gnutls_certificate_get_peers))find("gnutls_certificate_get_peers")) == NULL) return -1;
-    if ((p_gnutls_certificate_set_x509_key_mem = (__typeof__(p_gnutls_certificate_set_x509_key_mem))find("gnutls_certificate_set_x509_key_mem")) == NULL) return -1;
-    if ((p_gnutls_credentials_set = (__typeof__(p_gnutls_credentials_set))find("gnutls_credentials_set")) == NULL) return -1;
-    if ((p_gnutls_deinit = (__typeof__(p_gnutls_deinit))find("gnutls_deinit")) == NULL) return -1;
-    if ((p_gnutls_init = (__typeof__(p_gnutls_init))find("gnutls_init")) == NULL) return -1;
-    if ((p_gnutls_priority_set_direct = (__typeof__(p_gnutls_priority_set_direct))find("gnutls_priority_set_direct")) == NULL) return -1;
-    if ((p_gnutls_server_name_set = (__typeof__(p_gnutls_server_name_set))find("gnutls_server_name_set")) == NULL) return -1;
-    if ((p_gnutls_session_get_ptr = (__typeof__(p_gnutls_session_get_ptr))find("gnutls_session_get_ptr")) == NULL) return -1;
-    if ((p_gnutls_session_set_ptr = (__typeof__(p_gnutls_session_set_ptr))find("gnutls_session_set_ptr")) == NULL) return -1;
-    if ((p_gnutls_session_set_verify_function = (__typeof__(p_gnutls_session_set_verify_function))find("gnutls_session_set_verify_function")) == NULL) return -1;
-    if ((p_gnutls_strerror = (__typeof__(p_gnutls_strerror))find("gnutls_strerror")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_deinit = (__typeof__(p_gnutls_x509_crt_deinit))find("gnutls_x509_crt_deinit")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_export2 = (__typeof__(p_gnutls_x509_crt_export2))find("gnutls_x509_crt_export2")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_import = (__typeof__(p_gnutls_x509_crt_import))find("gnutls_x509_crt_import")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_init = (__typeof__(p_gnutls_x509_crt_init))find("gnutls_x509_crt_init")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_activation_time = (__typeof__(p_gnutls_x509_crt_set_activation_time))find("gnutls_x509_crt_set_activation_time")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_dn_by_oid = (__typeof__(p_gnutls_x509_crt_set_dn_by_oid))find("gnutls_x509_crt_set_dn_by_oid")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_expiration_time = (__typeof__(p_gnutls_x509_crt_set_expiration_time))find("gnutls_x509_crt_set_expiration_time")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_issuer_dn_by_oid = (__typeof__(p_gnutls_x509_crt_set_issuer_dn_by_oid))find("gnutls_x509_crt_set_issuer_dn_by_oid")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_key = (__typeof__(p_gnutls_x509_crt_set_key))find("gnutls_x509_crt_set_key")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_serial = (__typeof__(p_gnutls_x509_crt_set_serial))find("gnutls_x509_crt_set_serial")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_set_version = (__typeof__(p_gnutls_x509_crt_set_version))find("gnutls_x509_crt_set_version")) == NULL) return -1;
-    if ((p_gnutls_x509_crt_sign2 = (__typeof__(p_gnutls_x509_crt_sign2))find("gnutls_x509_crt_sign2")) == NULL) return -1;
-    if ((p_gnutls_x509_privkey_deinit = (__typeof__(p_gnutls_x509_privkey_deinit))find("gnutls_x509_privkey_deinit")) == NULL) return -1;
-    if ((p_gnutls_x509_privkey_export2_pkcs8 = (__typeof__(p_gnutls_x509_privkey_export2_pkcs8))find("gnutls_x509_privkey_export2_pkcs8")) == NULL) return -1;
-    if ((p_gnutls_x509_privkey_generate = (__typeof__(p_gnutls_x509_privkey_generate))find("gnutls_x509_privkey_generate")) == NULL) return -1;
-    if ((p_gnutls_x509_privkey_init = (__typeof__(p_gnutls_x509_privkey_init))find("gnutls_x509_privkey_init")) == NULL) return -1;
-    if ((p_ngtcp2_cid_init = (__typeof__(p_ngtcp2_cid_init))find("ngtcp2_cid_init")) == NULL) return -1;
-    if ((p_ngtcp2_conn_client_new_versioned = (__typeof__(p_ngtcp2_conn_client_new_versioned))find("ngtcp2_conn_client_new_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_conn_del = (__typeof__(p_ngtcp2_conn_del))find("ngtcp2_conn_del")) == NULL) return -1;
-    if ((p_ngtcp2_conn_extend_max_offset = (__typeof__(p_ngtcp2_conn_extend_max_offset))find("ngtcp2_conn_extend_max_offset")) == NULL) return -1;
-    if ((p_ngtcp2_conn_extend_max_stream_offset = (__typeof__(p_ngtcp2_conn_extend_max_stream_offset))find("ngtcp2_conn_extend_max_stream_offset")) == NULL) return -1;
-    if ((p_ngtcp2_conn_get_conn_stat_versioned = (__typeof__(p_ngtcp2_conn_get_conn_stat_versioned))find("ngtcp2_conn_get_conn_stat_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_conn_get_connection_close_error = (__typeof__(p_ngtcp2_conn_get_connection_close_error))find("ngtcp2_conn_get_connection_close_error")) == NULL) return -1;
-    if ((p_ngtcp2_conn_get_expiry = (__typeof__(p_ngtcp2_conn_get_expiry))find("ngtcp2_conn_get_expiry")) == NULL) return -1;
-    if ((p_ngtcp2_conn_get_tls_alert = (__typeof__(p_ngtcp2_conn_get_tls_alert))find("ngtcp2_conn_get_tls_alert")) == NULL) return -1;
-    if ((p_ngtcp2_conn_handle_expiry = (__typeof__(p_ngtcp2_conn_handle_expiry))find("ngtcp2_conn_handle_expiry")) == NULL) return -1;
-    if ((p_ngtcp2_conn_is_in_closing_period = (__typeof__(p_ngtcp2_conn_is_in_closing_period))find("ngtcp2_conn_is_in_closing_period")) == NULL) return -1;
-    if ((p_ngtcp2_conn_is_in_draining_period = (__typeof__(p_ngtcp2_conn_is_in_draining_period))find("ngtcp2_conn_is_in_draining_period")) == NULL) return -1;
-    if ((p_ngtcp2_conn_open_bidi_stream = (__typeof__(p_ngtcp2_conn_open_bidi_stream))find("ngtcp2_conn_open_bidi_stream")) == NULL) return -1;
-    if ((p_ngtcp2_conn_read_pkt_versioned = (__typeof__(p_ngtcp2_conn_read_pkt_versioned))find("ngtcp2_conn_read_pkt_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_conn_set_keep_alive_timeout = (__typeof__(p_ngtcp2_conn_set_keep_alive_timeout))find("ngtcp2_conn_set_keep_alive_timeout")) == NULL) return -1;
-    if ((p_ngtcp2_conn_set_tls_native_handle = (__typeof__(p_ngtcp2_conn_set_tls_native_handle))find("ngtcp2_conn_set_tls_native_handle")) == NULL) return -1;
-    if ((p_ngtcp2_conn_write_connection_close_versioned = (__typeof__(p_ngtcp2_conn_write_connection_close_versioned))find("ngtcp2_conn_write_connection_close_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_conn_writev_datagram_versioned = (__typeof__(p_ngtcp2_conn_writev_datagram_versioned))find("ngtcp2_conn_writev_datagram_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_conn_writev_stream_versioned = (__typeof__(p_ngtcp2_conn_writev_stream_versioned))find("ngtcp2_conn_writev_stream_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_connection_close_error_set_application_error = (__typeof__(p_ngtcp2_connection_close_error_set_application_error))find("ngtcp2_connection_close_error_set_application_error")) == NULL) return -1;
-    if ((p_ngtcp2_connection_close_error_set_transport_error_liberr = (__typeof__(p_ngtcp2_connection_close_error_set_transport_error_liberr))find("ngtcp2_connection_close_error_set_transport_error_liberr")) == NULL) return -1;
-    if ((p_ngtcp2_connection_close_error_set_transport_error_tls_alert = (__typeof__(p_ngtcp2_connection_close_error_set_transport_error_tls_alert))find("ngtcp2_connection_close_error_set_transport_error_tls_alert")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_client_initial_cb = (__typeof__(p_ngtcp2_crypto_client_initial_cb))find("ngtcp2_crypto_client_initial_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_decrypt_cb = (__typeof__(p_ngtcp2_crypto_decrypt_cb))find("ngtcp2_crypto_decrypt_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_delete_crypto_aead_ctx_cb = (__typeof__(p_ngtcp2_crypto_delete_crypto_aead_ctx_cb))find("ngtcp2_crypto_delete_crypto_aead_ctx_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_delete_crypto_cipher_ctx_cb = (__typeof__(p_ngtcp2_crypto_delete_crypto_cipher_ctx_cb))find("ngtcp2_crypto_delete_crypto_cipher_ctx_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_encrypt_cb = (__typeof__(p_ngtcp2_crypto_encrypt_cb))find("ngtcp2_crypto_encrypt_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_get_path_challenge_data_cb = (__typeof__(p_ngtcp2_crypto_get_path_challenge_data_cb))find("ngtcp2_crypto_get_path_challenge_data_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_gnutls_configure_client_session = (__typeof__(p_ngtcp2_crypto_gnutls_configure_client_session))find("ngtcp2_crypto_gnutls_configure_client_session")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_hp_mask_cb = (__typeof__(p_ngtcp2_crypto_hp_mask_cb))find("ngtcp2_crypto_hp_mask_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_recv_crypto_data_cb = (__typeof__(p_ngtcp2_crypto_recv_crypto_data_cb))find("ngtcp2_crypto_recv_crypto_data_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_recv_retry_cb = (__typeof__(p_ngtcp2_crypto_recv_retry_cb))find("ngtcp2_crypto_recv_retry_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_update_key_cb = (__typeof__(p_ngtcp2_crypto_update_key_cb))find("ngtcp2_crypto_update_key_cb")) == NULL) return -1;
-    if ((p_ngtcp2_crypto_version_negotiation_cb = (__typeof__(p_ngtcp2_crypto_version_negotiation_cb))find("ngtcp2_crypto_version_negotiation_cb")) == NULL) return -1;
-    if ((p_ngtcp2_settings_default_versioned = (__typeof__(p_ngtcp2_settings_default_versioned))find("ngtcp2_settings_default_versioned")) == NULL) return -1;
-    if ((p_ngtcp2_strerror = (__typeof__(p_ngtcp2_strerror))find("ngtcp2_strerror")) == NULL) return -1;
-    if ((p_ngtcp2_transport_params_default_versioned = (__typeof__(p_ngtcp2_transport_params_default_versioned))find("ngtcp2_transport_params_default_versioned")) == NULL) return -1;
-    if ((v_gnutls_free = (gnutls_free_function *)find("gnutls_free")) == NULL) return -1;
-    loaded = 1;
-    return 0;
-}
-
-const char *farcast_quic_load(void) {
-    pthread_mutex_lock(&lock);
-    int status = failed ? -1 : load_locked();
-    if (status != 0) failed = 1;
-    pthread_mutex_unlock(&lock);
-    return status == 0 ? NULL : failure;
-}
-
-// A call before farcast_quic_load() succeeded: load now, or stop with the reason (callers load first
-// and report a failure as an error; this is the safety net).
-static void require(void) {
-    const char *problem = farcast_quic_load();
-    if (problem != NULL) {
-        fprintf(stderr, "farcast: ngtcp2/GnuTLS could not be loaded: %s\n", problem);
-        abort();
-    }
-}
+const char *farcast_quic_load(void) { return farcast_lazy_load(&group); }
 
 #pragma GCC visibility push(hidden)
 
 gnutls_alert_description_t gnutls_alert_get(gnutls_session_t a0) {
-    if (p_gnutls_alert_get == NULL) require();
-    return p_gnutls_alert_get(a0);
+    if (symbols[0] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_alert_get))symbols[0])(a0);
 }
 
 const char * gnutls_alert_get_name(gnutls_alert_description_t a0) {
-    if (p_gnutls_alert_get_name == NULL) require();
-    return p_gnutls_alert_get_name(a0);
+    if (symbols[1] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_alert_get_name))symbols[1])(a0);
 }
 
 int gnutls_alpn_set_protocols(gnutls_session_t a0, const gnutls_datum_t * a1, unsigned int a2, unsigned int a3) {
-    if (p_gnutls_alpn_set_protocols == NULL) require();
-    return p_gnutls_alpn_set_protocols(a0, a1, a2, a3);
+    if (symbols[2] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_alpn_set_protocols))symbols[2])(a0, a1, a2, a3);
 }
 
 int gnutls_certificate_allocate_credentials(gnutls_certificate_credentials_t * a0) {
-    if (p_gnutls_certificate_allocate_credentials == NULL) require();
-    return p_gnutls_certificate_allocate_credentials(a0);
+    if (symbols[3] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_certificate_allocate_credentials))symbols[3])(a0);
 }
 
 void gnutls_certificate_free_credentials(gnutls_certificate_credentials_t a0) {
-    if (p_gnutls_certificate_free_credentials == NULL) require();
-    p_gnutls_certificate_free_credentials(a0);
+    if (symbols[4] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&gnutls_certificate_free_credentials))symbols[4])(a0);
 }
 
 const gnutls_datum_t * gnutls_certificate_get_peers(gnutls_session_t a0, unsigned int * a1) {
-    if (p_gnutls_certificate_get_peers == NULL) require();
-    return p_gnutls_certificate_get_peers(a0, a1);
+    if (symbols[5] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_certificate_get_peers))symbols[5])(a0, a1);
 }
 
 int gnutls_certificate_set_x509_key_mem(gnutls_certificate_credentials_t a0, const gnutls_datum_t * a1, const gnutls_datum_t * a2, gnutls_x509_crt_fmt_t a3) {
-    if (p_gnutls_certificate_set_x509_key_mem == NULL) require();
-    return p_gnutls_certificate_set_x509_key_mem(a0, a1, a2, a3);
+    if (symbols[6] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_certificate_set_x509_key_mem))symbols[6])(a0, a1, a2, a3);
 }
 
 int gnutls_credentials_set(gnutls_session_t a0, gnutls_credentials_type_t a1, void * a2) {
-    if (p_gnutls_credentials_set == NULL) require();
-    return p_gnutls_credentials_set(a0, a1, a2);
+    if (symbols[7] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_credentials_set))symbols[7])(a0, a1, a2);
 }
 
 void gnutls_deinit(gnutls_session_t a0) {
-    if (p_gnutls_deinit == NULL) require();
-    p_gnutls_deinit(a0);
+    if (symbols[8] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&gnutls_deinit))symbols[8])(a0);
 }
 
 int gnutls_init(gnutls_session_t * a0, unsigned int a1) {
-    if (p_gnutls_init == NULL) require();
-    return p_gnutls_init(a0, a1);
+    if (symbols[9] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_init))symbols[9])(a0, a1);
 }
 
 int gnutls_priority_set_direct(gnutls_session_t a0, const char * a1, const char ** a2) {
-    if (p_gnutls_priority_set_direct == NULL) require();
-    return p_gnutls_priority_set_direct(a0, a1, a2);
+    if (symbols[10] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_priority_set_direct))symbols[10])(a0, a1, a2);
 }
 
 int gnutls_server_name_set(gnutls_session_t a0, gnutls_server_name_type_t a1, const void * a2, size_t a3) {
-    if (p_gnutls_server_name_set == NULL) require();
-    return p_gnutls_server_name_set(a0, a1, a2, a3);
+    if (symbols[11] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_server_name_set))symbols[11])(a0, a1, a2, a3);
 }
 
 void * gnutls_session_get_ptr(gnutls_session_t a0) {
-    if (p_gnutls_session_get_ptr == NULL) require();
-    return p_gnutls_session_get_ptr(a0);
+    if (symbols[12] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_session_get_ptr))symbols[12])(a0);
 }
 
 void gnutls_session_set_ptr(gnutls_session_t a0, void * a1) {
-    if (p_gnutls_session_set_ptr == NULL) require();
-    p_gnutls_session_set_ptr(a0, a1);
+    if (symbols[13] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&gnutls_session_set_ptr))symbols[13])(a0, a1);
 }
 
 void gnutls_session_set_verify_function(gnutls_session_t a0, gnutls_certificate_verify_function * a1) {
-    if (p_gnutls_session_set_verify_function == NULL) require();
-    p_gnutls_session_set_verify_function(a0, a1);
+    if (symbols[14] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&gnutls_session_set_verify_function))symbols[14])(a0, a1);
 }
 
 const char * gnutls_strerror(int a0) {
-    if (p_gnutls_strerror == NULL) require();
-    return p_gnutls_strerror(a0);
+    if (symbols[15] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_strerror))symbols[15])(a0);
 }
 
 void gnutls_x509_crt_deinit(gnutls_x509_crt_t a0) {
-    if (p_gnutls_x509_crt_deinit == NULL) require();
-    p_gnutls_x509_crt_deinit(a0);
+    if (symbols[16] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&gnutls_x509_crt_deinit))symbols[16])(a0);
 }
 
 int gnutls_x509_crt_export2(gnutls_x509_crt_t a0, gnutls_x509_crt_fmt_t a1, gnutls_datum_t * a2) {
-    if (p_gnutls_x509_crt_export2 == NULL) require();
-    return p_gnutls_x509_crt_export2(a0, a1, a2);
+    if (symbols[17] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_export2))symbols[17])(a0, a1, a2);
 }
 
 int gnutls_x509_crt_import(gnutls_x509_crt_t a0, const gnutls_datum_t * a1, gnutls_x509_crt_fmt_t a2) {
-    if (p_gnutls_x509_crt_import == NULL) require();
-    return p_gnutls_x509_crt_import(a0, a1, a2);
+    if (symbols[18] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_import))symbols[18])(a0, a1, a2);
 }
 
 int gnutls_x509_crt_init(gnutls_x509_crt_t * a0) {
-    if (p_gnutls_x509_crt_init == NULL) require();
-    return p_gnutls_x509_crt_init(a0);
+    if (symbols[19] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_init))symbols[19])(a0);
 }
 
 int gnutls_x509_crt_set_activation_time(gnutls_x509_crt_t a0, time_t a1) {
-    if (p_gnutls_x509_crt_set_activation_time == NULL) require();
-    return p_gnutls_x509_crt_set_activation_time(a0, a1);
+    if (symbols[20] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_activation_time))symbols[20])(a0, a1);
 }
 
 int gnutls_x509_crt_set_dn_by_oid(gnutls_x509_crt_t a0, const char * a1, unsigned int a2, const void * a3, unsigned int a4) {
-    if (p_gnutls_x509_crt_set_dn_by_oid == NULL) require();
-    return p_gnutls_x509_crt_set_dn_by_oid(a0, a1, a2, a3, a4);
+    if (symbols[21] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_dn_by_oid))symbols[21])(a0, a1, a2, a3, a4);
 }
 
 int gnutls_x509_crt_set_expiration_time(gnutls_x509_crt_t a0, time_t a1) {
-    if (p_gnutls_x509_crt_set_expiration_time == NULL) require();
-    return p_gnutls_x509_crt_set_expiration_time(a0, a1);
+    if (symbols[22] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_expiration_time))symbols[22])(a0, a1);
 }
 
 int gnutls_x509_crt_set_issuer_dn_by_oid(gnutls_x509_crt_t a0, const char * a1, unsigned int a2, const void * a3, unsigned int a4) {
-    if (p_gnutls_x509_crt_set_issuer_dn_by_oid == NULL) require();
-    return p_gnutls_x509_crt_set_issuer_dn_by_oid(a0, a1, a2, a3, a4);
+    if (symbols[23] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_issuer_dn_by_oid))symbols[23])(a0, a1, a2, a3, a4);
 }
 
 int gnutls_x509_crt_set_key(gnutls_x509_crt_t a0, gnutls_x509_privkey_t a1) {
-    if (p_gnutls_x509_crt_set_key == NULL) require();
-    return p_gnutls_x509_crt_set_key(a0, a1);
+    if (symbols[24] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_key))symbols[24])(a0, a1);
 }
 
 int gnutls_x509_crt_set_serial(gnutls_x509_crt_t a0, const void * a1, size_t a2) {
-    if (p_gnutls_x509_crt_set_serial == NULL) require();
-    return p_gnutls_x509_crt_set_serial(a0, a1, a2);
+    if (symbols[25] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_serial))symbols[25])(a0, a1, a2);
 }
 
 int gnutls_x509_crt_set_version(gnutls_x509_crt_t a0, unsigned int a1) {
-    if (p_gnutls_x509_crt_set_version == NULL) require();
-    return p_gnutls_x509_crt_set_version(a0, a1);
+    if (symbols[26] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_set_version))symbols[26])(a0, a1);
 }
 
 int gnutls_x509_crt_sign2(gnutls_x509_crt_t a0, gnutls_x509_crt_t a1, gnutls_x509_privkey_t a2, gnutls_digest_algorithm_t a3, unsigned int a4) {
-    if (p_gnutls_x509_crt_sign2 == NULL) require();
-    return p_gnutls_x509_crt_sign2(a0, a1, a2, a3, a4);
+    if (symbols[27] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_crt_sign2))symbols[27])(a0, a1, a2, a3, a4);
 }
 
 void gnutls_x509_privkey_deinit(gnutls_x509_privkey_t a0) {
-    if (p_gnutls_x509_privkey_deinit == NULL) require();
-    p_gnutls_x509_privkey_deinit(a0);
+    if (symbols[28] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&gnutls_x509_privkey_deinit))symbols[28])(a0);
 }
 
 int gnutls_x509_privkey_export2_pkcs8(gnutls_x509_privkey_t a0, gnutls_x509_crt_fmt_t a1, const char * a2, unsigned int a3, gnutls_datum_t * a4) {
-    if (p_gnutls_x509_privkey_export2_pkcs8 == NULL) require();
-    return p_gnutls_x509_privkey_export2_pkcs8(a0, a1, a2, a3, a4);
+    if (symbols[29] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_privkey_export2_pkcs8))symbols[29])(a0, a1, a2, a3, a4);
 }
 
 int gnutls_x509_privkey_generate(gnutls_x509_privkey_t a0, gnutls_pk_algorithm_t a1, unsigned int a2, unsigned int a3) {
-    if (p_gnutls_x509_privkey_generate == NULL) require();
-    return p_gnutls_x509_privkey_generate(a0, a1, a2, a3);
+    if (symbols[30] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_privkey_generate))symbols[30])(a0, a1, a2, a3);
 }
 
 int gnutls_x509_privkey_init(gnutls_x509_privkey_t * a0) {
-    if (p_gnutls_x509_privkey_init == NULL) require();
-    return p_gnutls_x509_privkey_init(a0);
+    if (symbols[31] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&gnutls_x509_privkey_init))symbols[31])(a0);
 }
 
 void ngtcp2_cid_init(ngtcp2_cid * a0, const uint8_t * a1, size_t a2) {
-    if (p_ngtcp2_cid_init == NULL) require();
-    p_ngtcp2_cid_init(a0, a1, a2);
+    if (symbols[32] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_cid_init))symbols[32])(a0, a1, a2);
 }
 
 int ngtcp2_conn_client_new_versioned(ngtcp2_conn ** a0, const ngtcp2_cid * a1, const ngtcp2_cid * a2, const ngtcp2_path * a3, uint32_t a4, int a5, const ngtcp2_callbacks * a6, int a7, const ngtcp2_settings * a8, int a9, const ngtcp2_transport_params * a10, const ngtcp2_mem * a11, void * a12) {
-    if (p_ngtcp2_conn_client_new_versioned == NULL) require();
-    return p_ngtcp2_conn_client_new_versioned(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_client_new_versioned))symbols[33])(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
 void ngtcp2_conn_del(ngtcp2_conn * a0) {
-    if (p_ngtcp2_conn_del == NULL) require();
-    p_ngtcp2_conn_del(a0);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_conn_del))symbols[34])(a0);
 }
 
 void ngtcp2_conn_extend_max_offset(ngtcp2_conn * a0, uint64_t a1) {
-    if (p_ngtcp2_conn_extend_max_offset == NULL) require();
-    p_ngtcp2_conn_extend_max_offset(a0, a1);
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_conn_extend_max_offset))symbols[35])(a0, a1);
 }
 
 int ngtcp2_conn_extend_max_stream_offset(ngtcp2_conn * a0, int64_t a1, uint64_t a2) {
-    if (p_ngtcp2_conn_extend_max_stream_offset == NULL) require();
-    return p_ngtcp2_conn_extend_max_stream_offset(a0, a1, a2);
+    if (symbols[36] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_extend_max_stream_offset))symbols[36])(a0, a1, a2);
 }
 
 void ngtcp2_conn_get_conn_stat_versioned(ngtcp2_conn * a0, int a1, ngtcp2_conn_stat * a2) {
-    if (p_ngtcp2_conn_get_conn_stat_versioned == NULL) require();
-    p_ngtcp2_conn_get_conn_stat_versioned(a0, a1, a2);
+    if (symbols[37] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_conn_get_conn_stat_versioned))symbols[37])(a0, a1, a2);
 }
 
 void ngtcp2_conn_get_connection_close_error(ngtcp2_conn * a0, ngtcp2_connection_close_error * a1) {
-    if (p_ngtcp2_conn_get_connection_close_error == NULL) require();
-    p_ngtcp2_conn_get_connection_close_error(a0, a1);
+    if (symbols[38] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_conn_get_connection_close_error))symbols[38])(a0, a1);
 }
 
 ngtcp2_tstamp ngtcp2_conn_get_expiry(ngtcp2_conn * a0) {
-    if (p_ngtcp2_conn_get_expiry == NULL) require();
-    return p_ngtcp2_conn_get_expiry(a0);
+    if (symbols[39] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_get_expiry))symbols[39])(a0);
 }
 
 uint8_t ngtcp2_conn_get_tls_alert(ngtcp2_conn * a0) {
-    if (p_ngtcp2_conn_get_tls_alert == NULL) require();
-    return p_ngtcp2_conn_get_tls_alert(a0);
+    if (symbols[40] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_get_tls_alert))symbols[40])(a0);
 }
 
 int ngtcp2_conn_handle_expiry(ngtcp2_conn * a0, ngtcp2_tstamp a1) {
-    if (p_ngtcp2_conn_handle_expiry == NULL) require();
-    return p_ngtcp2_conn_handle_expiry(a0, a1);
+    if (symbols[41] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_handle_expiry))symbols[41])(a0, a1);
 }
 
 int ngtcp2_conn_is_in_closing_period(ngtcp2_conn * a0) {
-    if (p_ngtcp2_conn_is_in_closing_period == NULL) require();
-    return p_ngtcp2_conn_is_in_closing_period(a0);
+    if (symbols[42] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_is_in_closing_period))symbols[42])(a0);
 }
 
 int ngtcp2_conn_is_in_draining_period(ngtcp2_conn * a0) {
-    if (p_ngtcp2_conn_is_in_draining_period == NULL) require();
-    return p_ngtcp2_conn_is_in_draining_period(a0);
+    if (symbols[43] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_is_in_draining_period))symbols[43])(a0);
 }
 
 int ngtcp2_conn_open_bidi_stream(ngtcp2_conn * a0, int64_t * a1, void * a2) {
-    if (p_ngtcp2_conn_open_bidi_stream == NULL) require();
-    return p_ngtcp2_conn_open_bidi_stream(a0, a1, a2);
+    if (symbols[44] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_open_bidi_stream))symbols[44])(a0, a1, a2);
 }
 
 int ngtcp2_conn_read_pkt_versioned(ngtcp2_conn * a0, const ngtcp2_path * a1, int a2, const ngtcp2_pkt_info * a3, const uint8_t * a4, size_t a5, ngtcp2_tstamp a6) {
-    if (p_ngtcp2_conn_read_pkt_versioned == NULL) require();
-    return p_ngtcp2_conn_read_pkt_versioned(a0, a1, a2, a3, a4, a5, a6);
+    if (symbols[45] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_read_pkt_versioned))symbols[45])(a0, a1, a2, a3, a4, a5, a6);
 }
 
 void ngtcp2_conn_set_keep_alive_timeout(ngtcp2_conn * a0, ngtcp2_duration a1) {
-    if (p_ngtcp2_conn_set_keep_alive_timeout == NULL) require();
-    p_ngtcp2_conn_set_keep_alive_timeout(a0, a1);
+    if (symbols[46] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_conn_set_keep_alive_timeout))symbols[46])(a0, a1);
 }
 
 void ngtcp2_conn_set_tls_native_handle(ngtcp2_conn * a0, void * a1) {
-    if (p_ngtcp2_conn_set_tls_native_handle == NULL) require();
-    p_ngtcp2_conn_set_tls_native_handle(a0, a1);
+    if (symbols[47] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_conn_set_tls_native_handle))symbols[47])(a0, a1);
 }
 
 ngtcp2_ssize ngtcp2_conn_write_connection_close_versioned(ngtcp2_conn * a0, ngtcp2_path * a1, int a2, ngtcp2_pkt_info * a3, uint8_t * a4, size_t a5, const ngtcp2_connection_close_error * a6, ngtcp2_tstamp a7) {
-    if (p_ngtcp2_conn_write_connection_close_versioned == NULL) require();
-    return p_ngtcp2_conn_write_connection_close_versioned(a0, a1, a2, a3, a4, a5, a6, a7);
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_write_connection_close_versioned))symbols[48])(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 ngtcp2_ssize ngtcp2_conn_writev_datagram_versioned(ngtcp2_conn * a0, ngtcp2_path * a1, int a2, ngtcp2_pkt_info * a3, uint8_t * a4, size_t a5, int * a6, uint32_t a7, uint64_t a8, const ngtcp2_vec * a9, size_t a10, ngtcp2_tstamp a11) {
-    if (p_ngtcp2_conn_writev_datagram_versioned == NULL) require();
-    return p_ngtcp2_conn_writev_datagram_versioned(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_writev_datagram_versioned))symbols[49])(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
 ngtcp2_ssize ngtcp2_conn_writev_stream_versioned(ngtcp2_conn * a0, ngtcp2_path * a1, int a2, ngtcp2_pkt_info * a3, uint8_t * a4, size_t a5, ngtcp2_ssize * a6, uint32_t a7, int64_t a8, const ngtcp2_vec * a9, size_t a10, ngtcp2_tstamp a11) {
-    if (p_ngtcp2_conn_writev_stream_versioned == NULL) require();
-    return p_ngtcp2_conn_writev_stream_versioned(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_conn_writev_stream_versioned))symbols[50])(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
 void ngtcp2_connection_close_error_set_application_error(ngtcp2_connection_close_error * a0, uint64_t a1, const uint8_t * a2, size_t a3) {
-    if (p_ngtcp2_connection_close_error_set_application_error == NULL) require();
-    p_ngtcp2_connection_close_error_set_application_error(a0, a1, a2, a3);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_connection_close_error_set_application_error))symbols[51])(a0, a1, a2, a3);
 }
 
 void ngtcp2_connection_close_error_set_transport_error_liberr(ngtcp2_connection_close_error * a0, int a1, const uint8_t * a2, size_t a3) {
-    if (p_ngtcp2_connection_close_error_set_transport_error_liberr == NULL) require();
-    p_ngtcp2_connection_close_error_set_transport_error_liberr(a0, a1, a2, a3);
+    if (symbols[52] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_connection_close_error_set_transport_error_liberr))symbols[52])(a0, a1, a2, a3);
 }
 
 void ngtcp2_connection_close_error_set_transport_error_tls_alert(ngtcp2_connection_close_error * a0, uint8_t a1, const uint8_t * a2, size_t a3) {
-    if (p_ngtcp2_connection_close_error_set_transport_error_tls_alert == NULL) require();
-    p_ngtcp2_connection_close_error_set_transport_error_tls_alert(a0, a1, a2, a3);
+    if (symbols[53] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_connection_close_error_set_transport_error_tls_alert))symbols[53])(a0, a1, a2, a3);
 }
 
 int ngtcp2_crypto_client_initial_cb(ngtcp2_conn * a0, void * a1) {
-    if (p_ngtcp2_crypto_client_initial_cb == NULL) require();
-    return p_ngtcp2_crypto_client_initial_cb(a0, a1);
+    if (symbols[54] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_client_initial_cb))symbols[54])(a0, a1);
 }
 
 int ngtcp2_crypto_decrypt_cb(uint8_t * a0, const ngtcp2_crypto_aead * a1, const ngtcp2_crypto_aead_ctx * a2, const uint8_t * a3, size_t a4, const uint8_t * a5, size_t a6, const uint8_t * a7, size_t a8) {
-    if (p_ngtcp2_crypto_decrypt_cb == NULL) require();
-    return p_ngtcp2_crypto_decrypt_cb(a0, a1, a2, a3, a4, a5, a6, a7, a8);
+    if (symbols[55] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_decrypt_cb))symbols[55])(a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
 void ngtcp2_crypto_delete_crypto_aead_ctx_cb(ngtcp2_conn * a0, ngtcp2_crypto_aead_ctx * a1, void * a2) {
-    if (p_ngtcp2_crypto_delete_crypto_aead_ctx_cb == NULL) require();
-    p_ngtcp2_crypto_delete_crypto_aead_ctx_cb(a0, a1, a2);
+    if (symbols[56] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_crypto_delete_crypto_aead_ctx_cb))symbols[56])(a0, a1, a2);
 }
 
 void ngtcp2_crypto_delete_crypto_cipher_ctx_cb(ngtcp2_conn * a0, ngtcp2_crypto_cipher_ctx * a1, void * a2) {
-    if (p_ngtcp2_crypto_delete_crypto_cipher_ctx_cb == NULL) require();
-    p_ngtcp2_crypto_delete_crypto_cipher_ctx_cb(a0, a1, a2);
+    if (symbols[57] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_crypto_delete_crypto_cipher_ctx_cb))symbols[57])(a0, a1, a2);
 }
 
 int ngtcp2_crypto_encrypt_cb(uint8_t * a0, const ngtcp2_crypto_aead * a1, const ngtcp2_crypto_aead_ctx * a2, const uint8_t * a3, size_t a4, const uint8_t * a5, size_t a6, const uint8_t * a7, size_t a8) {
-    if (p_ngtcp2_crypto_encrypt_cb == NULL) require();
-    return p_ngtcp2_crypto_encrypt_cb(a0, a1, a2, a3, a4, a5, a6, a7, a8);
+    if (symbols[58] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_encrypt_cb))symbols[58])(a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
 int ngtcp2_crypto_get_path_challenge_data_cb(ngtcp2_conn * a0, uint8_t * a1, void * a2) {
-    if (p_ngtcp2_crypto_get_path_challenge_data_cb == NULL) require();
-    return p_ngtcp2_crypto_get_path_challenge_data_cb(a0, a1, a2);
+    if (symbols[59] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_get_path_challenge_data_cb))symbols[59])(a0, a1, a2);
 }
 
 int ngtcp2_crypto_gnutls_configure_client_session(gnutls_session_t a0) {
-    if (p_ngtcp2_crypto_gnutls_configure_client_session == NULL) require();
-    return p_ngtcp2_crypto_gnutls_configure_client_session(a0);
+    if (symbols[60] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_gnutls_configure_client_session))symbols[60])(a0);
 }
 
 int ngtcp2_crypto_hp_mask_cb(uint8_t * a0, const ngtcp2_crypto_cipher * a1, const ngtcp2_crypto_cipher_ctx * a2, const uint8_t * a3) {
-    if (p_ngtcp2_crypto_hp_mask_cb == NULL) require();
-    return p_ngtcp2_crypto_hp_mask_cb(a0, a1, a2, a3);
+    if (symbols[61] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_hp_mask_cb))symbols[61])(a0, a1, a2, a3);
 }
 
 int ngtcp2_crypto_recv_crypto_data_cb(ngtcp2_conn * a0, ngtcp2_crypto_level a1, uint64_t a2, const uint8_t * a3, size_t a4, void * a5) {
-    if (p_ngtcp2_crypto_recv_crypto_data_cb == NULL) require();
-    return p_ngtcp2_crypto_recv_crypto_data_cb(a0, a1, a2, a3, a4, a5);
+    if (symbols[62] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_recv_crypto_data_cb))symbols[62])(a0, a1, a2, a3, a4, a5);
 }
 
 int ngtcp2_crypto_recv_retry_cb(ngtcp2_conn * a0, const ngtcp2_pkt_hd * a1, void * a2) {
-    if (p_ngtcp2_crypto_recv_retry_cb == NULL) require();
-    return p_ngtcp2_crypto_recv_retry_cb(a0, a1, a2);
+    if (symbols[63] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_recv_retry_cb))symbols[63])(a0, a1, a2);
 }
 
 int ngtcp2_crypto_update_key_cb(ngtcp2_conn * a0, uint8_t * a1, uint8_t * a2, ngtcp2_crypto_aead_ctx * a3, uint8_t * a4, ngtcp2_crypto_aead_ctx * a5, uint8_t * a6, const uint8_t * a7, const uint8_t * a8, size_t a9, void * a10) {
-    if (p_ngtcp2_crypto_update_key_cb == NULL) require();
-    return p_ngtcp2_crypto_update_key_cb(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+    if (symbols[64] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_update_key_cb))symbols[64])(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
 int ngtcp2_crypto_version_negotiation_cb(ngtcp2_conn * a0, uint32_t a1, const ngtcp2_cid * a2, void * a3) {
-    if (p_ngtcp2_crypto_version_negotiation_cb == NULL) require();
-    return p_ngtcp2_crypto_version_negotiation_cb(a0, a1, a2, a3);
+    if (symbols[65] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_crypto_version_negotiation_cb))symbols[65])(a0, a1, a2, a3);
 }
 
 void ngtcp2_settings_default_versioned(int a0, ngtcp2_settings * a1) {
-    if (p_ngtcp2_settings_default_versioned == NULL) require();
-    p_ngtcp2_settings_default_versioned(a0, a1);
+    if (symbols[66] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_settings_default_versioned))symbols[66])(a0, a1);
 }
 
 const char * ngtcp2_strerror(int a0) {
-    if (p_ngtcp2_strerror == NULL) require();
-    return p_ngtcp2_strerror(a0);
+    if (symbols[67] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ngtcp2_strerror))symbols[67])(a0);
 }
 
 void ngtcp2_transport_params_default_versioned(int a0, ngtcp2_transport_params * a1) {
-    if (p_ngtcp2_transport_params_default_versioned == NULL) require();
-    p_ngtcp2_transport_params_default_versioned(a0, a1);
+    if (symbols[68] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&ngtcp2_transport_params_default_versioned))symbols[68])(a0, a1);
 }
 
 void cngtcp2_gnutls_free(void *p) {
-    if (v_gnutls_free == NULL) require();
-    (*v_gnutls_free)(p);
+    if (symbols[69] == NULL) farcast_lazy_require(&group);
+    (*(gnutls_free_function *)symbols[69])(p);
 }
 
 #pragma GCC visibility pop

@@ -4,312 +4,241 @@
 // nor the punktfunk data plane's AEADs do not load libssl and libcrypto.
 #if defined(__linux__)
 #include "../COpenSSL/shim.h"
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "lazy_library.h"
 #include "COpenSSLLoader.h"
 
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
 
-static __typeof__(&BIO_ctrl_pending) p_BIO_ctrl_pending;
-static __typeof__(&BIO_new) p_BIO_new;
-static __typeof__(&BIO_read) p_BIO_read;
-static __typeof__(&BIO_s_mem) p_BIO_s_mem;
-static __typeof__(&BIO_write) p_BIO_write;
-static __typeof__(&ERR_get_error) p_ERR_get_error;
-static __typeof__(&ERR_reason_error_string) p_ERR_reason_error_string;
-static __typeof__(&EVP_CIPHER_CTX_ctrl) p_EVP_CIPHER_CTX_ctrl;
-static __typeof__(&EVP_CIPHER_CTX_free) p_EVP_CIPHER_CTX_free;
-static __typeof__(&EVP_CIPHER_CTX_new) p_EVP_CIPHER_CTX_new;
-static __typeof__(&EVP_DecryptFinal_ex) p_EVP_DecryptFinal_ex;
-static __typeof__(&EVP_DecryptInit_ex) p_EVP_DecryptInit_ex;
-static __typeof__(&EVP_DecryptUpdate) p_EVP_DecryptUpdate;
-static __typeof__(&EVP_EncryptFinal_ex) p_EVP_EncryptFinal_ex;
-static __typeof__(&EVP_EncryptInit_ex) p_EVP_EncryptInit_ex;
-static __typeof__(&EVP_EncryptUpdate) p_EVP_EncryptUpdate;
-static __typeof__(&EVP_aes_128_gcm) p_EVP_aes_128_gcm;
-static __typeof__(&EVP_aes_256_gcm) p_EVP_aes_256_gcm;
-static __typeof__(&EVP_chacha20_poly1305) p_EVP_chacha20_poly1305;
-static __typeof__(&SSL_CIPHER_get_name) p_SSL_CIPHER_get_name;
-static __typeof__(&SSL_CTX_ctrl) p_SSL_CTX_ctrl;
-static __typeof__(&SSL_CTX_free) p_SSL_CTX_free;
-static __typeof__(&SSL_CTX_new) p_SSL_CTX_new;
-static __typeof__(&SSL_CTX_set_cipher_list) p_SSL_CTX_set_cipher_list;
-static __typeof__(&SSL_CTX_set_security_level) p_SSL_CTX_set_security_level;
-static __typeof__(&SSL_do_handshake) p_SSL_do_handshake;
-static __typeof__(&SSL_free) p_SSL_free;
-static __typeof__(&SSL_get_current_cipher) p_SSL_get_current_cipher;
-static __typeof__(&SSL_get_error) p_SSL_get_error;
-static __typeof__(&SSL_new) p_SSL_new;
-static __typeof__(&SSL_read) p_SSL_read;
-static __typeof__(&SSL_set_bio) p_SSL_set_bio;
-static __typeof__(&SSL_set_connect_state) p_SSL_set_connect_state;
-static __typeof__(&SSL_shutdown) p_SSL_shutdown;
-static __typeof__(&SSL_write) p_SSL_write;
-static __typeof__(&TLS_client_method) p_TLS_client_method;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded, failed;  // a failure is final: `failure` is written once, then only read
-static char failure[512];
+static const char *const library_names[2] = {"libssl.so.3", "libcrypto.so.3"};
 static void *libraries[2];
-static const char *const names[2] = {"libssl.so.3", "libcrypto.so.3"};
+static const char *const symbol_names[36] = {
+    "BIO_ctrl_pending",
+    "BIO_new",
+    "BIO_read",
+    "BIO_s_mem",
+    "BIO_write",
+    "ERR_get_error",
+    "ERR_reason_error_string",
+    "EVP_CIPHER_CTX_ctrl",
+    "EVP_CIPHER_CTX_free",
+    "EVP_CIPHER_CTX_new",
+    "EVP_DecryptFinal_ex",
+    "EVP_DecryptInit_ex",
+    "EVP_DecryptUpdate",
+    "EVP_EncryptFinal_ex",
+    "EVP_EncryptInit_ex",
+    "EVP_EncryptUpdate",
+    "EVP_aes_128_gcm",
+    "EVP_aes_256_gcm",
+    "EVP_chacha20_poly1305",
+    "SSL_CIPHER_get_name",
+    "SSL_CTX_ctrl",
+    "SSL_CTX_free",
+    "SSL_CTX_new",
+    "SSL_CTX_set_cipher_list",
+    "SSL_CTX_set_security_level",
+    "SSL_do_handshake",
+    "SSL_free",
+    "SSL_get_current_cipher",
+    "SSL_get_error",
+    "SSL_new",
+    "SSL_read",
+    "SSL_set_bio",
+    "SSL_set_connect_state",
+    "SSL_shutdown",
+    "SSL_write",
+    "TLS_client_method",
+};
+static void *symbols[36];
+static farcast_lazy_library group = {
+    .what = "OpenSSL",
+    .library_count = 2, .library_names = library_names, .libraries = libraries,
+    .symbol_count = 36, .symbol_names = symbol_names, .symbols = symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void *find(const char *symbol) {
-    for (int i = 0; i < 2; i++) {
-        void *found = dlsym(libraries[i], symbol);
-        if (found != NULL) return found;
-    }
-    snprintf(failure, sizeof failure, "libssl.so.3 or libcrypto.so.3 has no %s (too old a version?)", symbol);
-    return NULL;
-}
-
-static int load_locked(void) {
-    if (loaded) return 0;
-    for (int i = 0; i < 2; i++) {
-        if (libraries[i] == NULL && (libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL)) == NULL) {
-            snprintf(failure, sizeof failure, "%s", dlerror());
-            return -1;
-        }
-    }
-    if ((p_BIO_ctrl_pending = (__typeof__(p_BIO_ctrl_pending))find("BIO_ctrl_pending")) == NULL) return -1;
-    if ((p_BIO_new = (__typeof__(p_BIO_new))find("BIO_new")) == NULL) return -1;
-    if ((p_BIO_read = (__typeof__(p_BIO_read))find("BIO_read")) == NULL) return -1;
-    if ((p_BIO_s_mem = (__typeof__(p_BIO_s_mem))find("BIO_s_mem")) == NULL) return -1;
-    if ((p_BIO_write = (__typeof__(p_BIO_write))find("BIO_write")) == NULL) return -1;
-    if ((p_ERR_get_error = (__typeof__(p_ERR_get_error))find("ERR_get_error")) == NULL) return -1;
-    if ((p_ERR_reason_error_string = (__typeof__(p_ERR_reason_error_string))find("ERR_reason_error_string")) == NULL) return -1;
-    if ((p_EVP_CIPHER_CTX_ctrl = (__typeof__(p_EVP_CIPHER_CTX_ctrl))find("EVP_CIPHER_CTX_ctrl")) == NULL) return -1;
-    if ((p_EVP_CIPHER_CTX_free = (__typeof__(p_EVP_CIPHER_CTX_free))find("EVP_CIPHER_CTX_free")) == NULL) return -1;
-    if ((p_EVP_CIPHER_CTX_new = (__typeof__(p_EVP_CIPHER_CTX_new))find("EVP_CIPHER_CTX_new")) == NULL) return -1;
-    if ((p_EVP_DecryptFinal_ex = (__typeof__(p_EVP_DecryptFinal_ex))find("EVP_DecryptFinal_ex")) == NULL) return -1;
-    if ((p_EVP_DecryptInit_ex = (__typeof__(p_EVP_DecryptInit_ex))find("EVP_DecryptInit_ex")) == NULL) return -1;
-    if ((p_EVP_DecryptUpdate = (__typeof__(p_EVP_DecryptUpdate))find("EVP_DecryptUpdate")) == NULL) return -1;
-    if ((p_EVP_EncryptFinal_ex = (__typeof__(p_EVP_EncryptFinal_ex))find("EVP_EncryptFinal_ex")) == NULL) return -1;
-    if ((p_EVP_EncryptInit_ex = (__typeof__(p_EVP_EncryptInit_ex))find("EVP_EncryptInit_ex")) == NULL) return -1;
-    if ((p_EVP_EncryptUpdate = (__typeof__(p_EVP_EncryptUpdate))find("EVP_EncryptUpdate")) == NULL) return -1;
-    if ((p_EVP_aes_128_gcm = (__typeof__(p_EVP_aes_128_gcm))find("EVP_aes_128_gcm")) == NULL) return -1;
-    if ((p_EVP_aes_256_gcm = (__typeof__(p_EVP_aes_256_gcm))find("EVP_aes_256_gcm")) == NULL) return -1;
-    if ((p_EVP_chacha20_poly1305 = (__typeof__(p_EVP_chacha20_poly1305))find("EVP_chacha20_poly1305")) == NULL) return -1;
-    if ((p_SSL_CIPHER_get_name = (__typeof__(p_SSL_CIPHER_get_name))find("SSL_CIPHER_get_name")) == NULL) return -1;
-    if ((p_SSL_CTX_ctrl = (__typeof__(p_SSL_CTX_ctrl))find("SSL_CTX_ctrl")) == NULL) return -1;
-    if ((p_SSL_CTX_free = (__typeof__(p_SSL_CTX_free))find("SSL_CTX_free")) == NULL) return -1;
-    if ((p_SSL_CTX_new = (__typeof__(p_SSL_CTX_new))find("SSL_CTX_new")) == NULL) return -1;
-    if ((p_SSL_CTX_set_cipher_list = (__typeof__(p_SSL_CTX_set_cipher_list))find("SSL_CTX_set_cipher_list")) == NULL) return -1;
-    if ((p_SSL_CTX_set_security_level = (__typeof__(p_SSL_CTX_set_security_level))find("SSL_CTX_set_security_level")) == NULL) return -1;
-    if ((p_SSL_do_handshake = (__typeof__(p_SSL_do_handshake))find("SSL_do_handshake")) == NULL) return -1;
-    if ((p_SSL_free = (__typeof__(p_SSL_free))find("SSL_free")) == NULL) return -1;
-    if ((p_SSL_get_current_cipher = (__typeof__(p_SSL_get_current_cipher))find("SSL_get_current_cipher")) == NULL) return -1;
-    if ((p_SSL_get_error = (__typeof__(p_SSL_get_error))find("SSL_get_error")) == NULL) return -1;
-    if ((p_SSL_new = (__typeof__(p_SSL_new))find("SSL_new")) == NULL) return -1;
-    if ((p_SSL_read = (__typeof__(p_SSL_read))find("SSL_read")) == NULL) return -1;
-    if ((p_SSL_set_bio = (__typeof__(p_SSL_set_bio))find("SSL_set_bio")) == NULL) return -1;
-    if ((p_SSL_set_connect_state = (__typeof__(p_SSL_set_connect_state))find("SSL_set_connect_state")) == NULL) return -1;
-    if ((p_SSL_shutdown = (__typeof__(p_SSL_shutdown))find("SSL_shutdown")) == NULL) return -1;
-    if ((p_SSL_write = (__typeof__(p_SSL_write))find("SSL_write")) == NULL) return -1;
-    if ((p_TLS_client_method = (__typeof__(p_TLS_client_method))find("TLS_client_method")) == NULL) return -1;
-    loaded = 1;
-    return 0;
-}
-
-const char *farcast_openssl_load(void) {
-    pthread_mutex_lock(&lock);
-    int status = failed ? -1 : load_locked();
-    if (status != 0) failed = 1;
-    pthread_mutex_unlock(&lock);
-    return status == 0 ? NULL : failure;
-}
-
-// A call before farcast_openssl_load() succeeded: load now, or stop with the reason (callers load first
-// and report a failure as an error; this is the safety net).
-static void require(void) {
-    const char *problem = farcast_openssl_load();
-    if (problem != NULL) {
-        fprintf(stderr, "farcast: OpenSSL could not be loaded: %s\n", problem);
-        abort();
-    }
-}
+const char *farcast_openssl_load(void) { return farcast_lazy_load(&group); }
 
 #pragma GCC visibility push(hidden)
 
 size_t BIO_ctrl_pending(BIO * a0) {
-    if (p_BIO_ctrl_pending == NULL) require();
-    return p_BIO_ctrl_pending(a0);
+    if (symbols[0] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&BIO_ctrl_pending))symbols[0])(a0);
 }
 
 BIO * BIO_new(const BIO_METHOD * a0) {
-    if (p_BIO_new == NULL) require();
-    return p_BIO_new(a0);
+    if (symbols[1] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&BIO_new))symbols[1])(a0);
 }
 
 int BIO_read(BIO * a0, void * a1, int a2) {
-    if (p_BIO_read == NULL) require();
-    return p_BIO_read(a0, a1, a2);
+    if (symbols[2] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&BIO_read))symbols[2])(a0, a1, a2);
 }
 
 const BIO_METHOD * BIO_s_mem(void) {
-    if (p_BIO_s_mem == NULL) require();
-    return p_BIO_s_mem();
+    if (symbols[3] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&BIO_s_mem))symbols[3])();
 }
 
 int BIO_write(BIO * a0, const void * a1, int a2) {
-    if (p_BIO_write == NULL) require();
-    return p_BIO_write(a0, a1, a2);
+    if (symbols[4] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&BIO_write))symbols[4])(a0, a1, a2);
 }
 
 unsigned long ERR_get_error(void) {
-    if (p_ERR_get_error == NULL) require();
-    return p_ERR_get_error();
+    if (symbols[5] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ERR_get_error))symbols[5])();
 }
 
 const char * ERR_reason_error_string(unsigned long a0) {
-    if (p_ERR_reason_error_string == NULL) require();
-    return p_ERR_reason_error_string(a0);
+    if (symbols[6] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&ERR_reason_error_string))symbols[6])(a0);
 }
 
 int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX * a0, int a1, int a2, void * a3) {
-    if (p_EVP_CIPHER_CTX_ctrl == NULL) require();
-    return p_EVP_CIPHER_CTX_ctrl(a0, a1, a2, a3);
+    if (symbols[7] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_CIPHER_CTX_ctrl))symbols[7])(a0, a1, a2, a3);
 }
 
 void EVP_CIPHER_CTX_free(EVP_CIPHER_CTX * a0) {
-    if (p_EVP_CIPHER_CTX_free == NULL) require();
-    p_EVP_CIPHER_CTX_free(a0);
+    if (symbols[8] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&EVP_CIPHER_CTX_free))symbols[8])(a0);
 }
 
 EVP_CIPHER_CTX * EVP_CIPHER_CTX_new(void) {
-    if (p_EVP_CIPHER_CTX_new == NULL) require();
-    return p_EVP_CIPHER_CTX_new();
+    if (symbols[9] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_CIPHER_CTX_new))symbols[9])();
 }
 
 int EVP_DecryptFinal_ex(EVP_CIPHER_CTX * a0, unsigned char * a1, int * a2) {
-    if (p_EVP_DecryptFinal_ex == NULL) require();
-    return p_EVP_DecryptFinal_ex(a0, a1, a2);
+    if (symbols[10] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_DecryptFinal_ex))symbols[10])(a0, a1, a2);
 }
 
 int EVP_DecryptInit_ex(EVP_CIPHER_CTX * a0, const EVP_CIPHER * a1, ENGINE * a2, const unsigned char * a3, const unsigned char * a4) {
-    if (p_EVP_DecryptInit_ex == NULL) require();
-    return p_EVP_DecryptInit_ex(a0, a1, a2, a3, a4);
+    if (symbols[11] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_DecryptInit_ex))symbols[11])(a0, a1, a2, a3, a4);
 }
 
 int EVP_DecryptUpdate(EVP_CIPHER_CTX * a0, unsigned char * a1, int * a2, const unsigned char * a3, int a4) {
-    if (p_EVP_DecryptUpdate == NULL) require();
-    return p_EVP_DecryptUpdate(a0, a1, a2, a3, a4);
+    if (symbols[12] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_DecryptUpdate))symbols[12])(a0, a1, a2, a3, a4);
 }
 
 int EVP_EncryptFinal_ex(EVP_CIPHER_CTX * a0, unsigned char * a1, int * a2) {
-    if (p_EVP_EncryptFinal_ex == NULL) require();
-    return p_EVP_EncryptFinal_ex(a0, a1, a2);
+    if (symbols[13] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_EncryptFinal_ex))symbols[13])(a0, a1, a2);
 }
 
 int EVP_EncryptInit_ex(EVP_CIPHER_CTX * a0, const EVP_CIPHER * a1, ENGINE * a2, const unsigned char * a3, const unsigned char * a4) {
-    if (p_EVP_EncryptInit_ex == NULL) require();
-    return p_EVP_EncryptInit_ex(a0, a1, a2, a3, a4);
+    if (symbols[14] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_EncryptInit_ex))symbols[14])(a0, a1, a2, a3, a4);
 }
 
 int EVP_EncryptUpdate(EVP_CIPHER_CTX * a0, unsigned char * a1, int * a2, const unsigned char * a3, int a4) {
-    if (p_EVP_EncryptUpdate == NULL) require();
-    return p_EVP_EncryptUpdate(a0, a1, a2, a3, a4);
+    if (symbols[15] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_EncryptUpdate))symbols[15])(a0, a1, a2, a3, a4);
 }
 
 const EVP_CIPHER * EVP_aes_128_gcm(void) {
-    if (p_EVP_aes_128_gcm == NULL) require();
-    return p_EVP_aes_128_gcm();
+    if (symbols[16] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_aes_128_gcm))symbols[16])();
 }
 
 const EVP_CIPHER * EVP_aes_256_gcm(void) {
-    if (p_EVP_aes_256_gcm == NULL) require();
-    return p_EVP_aes_256_gcm();
+    if (symbols[17] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_aes_256_gcm))symbols[17])();
 }
 
 const EVP_CIPHER * EVP_chacha20_poly1305(void) {
-    if (p_EVP_chacha20_poly1305 == NULL) require();
-    return p_EVP_chacha20_poly1305();
+    if (symbols[18] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&EVP_chacha20_poly1305))symbols[18])();
 }
 
 const char * SSL_CIPHER_get_name(const SSL_CIPHER * a0) {
-    if (p_SSL_CIPHER_get_name == NULL) require();
-    return p_SSL_CIPHER_get_name(a0);
+    if (symbols[19] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_CIPHER_get_name))symbols[19])(a0);
 }
 
 long SSL_CTX_ctrl(SSL_CTX * a0, int a1, long a2, void * a3) {
-    if (p_SSL_CTX_ctrl == NULL) require();
-    return p_SSL_CTX_ctrl(a0, a1, a2, a3);
+    if (symbols[20] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_CTX_ctrl))symbols[20])(a0, a1, a2, a3);
 }
 
 void SSL_CTX_free(SSL_CTX * a0) {
-    if (p_SSL_CTX_free == NULL) require();
-    p_SSL_CTX_free(a0);
+    if (symbols[21] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SSL_CTX_free))symbols[21])(a0);
 }
 
 SSL_CTX * SSL_CTX_new(const SSL_METHOD * a0) {
-    if (p_SSL_CTX_new == NULL) require();
-    return p_SSL_CTX_new(a0);
+    if (symbols[22] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_CTX_new))symbols[22])(a0);
 }
 
 int SSL_CTX_set_cipher_list(SSL_CTX * a0, const char * a1) {
-    if (p_SSL_CTX_set_cipher_list == NULL) require();
-    return p_SSL_CTX_set_cipher_list(a0, a1);
+    if (symbols[23] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_CTX_set_cipher_list))symbols[23])(a0, a1);
 }
 
 void SSL_CTX_set_security_level(SSL_CTX * a0, int a1) {
-    if (p_SSL_CTX_set_security_level == NULL) require();
-    p_SSL_CTX_set_security_level(a0, a1);
+    if (symbols[24] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SSL_CTX_set_security_level))symbols[24])(a0, a1);
 }
 
 int SSL_do_handshake(SSL * a0) {
-    if (p_SSL_do_handshake == NULL) require();
-    return p_SSL_do_handshake(a0);
+    if (symbols[25] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_do_handshake))symbols[25])(a0);
 }
 
 void SSL_free(SSL * a0) {
-    if (p_SSL_free == NULL) require();
-    p_SSL_free(a0);
+    if (symbols[26] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SSL_free))symbols[26])(a0);
 }
 
 const SSL_CIPHER * SSL_get_current_cipher(const SSL * a0) {
-    if (p_SSL_get_current_cipher == NULL) require();
-    return p_SSL_get_current_cipher(a0);
+    if (symbols[27] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_get_current_cipher))symbols[27])(a0);
 }
 
 int SSL_get_error(const SSL * a0, int a1) {
-    if (p_SSL_get_error == NULL) require();
-    return p_SSL_get_error(a0, a1);
+    if (symbols[28] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_get_error))symbols[28])(a0, a1);
 }
 
 SSL * SSL_new(SSL_CTX * a0) {
-    if (p_SSL_new == NULL) require();
-    return p_SSL_new(a0);
+    if (symbols[29] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_new))symbols[29])(a0);
 }
 
 int SSL_read(SSL * a0, void * a1, int a2) {
-    if (p_SSL_read == NULL) require();
-    return p_SSL_read(a0, a1, a2);
+    if (symbols[30] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_read))symbols[30])(a0, a1, a2);
 }
 
 void SSL_set_bio(SSL * a0, BIO * a1, BIO * a2) {
-    if (p_SSL_set_bio == NULL) require();
-    p_SSL_set_bio(a0, a1, a2);
+    if (symbols[31] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SSL_set_bio))symbols[31])(a0, a1, a2);
 }
 
 void SSL_set_connect_state(SSL * a0) {
-    if (p_SSL_set_connect_state == NULL) require();
-    p_SSL_set_connect_state(a0);
+    if (symbols[32] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SSL_set_connect_state))symbols[32])(a0);
 }
 
 int SSL_shutdown(SSL * a0) {
-    if (p_SSL_shutdown == NULL) require();
-    return p_SSL_shutdown(a0);
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_shutdown))symbols[33])(a0);
 }
 
 int SSL_write(SSL * a0, const void * a1, int a2) {
-    if (p_SSL_write == NULL) require();
-    return p_SSL_write(a0, a1, a2);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SSL_write))symbols[34])(a0, a1, a2);
 }
 
 const SSL_METHOD * TLS_client_method(void) {
-    if (p_TLS_client_method == NULL) require();
-    return p_TLS_client_method();
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TLS_client_method))symbols[35])();
 }
 
 #pragma GCC visibility pop

@@ -6,480 +6,385 @@
 #define SDL_MAIN_HANDLED 1
 #include <SDL2/SDL.h>
 #include <SDL2/SDL_ttf.h>
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "lazy_library.h"
 #include "CSDL2Loader.h"
 
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
 
-static __typeof__(&SDL_CreateColorCursor) p_SDL_CreateColorCursor;
-static __typeof__(&SDL_CreateRGBSurfaceWithFormatFrom) p_SDL_CreateRGBSurfaceWithFormatFrom;
-static __typeof__(&SDL_CreateRenderer) p_SDL_CreateRenderer;
-static __typeof__(&SDL_CreateTexture) p_SDL_CreateTexture;
-static __typeof__(&SDL_CreateTextureFromSurface) p_SDL_CreateTextureFromSurface;
-static __typeof__(&SDL_CreateWindow) p_SDL_CreateWindow;
-static __typeof__(&SDL_DestroyRenderer) p_SDL_DestroyRenderer;
-static __typeof__(&SDL_DestroyTexture) p_SDL_DestroyTexture;
-static __typeof__(&SDL_DestroyWindow) p_SDL_DestroyWindow;
-static __typeof__(&SDL_FreeCursor) p_SDL_FreeCursor;
-static __typeof__(&SDL_FreeSurface) p_SDL_FreeSurface;
-static __typeof__(&SDL_GL_GetProcAddress) p_SDL_GL_GetProcAddress;
-static __typeof__(&SDL_GetClipboardText) p_SDL_GetClipboardText;
-static __typeof__(&SDL_GetCurrentVideoDriver) p_SDL_GetCurrentVideoDriver;
-static __typeof__(&SDL_GetDisplayUsableBounds) p_SDL_GetDisplayUsableBounds;
-static __typeof__(&SDL_GetError) p_SDL_GetError;
-static __typeof__(&SDL_GetRendererInfo) p_SDL_GetRendererInfo;
-static __typeof__(&SDL_GetRendererOutputSize) p_SDL_GetRendererOutputSize;
-static __typeof__(&SDL_GetWindowDisplayIndex) p_SDL_GetWindowDisplayIndex;
-static __typeof__(&SDL_GetWindowPosition) p_SDL_GetWindowPosition;
-static __typeof__(&SDL_GetWindowSize) p_SDL_GetWindowSize;
-static __typeof__(&SDL_GetWindowSurface) p_SDL_GetWindowSurface;
-static __typeof__(&SDL_HasClipboardText) p_SDL_HasClipboardText;
-static __typeof__(&SDL_Init) p_SDL_Init;
-static __typeof__(&SDL_PeepEvents) p_SDL_PeepEvents;
-static __typeof__(&SDL_PollEvent) p_SDL_PollEvent;
-static __typeof__(&SDL_PushEvent) p_SDL_PushEvent;
-static __typeof__(&SDL_Quit) p_SDL_Quit;
-static __typeof__(&SDL_RaiseWindow) p_SDL_RaiseWindow;
-static __typeof__(&SDL_RegisterEvents) p_SDL_RegisterEvents;
-static __typeof__(&SDL_RenderClear) p_SDL_RenderClear;
-static __typeof__(&SDL_RenderCopy) p_SDL_RenderCopy;
-static __typeof__(&SDL_RenderFillRect) p_SDL_RenderFillRect;
-static __typeof__(&SDL_RenderFlush) p_SDL_RenderFlush;
-static __typeof__(&SDL_RenderPresent) p_SDL_RenderPresent;
-static __typeof__(&SDL_SetClipboardText) p_SDL_SetClipboardText;
-static __typeof__(&SDL_SetCursor) p_SDL_SetCursor;
-static __typeof__(&SDL_SetHint) p_SDL_SetHint;
-static __typeof__(&SDL_SetRelativeMouseMode) p_SDL_SetRelativeMouseMode;
-static __typeof__(&SDL_SetRenderDrawBlendMode) p_SDL_SetRenderDrawBlendMode;
-static __typeof__(&SDL_SetRenderDrawColor) p_SDL_SetRenderDrawColor;
-static __typeof__(&SDL_SetTextureScaleMode) p_SDL_SetTextureScaleMode;
-static __typeof__(&SDL_SetWindowFullscreen) p_SDL_SetWindowFullscreen;
-static __typeof__(&SDL_SetWindowKeyboardGrab) p_SDL_SetWindowKeyboardGrab;
-static __typeof__(&SDL_SetWindowPosition) p_SDL_SetWindowPosition;
-static __typeof__(&SDL_SetWindowSize) p_SDL_SetWindowSize;
-static __typeof__(&SDL_SetWindowTitle) p_SDL_SetWindowTitle;
-static __typeof__(&SDL_ShowCursor) p_SDL_ShowCursor;
-static __typeof__(&SDL_StartTextInput) p_SDL_StartTextInput;
-static __typeof__(&SDL_UpdateTexture) p_SDL_UpdateTexture;
-static __typeof__(&SDL_UpdateWindowSurfaceRects) p_SDL_UpdateWindowSurfaceRects;
-static __typeof__(&SDL_WaitEventTimeout) p_SDL_WaitEventTimeout;
-static __typeof__(&SDL_free) p_SDL_free;
-static __typeof__(&TTF_CloseFont) p_TTF_CloseFont;
-static __typeof__(&TTF_FontLineSkip) p_TTF_FontLineSkip;
-static __typeof__(&TTF_Init) p_TTF_Init;
-static __typeof__(&TTF_OpenFont) p_TTF_OpenFont;
-static __typeof__(&TTF_RenderUTF8_Blended) p_TTF_RenderUTF8_Blended;
-static __typeof__(&TTF_SizeUTF8) p_TTF_SizeUTF8;
-static __typeof__(&TTF_WasInit) p_TTF_WasInit;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded, failed;  // a failure is final: `failure` is written once, then only read
-static char failure[512];
+static const char *const library_names[2] = {"libSDL2-2.0.so.0", "libSDL2_ttf-2.0.so.0"};
 static void *libraries[2];
-static const char *const names[2] = {"libSDL2-2.0.so.0", "libSDL2_ttf-2.0.so.0"};
+static const char *const symbol_names[60] = {
+    "SDL_CreateColorCursor",
+    "SDL_CreateRGBSurfaceWithFormatFrom",
+    "SDL_CreateRenderer",
+    "SDL_CreateTexture",
+    "SDL_CreateTextureFromSurface",
+    "SDL_CreateWindow",
+    "SDL_DestroyRenderer",
+    "SDL_DestroyTexture",
+    "SDL_DestroyWindow",
+    "SDL_FreeCursor",
+    "SDL_FreeSurface",
+    "SDL_GL_GetProcAddress",
+    "SDL_GetClipboardText",
+    "SDL_GetCurrentVideoDriver",
+    "SDL_GetDisplayUsableBounds",
+    "SDL_GetError",
+    "SDL_GetRendererInfo",
+    "SDL_GetRendererOutputSize",
+    "SDL_GetWindowDisplayIndex",
+    "SDL_GetWindowPosition",
+    "SDL_GetWindowSize",
+    "SDL_GetWindowSurface",
+    "SDL_HasClipboardText",
+    "SDL_Init",
+    "SDL_PeepEvents",
+    "SDL_PollEvent",
+    "SDL_PushEvent",
+    "SDL_Quit",
+    "SDL_RaiseWindow",
+    "SDL_RegisterEvents",
+    "SDL_RenderClear",
+    "SDL_RenderCopy",
+    "SDL_RenderFillRect",
+    "SDL_RenderFlush",
+    "SDL_RenderPresent",
+    "SDL_SetClipboardText",
+    "SDL_SetCursor",
+    "SDL_SetHint",
+    "SDL_SetRelativeMouseMode",
+    "SDL_SetRenderDrawBlendMode",
+    "SDL_SetRenderDrawColor",
+    "SDL_SetTextureScaleMode",
+    "SDL_SetWindowFullscreen",
+    "SDL_SetWindowKeyboardGrab",
+    "SDL_SetWindowPosition",
+    "SDL_SetWindowSize",
+    "SDL_SetWindowTitle",
+    "SDL_ShowCursor",
+    "SDL_StartTextInput",
+    "SDL_UpdateTexture",
+    "SDL_UpdateWindowSurfaceRects",
+    "SDL_WaitEventTimeout",
+    "SDL_free",
+    "TTF_CloseFont",
+    "TTF_FontLineSkip",
+    "TTF_Init",
+    "TTF_OpenFont",
+    "TTF_RenderUTF8_Blended",
+    "TTF_SizeUTF8",
+    "TTF_WasInit",
+};
+static void *symbols[60];
+static farcast_lazy_library group = {
+    .what = "SDL2",
+    .library_count = 2, .library_names = library_names, .libraries = libraries,
+    .symbol_count = 60, .symbol_names = symbol_names, .symbols = symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void *find(const char *symbol) {
-    for (int i = 0; i < 2; i++) {
-        void *found = dlsym(libraries[i], symbol);
-        if (found != NULL) return found;
-    }
-    snprintf(failure, sizeof failure, "libSDL2-2.0.so.0 or libSDL2_ttf-2.0.so.0 has no %s (too old a version?)", symbol);
-    return NULL;
-}
-
-static int load_locked(void) {
-    if (loaded) return 0;
-    for (int i = 0; i < 2; i++) {
-        if (libraries[i] == NULL && (libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL)) == NULL) {
-            snprintf(failure, sizeof failure, "%s", dlerror());
-            return -1;
-        }
-    }
-    if ((p_SDL_CreateColorCursor = (__typeof__(p_SDL_CreateColorCursor))find("SDL_CreateColorCursor")) == NULL) return -1;
-    if ((p_SDL_CreateRGBSurfaceWithFormatFrom = (__typeof__(p_SDL_CreateRGBSurfaceWithFormatFrom))find("SDL_CreateRGBSurfaceWithFormatFrom")) == NULL) return -1;
-    if ((p_SDL_CreateRenderer = (__typeof__(p_SDL_CreateRenderer))find("SDL_CreateRenderer")) == NULL) return -1;
-    if ((p_SDL_CreateTexture = (__typeof__(p_SDL_CreateTexture))find("SDL_CreateTexture")) == NULL) return -1;
-    if ((p_SDL_CreateTextureFromSurface = (__typeof__(p_SDL_CreateTextureFromSurface))find("SDL_CreateTextureFromSurface")) == NULL) return -1;
-    if ((p_SDL_CreateWindow = (__typeof__(p_SDL_CreateWindow))find("SDL_CreateWindow")) == NULL) return -1;
-    if ((p_SDL_DestroyRenderer = (__typeof__(p_SDL_DestroyRenderer))find("SDL_DestroyRenderer")) == NULL) return -1;
-    if ((p_SDL_DestroyTexture = (__typeof__(p_SDL_DestroyTexture))find("SDL_DestroyTexture")) == NULL) return -1;
-    if ((p_SDL_DestroyWindow = (__typeof__(p_SDL_DestroyWindow))find("SDL_DestroyWindow")) == NULL) return -1;
-    if ((p_SDL_FreeCursor = (__typeof__(p_SDL_FreeCursor))find("SDL_FreeCursor")) == NULL) return -1;
-    if ((p_SDL_FreeSurface = (__typeof__(p_SDL_FreeSurface))find("SDL_FreeSurface")) == NULL) return -1;
-    if ((p_SDL_GL_GetProcAddress = (__typeof__(p_SDL_GL_GetProcAddress))find("SDL_GL_GetProcAddress")) == NULL) return -1;
-    if ((p_SDL_GetClipboardText = (__typeof__(p_SDL_GetClipboardText))find("SDL_GetClipboardText")) == NULL) return -1;
-    if ((p_SDL_GetCurrentVideoDriver = (__typeof__(p_SDL_GetCurrentVideoDriver))find("SDL_GetCurrentVideoDriver")) == NULL) return -1;
-    if ((p_SDL_GetDisplayUsableBounds = (__typeof__(p_SDL_GetDisplayUsableBounds))find("SDL_GetDisplayUsableBounds")) == NULL) return -1;
-    if ((p_SDL_GetError = (__typeof__(p_SDL_GetError))find("SDL_GetError")) == NULL) return -1;
-    if ((p_SDL_GetRendererInfo = (__typeof__(p_SDL_GetRendererInfo))find("SDL_GetRendererInfo")) == NULL) return -1;
-    if ((p_SDL_GetRendererOutputSize = (__typeof__(p_SDL_GetRendererOutputSize))find("SDL_GetRendererOutputSize")) == NULL) return -1;
-    if ((p_SDL_GetWindowDisplayIndex = (__typeof__(p_SDL_GetWindowDisplayIndex))find("SDL_GetWindowDisplayIndex")) == NULL) return -1;
-    if ((p_SDL_GetWindowPosition = (__typeof__(p_SDL_GetWindowPosition))find("SDL_GetWindowPosition")) == NULL) return -1;
-    if ((p_SDL_GetWindowSize = (__typeof__(p_SDL_GetWindowSize))find("SDL_GetWindowSize")) == NULL) return -1;
-    if ((p_SDL_GetWindowSurface = (__typeof__(p_SDL_GetWindowSurface))find("SDL_GetWindowSurface")) == NULL) return -1;
-    if ((p_SDL_HasClipboardText = (__typeof__(p_SDL_HasClipboardText))find("SDL_HasClipboardText")) == NULL) return -1;
-    if ((p_SDL_Init = (__typeof__(p_SDL_Init))find("SDL_Init")) == NULL) return -1;
-    if ((p_SDL_PeepEvents = (__typeof__(p_SDL_PeepEvents))find("SDL_PeepEvents")) == NULL) return -1;
-    if ((p_SDL_PollEvent = (__typeof__(p_SDL_PollEvent))find("SDL_PollEvent")) == NULL) return -1;
-    if ((p_SDL_PushEvent = (__typeof__(p_SDL_PushEvent))find("SDL_PushEvent")) == NULL) return -1;
-    if ((p_SDL_Quit = (__typeof__(p_SDL_Quit))find("SDL_Quit")) == NULL) return -1;
-    if ((p_SDL_RaiseWindow = (__typeof__(p_SDL_RaiseWindow))find("SDL_RaiseWindow")) == NULL) return -1;
-    if ((p_SDL_RegisterEvents = (__typeof__(p_SDL_RegisterEvents))find("SDL_RegisterEvents")) == NULL) return -1;
-    if ((p_SDL_RenderClear = (__typeof__(p_SDL_RenderClear))find("SDL_RenderClear")) == NULL) return -1;
-    if ((p_SDL_RenderCopy = (__typeof__(p_SDL_RenderCopy))find("SDL_RenderCopy")) == NULL) return -1;
-    if ((p_SDL_RenderFillRect = (__typeof__(p_SDL_RenderFillRect))find("SDL_RenderFillRect")) == NULL) return -1;
-    if ((p_SDL_RenderFlush = (__typeof__(p_SDL_RenderFlush))find("SDL_RenderFlush")) == NULL) return -1;
-    if ((p_SDL_RenderPresent = (__typeof__(p_SDL_RenderPresent))find("SDL_RenderPresent")) == NULL) return -1;
-    if ((p_SDL_SetClipboardText = (__typeof__(p_SDL_SetClipboardText))find("SDL_SetClipboardText")) == NULL) return -1;
-    if ((p_SDL_SetCursor = (__typeof__(p_SDL_SetCursor))find("SDL_SetCursor")) == NULL) return -1;
-    if ((p_SDL_SetHint = (__typeof__(p_SDL_SetHint))find("SDL_SetHint")) == NULL) return -1;
-    if ((p_SDL_SetRelativeMouseMode = (__typeof__(p_SDL_SetRelativeMouseMode))find("SDL_SetRelativeMouseMode")) == NULL) return -1;
-    if ((p_SDL_SetRenderDrawBlendMode = (__typeof__(p_SDL_SetRenderDrawBlendMode))find("SDL_SetRenderDrawBlendMode")) == NULL) return -1;
-    if ((p_SDL_SetRenderDrawColor = (__typeof__(p_SDL_SetRenderDrawColor))find("SDL_SetRenderDrawColor")) == NULL) return -1;
-    if ((p_SDL_SetTextureScaleMode = (__typeof__(p_SDL_SetTextureScaleMode))find("SDL_SetTextureScaleMode")) == NULL) return -1;
-    if ((p_SDL_SetWindowFullscreen = (__typeof__(p_SDL_SetWindowFullscreen))find("SDL_SetWindowFullscreen")) == NULL) return -1;
-    if ((p_SDL_SetWindowKeyboardGrab = (__typeof__(p_SDL_SetWindowKeyboardGrab))find("SDL_SetWindowKeyboardGrab")) == NULL) return -1;
-    if ((p_SDL_SetWindowPosition = (__typeof__(p_SDL_SetWindowPosition))find("SDL_SetWindowPosition")) == NULL) return -1;
-    if ((p_SDL_SetWindowSize = (__typeof__(p_SDL_SetWindowSize))find("SDL_SetWindowSize")) == NULL) return -1;
-    if ((p_SDL_SetWindowTitle = (__typeof__(p_SDL_SetWindowTitle))find("SDL_SetWindowTitle")) == NULL) return -1;
-    if ((p_SDL_ShowCursor = (__typeof__(p_SDL_ShowCursor))find("SDL_ShowCursor")) == NULL) return -1;
-    if ((p_SDL_StartTextInput = (__typeof__(p_SDL_StartTextInput))find("SDL_StartTextInput")) == NULL) return -1;
-    if ((p_SDL_UpdateTexture = (__typeof__(p_SDL_UpdateTexture))find("SDL_UpdateTexture")) == NULL) return -1;
-    if ((p_SDL_UpdateWindowSurfaceRects = (__typeof__(p_SDL_UpdateWindowSurfaceRects))find("SDL_UpdateWindowSurfaceRects")) == NULL) return -1;
-    if ((p_SDL_WaitEventTimeout = (__typeof__(p_SDL_WaitEventTimeout))find("SDL_WaitEventTimeout")) == NULL) return -1;
-    if ((p_SDL_free = (__typeof__(p_SDL_free))find("SDL_free")) == NULL) return -1;
-    if ((p_TTF_CloseFont = (__typeof__(p_TTF_CloseFont))find("TTF_CloseFont")) == NULL) return -1;
-    if ((p_TTF_FontLineSkip = (__typeof__(p_TTF_FontLineSkip))find("TTF_FontLineSkip")) == NULL) return -1;
-    if ((p_TTF_Init = (__typeof__(p_TTF_Init))find("TTF_Init")) == NULL) return -1;
-    if ((p_TTF_OpenFont = (__typeof__(p_TTF_OpenFont))find("TTF_OpenFont")) == NULL) return -1;
-    if ((p_TTF_RenderUTF8_Blended = (__typeof__(p_TTF_RenderUTF8_Blended))find("TTF_RenderUTF8_Blended")) == NULL) return -1;
-    if ((p_TTF_SizeUTF8 = (__typeof__(p_TTF_SizeUTF8))find("TTF_SizeUTF8")) == NULL) return -1;
-    if ((p_TTF_WasInit = (__typeof__(p_TTF_WasInit))find("TTF_WasInit")) == NULL) return -1;
-    loaded = 1;
-    return 0;
-}
-
-const char *farcast_sdl_load(void) {
-    pthread_mutex_lock(&lock);
-    int status = failed ? -1 : load_locked();
-    if (status != 0) failed = 1;
-    pthread_mutex_unlock(&lock);
-    return status == 0 ? NULL : failure;
-}
-
-// A call before farcast_sdl_load() succeeded: load now, or stop with the reason (callers load first
-// and report a failure as an error; this is the safety net).
-static void require(void) {
-    const char *problem = farcast_sdl_load();
-    if (problem != NULL) {
-        fprintf(stderr, "farcast: SDL2 could not be loaded: %s\n", problem);
-        abort();
-    }
-}
+const char *farcast_sdl_load(void) { return farcast_lazy_load(&group); }
 
 #pragma GCC visibility push(hidden)
 
 SDL_Cursor * SDL_CreateColorCursor(SDL_Surface * a0, int a1, int a2) {
-    if (p_SDL_CreateColorCursor == NULL) require();
-    return p_SDL_CreateColorCursor(a0, a1, a2);
+    if (symbols[0] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_CreateColorCursor))symbols[0])(a0, a1, a2);
 }
 
 SDL_Surface * SDL_CreateRGBSurfaceWithFormatFrom(void * a0, int a1, int a2, int a3, int a4, Uint32 a5) {
-    if (p_SDL_CreateRGBSurfaceWithFormatFrom == NULL) require();
-    return p_SDL_CreateRGBSurfaceWithFormatFrom(a0, a1, a2, a3, a4, a5);
+    if (symbols[1] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_CreateRGBSurfaceWithFormatFrom))symbols[1])(a0, a1, a2, a3, a4, a5);
 }
 
 SDL_Renderer * SDL_CreateRenderer(SDL_Window * a0, int a1, Uint32 a2) {
-    if (p_SDL_CreateRenderer == NULL) require();
-    return p_SDL_CreateRenderer(a0, a1, a2);
+    if (symbols[2] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_CreateRenderer))symbols[2])(a0, a1, a2);
 }
 
 SDL_Texture * SDL_CreateTexture(SDL_Renderer * a0, Uint32 a1, int a2, int a3, int a4) {
-    if (p_SDL_CreateTexture == NULL) require();
-    return p_SDL_CreateTexture(a0, a1, a2, a3, a4);
+    if (symbols[3] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_CreateTexture))symbols[3])(a0, a1, a2, a3, a4);
 }
 
 SDL_Texture * SDL_CreateTextureFromSurface(SDL_Renderer * a0, SDL_Surface * a1) {
-    if (p_SDL_CreateTextureFromSurface == NULL) require();
-    return p_SDL_CreateTextureFromSurface(a0, a1);
+    if (symbols[4] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_CreateTextureFromSurface))symbols[4])(a0, a1);
 }
 
 SDL_Window * SDL_CreateWindow(const char * a0, int a1, int a2, int a3, int a4, Uint32 a5) {
-    if (p_SDL_CreateWindow == NULL) require();
-    return p_SDL_CreateWindow(a0, a1, a2, a3, a4, a5);
+    if (symbols[5] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_CreateWindow))symbols[5])(a0, a1, a2, a3, a4, a5);
 }
 
 void SDL_DestroyRenderer(SDL_Renderer * a0) {
-    if (p_SDL_DestroyRenderer == NULL) require();
-    p_SDL_DestroyRenderer(a0);
+    if (symbols[6] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_DestroyRenderer))symbols[6])(a0);
 }
 
 void SDL_DestroyTexture(SDL_Texture * a0) {
-    if (p_SDL_DestroyTexture == NULL) require();
-    p_SDL_DestroyTexture(a0);
+    if (symbols[7] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_DestroyTexture))symbols[7])(a0);
 }
 
 void SDL_DestroyWindow(SDL_Window * a0) {
-    if (p_SDL_DestroyWindow == NULL) require();
-    p_SDL_DestroyWindow(a0);
+    if (symbols[8] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_DestroyWindow))symbols[8])(a0);
 }
 
 void SDL_FreeCursor(SDL_Cursor * a0) {
-    if (p_SDL_FreeCursor == NULL) require();
-    p_SDL_FreeCursor(a0);
+    if (symbols[9] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_FreeCursor))symbols[9])(a0);
 }
 
 void SDL_FreeSurface(SDL_Surface * a0) {
-    if (p_SDL_FreeSurface == NULL) require();
-    p_SDL_FreeSurface(a0);
+    if (symbols[10] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_FreeSurface))symbols[10])(a0);
 }
 
 void * SDL_GL_GetProcAddress(const char * a0) {
-    if (p_SDL_GL_GetProcAddress == NULL) require();
-    return p_SDL_GL_GetProcAddress(a0);
+    if (symbols[11] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GL_GetProcAddress))symbols[11])(a0);
 }
 
 char * SDL_GetClipboardText(void) {
-    if (p_SDL_GetClipboardText == NULL) require();
-    return p_SDL_GetClipboardText();
+    if (symbols[12] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetClipboardText))symbols[12])();
 }
 
 const char * SDL_GetCurrentVideoDriver(void) {
-    if (p_SDL_GetCurrentVideoDriver == NULL) require();
-    return p_SDL_GetCurrentVideoDriver();
+    if (symbols[13] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetCurrentVideoDriver))symbols[13])();
 }
 
 int SDL_GetDisplayUsableBounds(int a0, SDL_Rect * a1) {
-    if (p_SDL_GetDisplayUsableBounds == NULL) require();
-    return p_SDL_GetDisplayUsableBounds(a0, a1);
+    if (symbols[14] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetDisplayUsableBounds))symbols[14])(a0, a1);
 }
 
 const char * SDL_GetError(void) {
-    if (p_SDL_GetError == NULL) require();
-    return p_SDL_GetError();
+    if (symbols[15] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetError))symbols[15])();
 }
 
 int SDL_GetRendererInfo(SDL_Renderer * a0, SDL_RendererInfo * a1) {
-    if (p_SDL_GetRendererInfo == NULL) require();
-    return p_SDL_GetRendererInfo(a0, a1);
+    if (symbols[16] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetRendererInfo))symbols[16])(a0, a1);
 }
 
 int SDL_GetRendererOutputSize(SDL_Renderer * a0, int * a1, int * a2) {
-    if (p_SDL_GetRendererOutputSize == NULL) require();
-    return p_SDL_GetRendererOutputSize(a0, a1, a2);
+    if (symbols[17] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetRendererOutputSize))symbols[17])(a0, a1, a2);
 }
 
 int SDL_GetWindowDisplayIndex(SDL_Window * a0) {
-    if (p_SDL_GetWindowDisplayIndex == NULL) require();
-    return p_SDL_GetWindowDisplayIndex(a0);
+    if (symbols[18] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetWindowDisplayIndex))symbols[18])(a0);
 }
 
 void SDL_GetWindowPosition(SDL_Window * a0, int * a1, int * a2) {
-    if (p_SDL_GetWindowPosition == NULL) require();
-    p_SDL_GetWindowPosition(a0, a1, a2);
+    if (symbols[19] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GetWindowPosition))symbols[19])(a0, a1, a2);
 }
 
 void SDL_GetWindowSize(SDL_Window * a0, int * a1, int * a2) {
-    if (p_SDL_GetWindowSize == NULL) require();
-    p_SDL_GetWindowSize(a0, a1, a2);
+    if (symbols[20] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GetWindowSize))symbols[20])(a0, a1, a2);
 }
 
 SDL_Surface * SDL_GetWindowSurface(SDL_Window * a0) {
-    if (p_SDL_GetWindowSurface == NULL) require();
-    return p_SDL_GetWindowSurface(a0);
+    if (symbols[21] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetWindowSurface))symbols[21])(a0);
 }
 
 SDL_bool SDL_HasClipboardText(void) {
-    if (p_SDL_HasClipboardText == NULL) require();
-    return p_SDL_HasClipboardText();
+    if (symbols[22] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_HasClipboardText))symbols[22])();
 }
 
 int SDL_Init(Uint32 a0) {
-    if (p_SDL_Init == NULL) require();
-    return p_SDL_Init(a0);
+    if (symbols[23] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_Init))symbols[23])(a0);
 }
 
 int SDL_PeepEvents(SDL_Event * a0, int a1, SDL_eventaction a2, Uint32 a3, Uint32 a4) {
-    if (p_SDL_PeepEvents == NULL) require();
-    return p_SDL_PeepEvents(a0, a1, a2, a3, a4);
+    if (symbols[24] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PeepEvents))symbols[24])(a0, a1, a2, a3, a4);
 }
 
 int SDL_PollEvent(SDL_Event * a0) {
-    if (p_SDL_PollEvent == NULL) require();
-    return p_SDL_PollEvent(a0);
+    if (symbols[25] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PollEvent))symbols[25])(a0);
 }
 
 int SDL_PushEvent(SDL_Event * a0) {
-    if (p_SDL_PushEvent == NULL) require();
-    return p_SDL_PushEvent(a0);
+    if (symbols[26] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PushEvent))symbols[26])(a0);
 }
 
 void SDL_Quit(void) {
-    if (p_SDL_Quit == NULL) require();
-    p_SDL_Quit();
+    if (symbols[27] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_Quit))symbols[27])();
 }
 
 void SDL_RaiseWindow(SDL_Window * a0) {
-    if (p_SDL_RaiseWindow == NULL) require();
-    p_SDL_RaiseWindow(a0);
+    if (symbols[28] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_RaiseWindow))symbols[28])(a0);
 }
 
 Uint32 SDL_RegisterEvents(int a0) {
-    if (p_SDL_RegisterEvents == NULL) require();
-    return p_SDL_RegisterEvents(a0);
+    if (symbols[29] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RegisterEvents))symbols[29])(a0);
 }
 
 int SDL_RenderClear(SDL_Renderer * a0) {
-    if (p_SDL_RenderClear == NULL) require();
-    return p_SDL_RenderClear(a0);
+    if (symbols[30] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderClear))symbols[30])(a0);
 }
 
 int SDL_RenderCopy(SDL_Renderer * a0, SDL_Texture * a1, const SDL_Rect * a2, const SDL_Rect * a3) {
-    if (p_SDL_RenderCopy == NULL) require();
-    return p_SDL_RenderCopy(a0, a1, a2, a3);
+    if (symbols[31] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderCopy))symbols[31])(a0, a1, a2, a3);
 }
 
 int SDL_RenderFillRect(SDL_Renderer * a0, const SDL_Rect * a1) {
-    if (p_SDL_RenderFillRect == NULL) require();
-    return p_SDL_RenderFillRect(a0, a1);
+    if (symbols[32] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderFillRect))symbols[32])(a0, a1);
 }
 
 int SDL_RenderFlush(SDL_Renderer * a0) {
-    if (p_SDL_RenderFlush == NULL) require();
-    return p_SDL_RenderFlush(a0);
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderFlush))symbols[33])(a0);
 }
 
 void SDL_RenderPresent(SDL_Renderer * a0) {
-    if (p_SDL_RenderPresent == NULL) require();
-    p_SDL_RenderPresent(a0);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_RenderPresent))symbols[34])(a0);
 }
 
 int SDL_SetClipboardText(const char * a0) {
-    if (p_SDL_SetClipboardText == NULL) require();
-    return p_SDL_SetClipboardText(a0);
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetClipboardText))symbols[35])(a0);
 }
 
 void SDL_SetCursor(SDL_Cursor * a0) {
-    if (p_SDL_SetCursor == NULL) require();
-    p_SDL_SetCursor(a0);
+    if (symbols[36] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetCursor))symbols[36])(a0);
 }
 
 SDL_bool SDL_SetHint(const char * a0, const char * a1) {
-    if (p_SDL_SetHint == NULL) require();
-    return p_SDL_SetHint(a0, a1);
+    if (symbols[37] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetHint))symbols[37])(a0, a1);
 }
 
 int SDL_SetRelativeMouseMode(SDL_bool a0) {
-    if (p_SDL_SetRelativeMouseMode == NULL) require();
-    return p_SDL_SetRelativeMouseMode(a0);
+    if (symbols[38] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRelativeMouseMode))symbols[38])(a0);
 }
 
 int SDL_SetRenderDrawBlendMode(SDL_Renderer * a0, SDL_BlendMode a1) {
-    if (p_SDL_SetRenderDrawBlendMode == NULL) require();
-    return p_SDL_SetRenderDrawBlendMode(a0, a1);
+    if (symbols[39] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRenderDrawBlendMode))symbols[39])(a0, a1);
 }
 
 int SDL_SetRenderDrawColor(SDL_Renderer * a0, Uint8 a1, Uint8 a2, Uint8 a3, Uint8 a4) {
-    if (p_SDL_SetRenderDrawColor == NULL) require();
-    return p_SDL_SetRenderDrawColor(a0, a1, a2, a3, a4);
+    if (symbols[40] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRenderDrawColor))symbols[40])(a0, a1, a2, a3, a4);
 }
 
 int SDL_SetTextureScaleMode(SDL_Texture * a0, SDL_ScaleMode a1) {
-    if (p_SDL_SetTextureScaleMode == NULL) require();
-    return p_SDL_SetTextureScaleMode(a0, a1);
+    if (symbols[41] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetTextureScaleMode))symbols[41])(a0, a1);
 }
 
 int SDL_SetWindowFullscreen(SDL_Window * a0, Uint32 a1) {
-    if (p_SDL_SetWindowFullscreen == NULL) require();
-    return p_SDL_SetWindowFullscreen(a0, a1);
+    if (symbols[42] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetWindowFullscreen))symbols[42])(a0, a1);
 }
 
 void SDL_SetWindowKeyboardGrab(SDL_Window * a0, SDL_bool a1) {
-    if (p_SDL_SetWindowKeyboardGrab == NULL) require();
-    p_SDL_SetWindowKeyboardGrab(a0, a1);
+    if (symbols[43] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowKeyboardGrab))symbols[43])(a0, a1);
 }
 
 void SDL_SetWindowPosition(SDL_Window * a0, int a1, int a2) {
-    if (p_SDL_SetWindowPosition == NULL) require();
-    p_SDL_SetWindowPosition(a0, a1, a2);
+    if (symbols[44] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowPosition))symbols[44])(a0, a1, a2);
 }
 
 void SDL_SetWindowSize(SDL_Window * a0, int a1, int a2) {
-    if (p_SDL_SetWindowSize == NULL) require();
-    p_SDL_SetWindowSize(a0, a1, a2);
+    if (symbols[45] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowSize))symbols[45])(a0, a1, a2);
 }
 
 void SDL_SetWindowTitle(SDL_Window * a0, const char * a1) {
-    if (p_SDL_SetWindowTitle == NULL) require();
-    p_SDL_SetWindowTitle(a0, a1);
+    if (symbols[46] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowTitle))symbols[46])(a0, a1);
 }
 
 int SDL_ShowCursor(int a0) {
-    if (p_SDL_ShowCursor == NULL) require();
-    return p_SDL_ShowCursor(a0);
+    if (symbols[47] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_ShowCursor))symbols[47])(a0);
 }
 
 void SDL_StartTextInput(void) {
-    if (p_SDL_StartTextInput == NULL) require();
-    p_SDL_StartTextInput();
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_StartTextInput))symbols[48])();
 }
 
 int SDL_UpdateTexture(SDL_Texture * a0, const SDL_Rect * a1, const void * a2, int a3) {
-    if (p_SDL_UpdateTexture == NULL) require();
-    return p_SDL_UpdateTexture(a0, a1, a2, a3);
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateTexture))symbols[49])(a0, a1, a2, a3);
 }
 
 int SDL_UpdateWindowSurfaceRects(SDL_Window * a0, const SDL_Rect * a1, int a2) {
-    if (p_SDL_UpdateWindowSurfaceRects == NULL) require();
-    return p_SDL_UpdateWindowSurfaceRects(a0, a1, a2);
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[50])(a0, a1, a2);
 }
 
 int SDL_WaitEventTimeout(SDL_Event * a0, int a1) {
-    if (p_SDL_WaitEventTimeout == NULL) require();
-    return p_SDL_WaitEventTimeout(a0, a1);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_WaitEventTimeout))symbols[51])(a0, a1);
 }
 
 void SDL_free(void * a0) {
-    if (p_SDL_free == NULL) require();
-    p_SDL_free(a0);
+    if (symbols[52] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_free))symbols[52])(a0);
 }
 
 void TTF_CloseFont(TTF_Font * a0) {
-    if (p_TTF_CloseFont == NULL) require();
-    p_TTF_CloseFont(a0);
+    if (symbols[53] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&TTF_CloseFont))symbols[53])(a0);
 }
 
 int TTF_FontLineSkip(const TTF_Font * a0) {
-    if (p_TTF_FontLineSkip == NULL) require();
-    return p_TTF_FontLineSkip(a0);
+    if (symbols[54] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_FontLineSkip))symbols[54])(a0);
 }
 
 int TTF_Init(void) {
-    if (p_TTF_Init == NULL) require();
-    return p_TTF_Init();
+    if (symbols[55] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_Init))symbols[55])();
 }
 
 TTF_Font * TTF_OpenFont(const char * a0, int a1) {
-    if (p_TTF_OpenFont == NULL) require();
-    return p_TTF_OpenFont(a0, a1);
+    if (symbols[56] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_OpenFont))symbols[56])(a0, a1);
 }
 
 SDL_Surface * TTF_RenderUTF8_Blended(TTF_Font * a0, const char * a1, SDL_Color a2) {
-    if (p_TTF_RenderUTF8_Blended == NULL) require();
-    return p_TTF_RenderUTF8_Blended(a0, a1, a2);
+    if (symbols[57] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[57])(a0, a1, a2);
 }
 
 int TTF_SizeUTF8(TTF_Font * a0, const char * a1, int * a2, int * a3) {
-    if (p_TTF_SizeUTF8 == NULL) require();
-    return p_TTF_SizeUTF8(a0, a1, a2, a3);
+    if (symbols[58] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_SizeUTF8))symbols[58])(a0, a1, a2, a3);
 }
 
 int TTF_WasInit(void) {
-    if (p_TTF_WasInit == NULL) require();
-    return p_TTF_WasInit();
+    if (symbols[59] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_WasInit))symbols[59])();
 }
 
 #pragma GCC visibility pop

@@ -11,7 +11,8 @@ Each library function the Swift sources call — directly, or through a shim's i
 gets a definition here with the library's own prototype (read from the installed headers
 through clang's AST, so macros that rename functions and typedef'd parameters come out right)
 that calls through a pointer filled by dlsym. The load function opens the libraries and resolves
-every pointer at once, so a missing library or symbol is one clear error before first use, never
+every pointer at once (through Sources/CLazyLibrary, which all four share: the generated files
+hold only their tables and forwarders), so a missing library or symbol is one clear error before first use, never
 a crash in the middle of a session. A call made before loading loads then (or stops with the
 reason): the callers load first and report failures as typed errors; that is the safety net.
 
@@ -61,9 +62,10 @@ GROUPS = [
         "libraries": ["libngtcp2_crypto_gnutls.so", "libngtcp2.so", "libgnutls.so"],
         # gnutls_free is a variable (a function pointer GnuTLS may set), read where it lies.
         "extra": [
-            ("static gnutls_free_function *v_gnutls_free;",
-             '    if ((v_gnutls_free = (gnutls_free_function *)find("gnutls_free")) == NULL) return -1;',
-             "void cngtcp2_gnutls_free(void *p) {\n    if (v_gnutls_free == NULL) require();\n    (*v_gnutls_free)(p);\n}\n"),
+            # GnuTLS's gnutls_free is a variable holding the free function: resolved as data.
+            ("gnutls_free",
+             "void cngtcp2_gnutls_free(void *p) {\n    if (%(slot)s == NULL) farcast_lazy_require(&group);\n"
+             "    (*(gnutls_free_function *)%(slot)s)(p);\n}\n"),
         ],
     },
     {
@@ -228,67 +230,29 @@ def generate(group, tokens):
         "// %s is opened with dlopen on first use (%s()),\n// %s." % (group["what"], load, group["why"]),
         "#if defined(__linux__)",
         *group["prelude"],
-        "#include <dlfcn.h>",
-        "#include <pthread.h>",
-        "#include <stdio.h>",
-        "#include <stdlib.h>",
+        '#include "lazy_library.h"',
         '#include "%s.h"' % group["target"],
         "",
         "#pragma clang diagnostic ignored \"-Wdeprecated-declarations\"",
         "",
     ]
-    out += ["static __typeof__(&%s) p_%s;" % (n, n) for n in functions]
-    out += [e[0] for e in group["extra"]]
+    symbols = functions + [e[0] for e in group["extra"]]
+    slot = {name: "symbols[%d]" % i for i, name in enumerate(symbols)}
     out += [
-        "",
-        "static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;",
-        "static int loaded, failed;  // a failure is final: `failure` is written once, then only read",
-        "static char failure[512];",
+        "static const char *const library_names[%d] = {%s};" % (len(libraries), ", ".join('"%s"' % l for l in libraries)),
         "static void *libraries[%d];" % len(libraries),
-        "static const char *const names[%d] = {%s};" % (len(libraries), ", ".join('"%s"' % l for l in libraries)),
+        "static const char *const symbol_names[%d] = {" % len(symbols),
+        *['    "%s",' % n for n in symbols],
+        "};",
+        "static void *symbols[%d];" % len(symbols),
+        "static farcast_lazy_library group = {",
+        '    .what = "%s",' % group["what"],
+        "    .library_count = %d, .library_names = library_names, .libraries = libraries," % len(libraries),
+        "    .symbol_count = %d, .symbol_names = symbol_names, .symbols = symbols," % len(symbols),
+        "    .lock = PTHREAD_MUTEX_INITIALIZER,",
+        "};",
         "",
-        "static void *find(const char *symbol) {",
-        "    for (int i = 0; i < %d; i++) {" % len(libraries),
-        "        void *found = dlsym(libraries[i], symbol);",
-        "        if (found != NULL) return found;",
-        "    }",
-        '    snprintf(failure, sizeof failure, "%s has no %%s (too old a version?)", symbol);' % " or ".join(libraries),
-        "    return NULL;",
-        "}",
-        "",
-        "static int load_locked(void) {",
-        "    if (loaded) return 0;",
-        "    for (int i = 0; i < %d; i++) {" % len(libraries),
-        "        if (libraries[i] == NULL && (libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL)) == NULL) {",
-        '            snprintf(failure, sizeof failure, "%s", dlerror());',
-        "            return -1;",
-        "        }",
-        "    }",
-    ]
-    out += ['    if ((p_%s = (__typeof__(p_%s))find("%s")) == NULL) return -1;' % (n, n, n) for n in functions]
-    out += [e[1] for e in group["extra"]]
-    out += [
-        "    loaded = 1;",
-        "    return 0;",
-        "}",
-        "",
-        "const char *%s(void) {" % load,
-        "    pthread_mutex_lock(&lock);",
-        "    int status = failed ? -1 : load_locked();",
-        "    if (status != 0) failed = 1;",
-        "    pthread_mutex_unlock(&lock);",
-        "    return status == 0 ? NULL : failure;",
-        "}",
-        "",
-        "// A call before %s() succeeded: load now, or stop with the reason (callers load first" % load,
-        "// and report a failure as an error; this is the safety net).",
-        "static void require(void) {",
-        "    const char *problem = %s();" % load,
-        "    if (problem != NULL) {",
-        '        fprintf(stderr, "farcast: %s could not be loaded: %%s\\n", problem);' % group["what"],
-        "        abort();",
-        "    }",
-        "}",
+        "const char *%s(void) { return farcast_lazy_load(&group); }" % load,
         "",
         "#pragma GCC visibility push(hidden)",
         "",
@@ -300,11 +264,11 @@ def generate(group, tokens):
         ret = split_return(decl["type"]["qualType"], name)
         params = [c for c in decl.get("inner", []) if c.get("kind") == "ParmVarDecl"]
         formal = ", ".join(typed(p["type"]["qualType"], "a%d" % i) for i, p in enumerate(params)) or "void"
-        call = "p_%s(%s)" % (name, ", ".join("a%d" % i for i in range(len(params))))
+        call = "((__typeof__(&%s))%s)(%s)" % (name, slot[name], ", ".join("a%d" % i for i in range(len(params))))
         head = ("%s %s(%s)" % (ret, name, formal)) if "(" not in ret else "__typeof__(%s) %s(%s)" % (ret, name, formal)
         body = ("%s;" % call) if ret == "void" else ("return %s;" % call)
-        out.append("%s {\n    if (p_%s == NULL) require();\n    %s\n}\n" % (head, name, body))
-    out += [e[2] for e in group["extra"]]
+        out.append("%s {\n    if (%s == NULL) farcast_lazy_require(&group);\n    %s\n}\n" % (head, slot[name], body))
+    out += [e[1] % {"slot": slot[e[0]]} for e in group["extra"]]
     out += ["#pragma GCC visibility pop", "#endif", ""]
     path = os.path.join(ROOT, "Sources", group["target"], "loader.c")
     with open(path, "w") as f:
