@@ -350,9 +350,13 @@ struct PeerFailed: Error, CustomStringConvertible {
 }
 
 /// Hands out X display numbers unique within this test process, so tests can run in parallel.
-/// The base is spread by PID so two test processes on one machine rarely collide.
+/// X servers keep their lock files and sockets in the one /tmp every namespace shares, so test
+/// processes running at once need disjoint numbers: `scripts/test` gives each of its concurrent
+/// groups its own range through `FARCAST_DISPLAY_BASE`; without it the base is spread by PID so
+/// two test processes on one machine rarely collide.
 enum DisplayNumbers {
-    private static let next = Mutex(20 + Int(getpid() % 200) * 4)
+    private static let next = Mutex(
+        ProcessInfo.processInfo.environment["FARCAST_DISPLAY_BASE"].flatMap { Int($0) } ?? 20 + Int(getpid() % 200) * 4)
     static func allocate() -> Int {
         next.withLock { n in
             while FileManager.default.fileExists(atPath: "/tmp/.X\(n)-lock") || FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)") { n += 1 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The integration phase of scripts/test, runnable alone after a debug build:
+#   scripts/lib/integration.sh "$(swift build --show-bin-path)"
+# Every integration suite runs inside a network namespace of its own (only loopback exists
+# there, so no server a test starts can reach beyond this machine).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=$1
+export FARCAST_BIN="$BIN/farcast"
+export FARCAST_VENV="$PWD/.venv"
+SECONDS=${FARCAST_TEST_SECONDS:-0}   # scripts/test passes its clock, so the times below continue it
+say() { printf '==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+
+say "integration tests (in private network namespaces)"
+if [ "$(id -u)" -eq 0 ]; then
+  UNSHARE=(unshare -n)
+else
+  UNSHARE=(unshare -rn)   # unprivileged user namespace, where the kernel allows it
+fi
+# Most integration time is spent waiting on real servers (a full serial run keeps the two cores
+# about a quarter busy), so the suites run as test processes side by side: four groups at once,
+# balanced by their measured durations, then the clock-sensitive suites alone on a quiet machine
+# (audio timing, the viewer's window and typing, streaming over an impaired link). Each group is
+# one test process in a network namespace of its own, with its own range of X display numbers
+# (X keeps its locks in the shared /tmp) and its own state folders. Within a group one suite at
+# a time: many tests wait synchronously on real servers, and Swift Testing runs those on the
+# cooperative thread pool (two threads on a two-core machine), where they would starve the async
+# tests' timers. The test binary is run directly: `swift test` holds a lock on .build.
+# The last concurrent group takes every suite not named here, so a new suite always runs.
+SUITE_GROUPS=(
+  'FaultInjectionTests|TunCommandTests|RFBServerTests|HostBookProcessTests|VNCCommandTests|TunnelDeviceTests|CLITests|SecretServiceTests|NamespaceTests'
+  'VNCSecurityChoiceTests|SSHTunnelTests|SendspinJitterTests|LibVNCClientDifferentialTests|QEMUServerTests|RSAAESTests|DiscoverCommandTests|TigerVNC115Tests'
+  'SendspinServerTests|JellyfinStandInConformanceTests|SendspinConformanceTests|PunktfunkDiscoveryTests|SendspinOrderingTests|JellyfinDiscoveryTests'
+)
+QUIET='SendspinALSATests|VNCViewerWindowTests|PunktfunkStreamingTests|VNCInteractionTests|NetImpairTests'
+TESTS="$BIN/FarcastPackageTests.xctest"
+RUNS="$(mktemp -d)"
+group() {  # group NAME DISPLAY_BASE SELECTION...: runs the selected integration suites, output in $RUNS/NAME.log
+  local name=$1 base=$2; shift 2
+  local state="$RUNS/$name"
+  mkdir -p "$state"
+  "${UNSHARE[@]}" env FARCAST_REQUIRE_NETNS=1 FARCAST_DISPLAY_BASE="$base" XDG_STATE_HOME="$state/state" \
+    XDG_DATA_HOME="$state/data" XDG_CONFIG_HOME="$state/config" XDG_CACHE_HOME="$state/cache" \
+    bash -c 'ip link set lo up && exec "$@"' group "$TESTS" --testing-library swift-testing --no-parallel "$@" \
+    > "$RUNS/$name.log" 2>&1
+}
+FAILED=()
+report() {  # report NAME STATUS: the group's whole output, then its verdict
+  sed 's/^/['"$1"'] /' "$RUNS/$1.log" >&2
+  if [ "$2" -ne 0 ]; then FAILED+=("$1"); say "integration group $1 FAILED (exit $2)"; else say "integration group $1 passed"; fi
+}
+say "integration: $((${#SUITE_GROUPS[@]} + 1)) groups of suites at once"
+PIDS=()
+named=""
+for i in "${!SUITE_GROUPS[@]}"; do
+  group "group$((i + 1))" $((20 + 150 * i)) --filter "IntegrationTests\.(${SUITE_GROUPS[$i]})\b" & PIDS+=($!)
+  named="$named|${SUITE_GROUPS[$i]}"
+done
+last=$((${#SUITE_GROUPS[@]} + 1))
+group "group$last" $((20 + 150 * ${#SUITE_GROUPS[@]})) --filter IntegrationTests --skip "IntegrationTests\.(${named#|}|$QUIET)\b" & PIDS+=($!)
+for i in "${!PIDS[@]}"; do
+  status=0; wait "${PIDS[$i]}" || status=$?
+  report "group$((i + 1))" $status
+done
+say "integration: clock-sensitive suites alone"
+status=0; group quiet 800 --filter "IntegrationTests\.($QUIET)\b" || status=$?
+report quiet $status
+if [ ${#FAILED[@]} -ne 0 ]; then say "integration groups that failed: ${FAILED[*]}"; exit 1; fi
