@@ -12,8 +12,8 @@ gets a definition here with the library's own prototype (read from the installed
 through clang's AST, so macros that rename functions and typedef'd parameters come out right)
 that calls through a pointer filled by dlsym. The load function opens the libraries and resolves
 every pointer at once (through Sources/CLazyLibrary, which all four share: the generated files
-hold only their tables and forwarders), so a missing library or symbol is one clear error before first use, never
-a crash in the middle of a session. A call made before loading loads then (or stops with the
+hold only their tables and forwarders), so a missing library or symbol is one clear error
+before first use, never a crash in the middle of a session. A call made before loading loads then (or stops with the
 reason): the callers load first and report failures as typed errors; that is the safety net.
 
 The definitions are hidden where the headers leave visibility open (SDL's declare default
