@@ -58,8 +58,11 @@ public struct VNCEndpoint: Hashable, Sendable, CustomStringConvertible {
         guard !rest.isEmpty else { throw .invalid(text, reason: "no host") }
         if !rest.hasPrefix("["), rest.filter({ $0 == ":" }).count >= 2 {
             // Two colons are fine only as host::port; anything else is a bare IPv6 address.
-            let parts = rest.split(separator: "::", maxSplits: 1, omittingEmptySubsequences: false)
-            let hostPort = parts.count == 2 && !parts[0].isEmpty && !parts[0].contains(":") && !parts[1].isEmpty && parts[1].allSatisfy(\.isNumber)
+            // (Searched by hand: split(separator: "::") would pull in _StringProcessing's searcher.)
+            let colon = rest.firstIndex(of: ":")!
+            let afterColon = rest.index(after: colon)
+            let port = afterColon < rest.endIndex && rest[afterColon] == ":" ? rest[rest.index(after: afterColon)...] : ""
+            let hostPort = colon > rest.startIndex && !port.isEmpty && port.allSatisfy(\.isNumber)
             if !hostPort {
                 throw .invalid(text, reason: "an IPv6 address goes in brackets: [\(rest)] for display 0, [ADDRESS]:1 for display 1, vnc://[ADDRESS]:5901 for a port")
             }
