@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The integration phase of scripts/test, runnable alone after a debug build:
 #   scripts/lib/integration.sh "$(swift build --show-bin-path)"
+# FARCAST_BIN set beforehand points the tests that run the command at another farcast, such as
+# the release binary of scripts/build-release:
+#   FARCAST_BIN=.build/ordered/release/farcast scripts/lib/integration.sh "$(swift build --show-bin-path)"
 # Every integration suite runs inside a network namespace of its own (only loopback exists
 # there, so no server a test starts can reach beyond this machine).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=$1
-export FARCAST_BIN="$BIN/farcast"
+export FARCAST_BIN="${FARCAST_BIN:-$BIN/farcast}"
 export FARCAST_VENV="$PWD/.venv"
 SECONDS=${FARCAST_TEST_SECONDS:-0}   # scripts/test passes its clock, so the times below continue it
 say() { printf '==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
