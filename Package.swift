@@ -51,7 +51,10 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
-        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // ALSA for Sendspin's sound output, opened with dlopen on first use (CALSALoader), not
+        // linked: no pkgConfig (it would add -lasound); its headers are in the default path.
+        .systemLibrary(name: "CALSA", providers: [.apt(["libasound2-dev"])]),
+        .target(name: "CALSALoader", dependencies: ["CLazyLibrary"]),
         // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
         // On Linux opened with dlopen on first use (COpenSSLLoader), not linked: no pkgConfig (it
         // only added -lcrypto), the headers are in /usr/include.
@@ -130,6 +133,7 @@ let package = Package(
             name: "Sendspin",
             dependencies: [
                 "FarcastSupport", "FarcastNIO", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
+                .target(name: "CALSALoader", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
                 .product(name: "WSCore", package: "swift-websocket"),

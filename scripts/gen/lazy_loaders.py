@@ -6,12 +6,13 @@ them into every farcast command:
   Sources/CNGTCP2Loader/loader.c   ngtcp2, its GnuTLS crypto helper and GnuTLS   farcast_quic_load()
   Sources/CDNSSDLoader/loader.c    Avahi's dns_sd compatibility library          farcast_dnssd_load()
   Sources/COpenSSLLoader/loader.c  OpenSSL 3's libssl and libcrypto              farcast_openssl_load()
+  Sources/CALSALoader/loader.c     alsa-lib (Sendspin's sound output)            farcast_alsa_load()
 
 Each library function the Swift sources call — directly, or through a shim's inline function —
 gets a definition here with the library's own prototype (read from the installed headers
 through clang's AST, so macros that rename functions and typedef'd parameters come out right)
 that calls through a pointer filled by dlsym. The load function opens the libraries and resolves
-every pointer at once (through Sources/CLazyLibrary, which all four share: the generated files
+every pointer at once (through Sources/CLazyLibrary, which they all share: the generated files
 hold only their tables and forwarders), so a missing library or symbol is one clear error
 before first use, never a crash in the middle of a session. A call made before loading loads then (or stops with the
 reason): the callers load first and report failures as typed errors; that is the safety net.
@@ -90,6 +91,17 @@ GROUPS = [
         "probe": ['#include "%s/Sources/CDNSSD/shim.h"' % ROOT],
         "prefix": r"(?:DNSService|TXTRecord)\w+",
         "libraries": ["libdns_sd.so"],
+        "extra": [],
+    },
+    {
+        "target": "CALSALoader",
+        "load": "farcast_alsa_load",
+        "what": "ALSA",
+        "why": "so the commands that never play sound do not load alsa-lib nor relocate it at start",
+        "prelude": ['#include "../CALSA/shim.h"'],
+        "probe": ['#include "%s/Sources/CALSA/shim.h"' % ROOT],
+        "prefix": r"snd_\w+",
+        "libraries": ["libasound.so"],
         "extra": [],
     },
 ]
