@@ -10,7 +10,8 @@
 # 3. replays each to `farcast vnc watch --until-eof --hash` under callgrind, which lists every
 #    instruction that ran;
 # 4. scripts/gen/link_order.py turns the addresses into function names, in first-run order.
-# Needs root (network namespace) and valgrind (scripts/setup installs it). About 6 minutes.
+# Needs root (network namespace) and valgrind (apt-get install valgrind; not needed by the tests,
+# so scripts/setup leaves it out). About 4 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/release.sh

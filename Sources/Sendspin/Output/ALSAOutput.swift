@@ -121,7 +121,7 @@ public enum ALSADevices {
 
     /// Empty when alsa-lib cannot be loaded (`ALSALibrary.load()` says why).
     public static func playback() -> [Device] {
-        guard (try? ALSALibrary.load()) != nil else { return [] }
+        guard farcast_alsa_load() == nil else { return [] }
         calsa_quiet_errors()
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
