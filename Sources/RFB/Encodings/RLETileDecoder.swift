@@ -37,17 +37,7 @@ struct RLETileDecoder {
                 for r in 0..<th { PixelFill.copyRow(origin + r * stride, from: c.pointer + r * tw * 4, count: tw) }
             } else if converter.isNative && bpc == 3 {
                 // The common case (rgb888, 3-byte CPIXELs): B, G, R bytes to one word.
-                let source = c.pointer.assumingMemoryBound(to: UInt8.self)
-                for r in 0..<th {
-                    let row = origin + r * stride
-                    let line = source + r * tw * 3
-                    // Four bytes read, three kept: all but the row's last pixel have a byte after them.
-                    for x in 0..<(tw - 1) {
-                        row[x] = UnsafeRawPointer(line + x * 3).loadUnaligned(as: UInt32.self) & 0x00FF_FFFF
-                    }
-                    let p = line + (tw - 1) * 3
-                    row[tw - 1] = UInt32(p[0]) | UInt32(p[1]) &<< 8 | UInt32(p[2]) &<< 16
-                }
+                for r in 0..<th { PixelFill.widenRow(origin + r * stride, from: c.pointer + r * tw * 3, count: tw, bigEndian: false) }
             } else {
                 var p = c.pointer
                 for r in 0..<th {
@@ -109,47 +99,46 @@ struct RLETileDecoder {
         let source = c.pointer.assumingMemoryBound(to: UInt8.self)
         try palette.withUnsafeBufferPointer { pal in
             let colours = pal.baseAddress!
-            for r in 0..<th {
-                let line = source + r * rowBytes
-                let row = origin + r * stride
-                // Whole bytes first (8, 4 or 2 pixels each, fixed shifts), then the row's last
-                // partial byte pixel by pixel.
-                var x = 0, byte = 0
-                switch bits {
-                case 1:
-                    PixelFill.expandOneBitRow(row, from: line, count: tw, colours: colours)
-                case 2:
-                    while x + 4 <= tw {
-                        let b = Int(line[byte])
-                        for k in 0..<4 {
-                            let index = (b &>> (6 - 2 * k)) & 3
-                            if needsCheck && index >= size { throw badIndex(index) }
-                            row[x + k] = colours[index]
-                        }
-                        x += 4
-                        byte += 1
+            switch bits {
+            case 1:
+                withUnsafeTemporaryAllocation(of: PixelFill.Quad.self, capacity: 16) { patterns in
+                    PixelFill.makeOneBitPatterns(patterns.baseAddress!, colour0: colours[0], colour1: colours[1])
+                    for r in 0..<th {
+                        PixelFill.expandOneBitRow(origin + r * stride, from: source + r * rowBytes, count: tw, patterns: patterns.baseAddress!)
                     }
+                }
+            case 2:
+                try withUnsafeTemporaryAllocation(of: SIMD2<UInt32>.self, capacity: 16) { pairs in
+                    try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { invalid in
+                        PixelFill.makeTwoBitPairs(pairs.baseAddress!, invalid: invalid.baseAddress!, colours: colours, size: size)
+                        for r in 0..<th {
+                            let line = source + r * rowBytes, row = origin + r * stride
+                            // Whole bytes four pixels at a time, then the last partial byte.
+                            let (painted, bad) = PixelFill.expandTwoBitBytes(row, from: line, count: tw, pairs: pairs.baseAddress!, invalid: invalid.baseAddress!)
+                            // Only a palette of three has a bad 2-bit index: 3.
+                            if bad { throw badIndex(3) }
+                            var x = painted
+                            while x < tw {
+                                let index = Int((line[x &>> 2] &>> UInt8(truncatingIfNeeded: 6 - 2 * (x & 3))) & 3)
+                                if needsCheck && index >= size { throw badIndex(index) }
+                                row[x] = colours[index]
+                                x += 1
+                            }
+                        }
+                    }
+                }
+            default:
+                for r in 0..<th {
+                    let line = source + r * rowBytes, row = origin + r * stride
+                    // Byte pairs four pixels at a time, then up to three pixels one by one.
+                    let (painted, highest) = PixelFill.expandFourBitBytes(row, from: line, count: tw, colours: colours)
+                    if needsCheck && highest >= size { throw badIndex(highest) }
+                    var x = painted
                     while x < tw {
-                        let index = Int((line[x &>> 2] &>> UInt8(truncatingIfNeeded: 6 - 2 * (x & 3))) & 3)
+                        let index = Int((line[x &>> 1] &>> UInt8(truncatingIfNeeded: 4 - 4 * (x & 1))) & 15)
                         if needsCheck && index >= size { throw badIndex(index) }
                         row[x] = colours[index]
                         x += 1
-                    }
-                default:
-                    while x + 2 <= tw {
-                        let b = Int(line[byte])
-                        let high = b &>> 4, low = b & 15
-                        if needsCheck && high >= size { throw badIndex(high) }
-                        if needsCheck && low >= size { throw badIndex(low) }
-                        row[x] = colours[high]
-                        row[x + 1] = colours[low]
-                        x += 2
-                        byte += 1
-                    }
-                    if x < tw {
-                        let index = Int(line[byte] &>> 4)
-                        if needsCheck && index >= size { throw badIndex(index) }
-                        row[x] = colours[index]
                     }
                 }
             }

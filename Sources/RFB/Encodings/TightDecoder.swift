@@ -120,15 +120,7 @@ enum TightDecoder {
                     let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
                     let line = src.baseAddress! + y * rect.width * tp
                     if tp == 3 {
-                        // R, G, B bytes to one word: all but the row's last pixel have a byte after
-                        // them, so four are read at once and the bytes swapped into place.
-                        for x in 0..<(rect.width - 1) {
-                            let rgb = (line + x * 3).loadUnaligned(as: UInt32.self).bigEndian >> 8
-                            row[x] = 0xFF00_0000 | rgb
-                        }
-                        let p = line + (rect.width - 1) * 3
-                        row[rect.width - 1] = 0xFF00_0000 | UInt32(p.load(as: UInt8.self)) << 16
-                            | UInt32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8 | UInt32(p.load(fromByteOffset: 2, as: UInt8.self))
+                        PixelFill.widenRow(row, from: line, count: rect.width, bigEndian: true)
                     } else {
                         converter.convertRow(from: line, count: rect.width, to: row)
                     }
@@ -149,10 +141,13 @@ enum TightDecoder {
                 try framebuffer.pixels.withUnsafeMutableBufferPointer { dst in
                     if count == 2 {
                         let rowBytes = (rect.width + 7) / 8
-                        for y in 0..<rect.height {
-                            let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
-                            let line = src.baseAddress!.assumingMemoryBound(to: UInt8.self) + y * rowBytes
-                            PixelFill.expandOneBitRow(row, from: line, count: rect.width, colours: colours)
+                        withUnsafeTemporaryAllocation(of: PixelFill.Quad.self, capacity: 16) { patterns in
+                            PixelFill.makeOneBitPatterns(patterns.baseAddress!, colour0: colours[0], colour1: colours[1])
+                            for y in 0..<rect.height {
+                                let row = dst.baseAddress! + (rect.y + y) * stride + rect.x
+                                let line = src.baseAddress!.assumingMemoryBound(to: UInt8.self) + y * rowBytes
+                                PixelFill.expandOneBitRow(row, from: line, count: rect.width, patterns: patterns.baseAddress!)
+                            }
                         }
                     } else {
                         for y in 0..<rect.height {
@@ -165,7 +160,7 @@ enum TightDecoder {
                                     throw RFBError.malformedRectangle(encoding: "Tight", detail: "palette index \(highest) beyond a palette of \(count)")
                                 }
                             }
-                            for x in 0..<rect.width { row[x] = colours[Int(line[x])] }
+                            PixelFill.expandIndexRow(row, from: line, count: rect.width, colours: colours)
                         }
                     }
                 }
