@@ -155,6 +155,9 @@ let package = Package(
         // The data plane's SIMD inner loops (GF(2^16) region multiply for the FEC): C, because
         // Swift has no portable byte shuffle. Not a system-library shim; no dependencies.
         .target(name: "PunktfunkKernels"),
+        // The viewer's copy into the window surface with streaming stores (C: Swift has no
+        // non-temporal store). No dependencies.
+        .target(name: "ViewerKernels"),
         .target(
             name: "Punktfunk",
             dependencies: [
@@ -192,7 +195,7 @@ let package = Package(
         // Linux; its pure parts (scaling, key mapping, the staging buffer, the menu) everywhere.
         .target(
             name: "Viewer",
-            dependencies: [.target(name: "CSDL2", condition: .when(platforms: [.linux])),
+            dependencies: ["ViewerKernels", .target(name: "CSDL2", condition: .when(platforms: [.linux])),
                            .target(name: "CSDL2Loader", condition: .when(platforms: [.linux]))]
         ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).

@@ -1,6 +1,7 @@
 #if canImport(CSDL2)
 import CSDL2
 import CSDL2Loader
+import ViewerKernels
 import Foundation
 
 extension ViewerWindow {
@@ -835,9 +836,7 @@ final class WindowLoop {
                     guard let copy = direct.transform.partialCopy(of: rect, windowWidth: direct.width, windowHeight: direct.height) else { continue }
                     let src = pixels.baseAddress! + copy.source.y * pending.width + copy.source.x
                     let dst = direct.pixels + copy.window.y * direct.pitch + copy.window.x * 4
-                    for row in 0..<copy.window.height {
-                        (dst + row * direct.pitch).copyMemory(from: src + row * pending.width, byteCount: copy.window.width * 4)
-                    }
+                    viewer_copy_rows_streaming(dst, direct.pitch, src, pending.width, copy.window.width, copy.window.height)
                     drawnDirectly.append(SDL_Rect(x: Int32(copy.window.x), y: Int32(copy.window.y),
                                                   w: Int32(copy.window.width), h: Int32(copy.window.height)))
                 }
