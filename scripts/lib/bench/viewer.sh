@@ -8,7 +8,8 @@
 #      - frames presented: XDamage on each viewer's screen (notifications < 4 ms apart = 1 frame)
 #      - latency: a 32x32 probe square on the server changes colour every 200 ms; the time from
 #        the server having it to the viewer's screen showing it, per change
-#      - CPU: user + system seconds of the viewer process over the same window (/proc)
+#      - CPU: user + system seconds of the viewer process over the same window (/proc), and of
+#        its own Xvfb (what showing its frames cost the display side), reported beside it
 set -euo pipefail
 FARCAST=$1 JSON=$2 WORK=$3 SECONDS_PER=${SECONDS_PER:-20}
 say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
@@ -30,11 +31,13 @@ Xvnc ":$XVNC" -rfbport $((5900 + XVNC)) -localhost -interface 127.0.0.1 -Securit
 PIDS+=($!)
 OURS=$(free_display $((XVNC + 1)))
 Xvfb ":$OURS" -screen 0 2048x1200x24 -nolisten tcp > "$WORK/xvfb-ours.log" 2>&1 &
-PIDS+=($!)
+XVFB_OURS=$!
+PIDS+=($XVFB_OURS)
 sleep 0.5
 THEIRS=$(free_display $((OURS + 1)))
 Xvfb ":$THEIRS" -screen 0 2048x1200x24 -nolisten tcp > "$WORK/xvfb-theirs.log" 2>&1 &
-PIDS+=($!)
+XVFB_THEIRS=$!
+PIDS+=($XVFB_THEIRS)
 PORT=$((5900 + XVNC))
 wait_port "$PORT"
 sleep 1
@@ -61,8 +64,9 @@ run_phase() {
   local w1=$!
   DISPLAY=":$THEIRS" "$WORK/viewer_probe" watch "$SECONDS_PER" > "$WORK/$name.theirs.watch" &
   local w2=$!
-  local ours0 theirs0 ours1 theirs1
+  local ours0 theirs0 ours1 theirs1 xours0 xtheirs0 xours1 xtheirs1
   ours0=$(cpu_ticks "$ours"); theirs0=$(cpu_ticks "$theirs")
+  xours0=$(cpu_ticks "$XVFB_OURS"); xtheirs0=$(cpu_ticks "$XVFB_THEIRS")
   # The workload paces itself by frames; on a busy machine it runs late, so the window is the
   # watchers' SECONDS_PER and whatever is still drawing then is stopped.
   local quarter=$((SECONDS_PER / 4))
@@ -70,12 +74,13 @@ run_phase() {
   local workload=$!
   wait "$w1" "$w2"
   ours1=$(cpu_ticks "$ours"); theirs1=$(cpu_ticks "$theirs")
+  xours1=$(cpu_ticks "$XVFB_OURS"); xtheirs1=$(cpu_ticks "$XVFB_THEIRS")
   pkill -P "$workload" 2>/dev/null || true
   kill "$workload" 2>/dev/null || true
   kill "$theirs" "$probe" 2>/dev/null || true
   kill -TERM "$ours" 2>/dev/null || true
   wait "$ours" "$theirs" "$probe" "$workload" 2>/dev/null || true
-  echo "$(( ours1 - ours0 )) $(( theirs1 - theirs0 )) $TICK" > "$WORK/$name.cpu"
+  echo "$(( ours1 - ours0 )) $(( theirs1 - theirs0 )) $TICK $(( xours1 - xours0 )) $(( xtheirs1 - xtheirs0 ))" > "$WORK/$name.cpu"
 }
 
 run_phase lossless "--encodings tight --quality auto" "-AutoSelect=0 -PreferredEncoding=Tight -FullColor -NoJPEG -CompressLevel=2"
@@ -105,9 +110,9 @@ for name in ("lossless", "jpeg6"):
     for line in open(f"{work}/{name}.probe"):
         f = line.split()
         probes[int(f[1])] = int(f[2])
-    ours_ticks, theirs_ticks, tick = map(int, open(f"{work}/{name}.cpu").read().split())
+    ours_ticks, theirs_ticks, tick, xours_ticks, xtheirs_ticks = map(int, open(f"{work}/{name}.cpu").read().split())
     row = {"phase": name, "seconds": seconds}
-    for who, ticks in (("farcast", ours_ticks), ("tigervnc", theirs_ticks)):
+    for who, ticks, xticks in (("farcast", ours_ticks, xours_ticks), ("tigervnc", theirs_ticks, xtheirs_ticks)):
         seen, counts = watch(f"{work}/{name}.{'ours' if who == 'farcast' else 'theirs'}.watch")
         lat = [(t - probes[s]) / 1e6 for s, t in seen.items() if s in probes and t >= probes[s]]
         cpu = ticks / tick
@@ -118,6 +123,9 @@ for name in ("lossless", "jpeg6"):
             "latency_p50_ms": round(quantile(lat, 0.5), 1) if lat else None,
             "latency_p95_ms": round(quantile(lat, 0.95), 1) if lat else None,
             "probe_changes_seen": len(lat), "probe_found": bool(counts.get("probe_found", 0)),
+            # The viewer's own X server (each viewer has one), over the same window: what
+            # putting its frames on the screen cost the display side.
+            "display_server_cpu_seconds": round(xticks / tick, 2),
         }
     try:
         row["farcast_report"] = json.load(open(f"{work}/{name}.ours.json"))
@@ -126,20 +134,24 @@ for name in ("lossless", "jpeg6"):
     o, t = row["farcast"], row["tigervnc"]
     row["cpu_per_frame_ratio"] = round(o["cpu_ms_per_frame"] / t["cpu_ms_per_frame"], 2) if o["cpu_ms_per_frame"] and t["cpu_ms_per_frame"] else None
     row["frames_ratio"] = round(o["frames"] / t["frames"], 2) if t["frames"] else None
+    both = lambda v: v["cpu_seconds"] + v["display_server_cpu_seconds"]
+    row["with_display_server_cpu_per_frame_ratio"] = (round((both(o) / o["frames"]) / (both(t) / t["frames"]), 2)
+                                                      if o["frames"] and t["frames"] and both(t) else None)
     phases.append(row)
 
 if as_json:
     print(json.dumps({"load_average": load, "phases": phases}))
 else:
     print(f"viewer window vs TigerVNC vncviewer 1.12, Xvnc 1920x1080, {seconds} s of workload per phase (load average {load})")
-    print(f"{'phase':<10}{'viewer':<10}{'CPU s':>7}{'frames':>8}{'CPU ms/frame':>14}{'p50 ms':>8}{'p95 ms':>8}{'probe seen':>12}")
+    print(f"{'phase':<10}{'viewer':<10}{'CPU s':>7}{'frames':>8}{'CPU ms/frame':>14}{'p50 ms':>8}{'p95 ms':>8}{'probe seen':>12}{'its Xvfb CPU s':>16}")
     for r in phases:
         for who in ("farcast", "tigervnc"):
             v = r[who]
             fmt = lambda x: "–" if x is None else x
             print(f"{r['phase']:<10}{who:<10}{v['cpu_seconds']:>7}{v['frames']:>8}{fmt(v['cpu_ms_per_frame']):>14}"
-                  f"{fmt(v['latency_p50_ms']):>8}{fmt(v['latency_p95_ms']):>8}{v['probe_changes_seen']:>12}")
-        print(f"{'':<10}farcast/TigerVNC: CPU per frame {r['cpu_per_frame_ratio']}×, frames {r['frames_ratio']}×")
+                  f"{fmt(v['latency_p50_ms']):>8}{fmt(v['latency_p95_ms']):>8}{v['probe_changes_seen']:>12}{v['display_server_cpu_seconds']:>16}")
+        print(f"{'':<10}farcast/TigerVNC: CPU per frame {r['cpu_per_frame_ratio']}×, frames {r['frames_ratio']}×; "
+              f"with each one's display server: {r['with_display_server_cpu_per_frame_ratio']}× per frame")
         rep = r["farcast_report"]
         if rep:
             print(f"{'':<10}farcast's own view: {rep.get('frames_presented')} presents of {rep.get('updates')} updates, "
