@@ -74,7 +74,6 @@ struct TunDeviceOptions: ParsableArguments {
         // Upper bounds keep the conversions to whole milliseconds finite.
         if let duration, !(duration > 0 && duration <= 100_000_000) { throw ValidationError("--duration must be a positive number of seconds") }
         guard netlinkTimeout > 0 && netlinkTimeout <= 3600 else { throw ValidationError("--netlink-timeout must be within 0…3600 seconds") }
-        if tap && offload { throw ValidationError("--offload works on TUN devices only, not with --tap") }
         let configuration = TunDevice.Configuration(name: name, layer: tap ? .tap : .tun, queues: queues, offload: offload)
         return (configuration, prefixes, extra)
     }
@@ -307,7 +306,7 @@ struct TunPipeCommand: AsyncParsableCommand {
         discussion: """
             For testing and benchmarks: every packet crosses the network in clear text, unauthenticated. Anyone on the path can read and inject traffic. (WireGuard on top of the same device code comes later.)
 
-            Each queue i uses local UDP port LISTEN+i and sends to the peer's PORT+i, so both ends must use the same --queues. With --offload, super-packets from the kernel are split into MTU-sized packets (sent as UDP GSO runs), and packets from the peer are coalesced before they go to the device (--no-gro turns that off).
+            Each queue i uses local UDP port LISTEN+i and sends to the peer's PORT+i, so both ends must use the same --queues. With --offload, super-packets from the kernel are split into MTU-sized packets (sent as UDP GSO runs), and packets from the peer are coalesced before they go to the device (--no-gro turns that off). With --tap the devices are TAP (Ethernet frames, ARP included, cross the pipe) on both ends.
 
             Example (two machines, or two network namespaces):
               farcast tun pipe tp0 --address 10.9.0.1/24 --listen 7000 --peer 192.0.2.2:7000
@@ -325,6 +324,9 @@ struct TunPipeCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("no-gro"), help: "Write packets from the peer one by one instead of coalescing them (needs --offload to matter).")
     var noGRO = false
+
+    @Flag(help: "TAP (Ethernet) devices instead of TUN: frames cross the pipe, the peer must use --tap too.")
+    var tap = false
 
     @Flag(name: .customLong("no-udp-offload"), help: "Send and receive one datagram per packet instead of UDP GSO/GRO runs.")
     var noUDPOffload = false
@@ -358,7 +360,7 @@ struct TunPipeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let (_, _, _) = try device.parsed()
+            let (_, _, _) = try device.parsed(tap: tap)
             guard (1...65535).contains(listen), listen + device.queues - 1 <= 65535 else {
                 throw ValidationError("--listen must be a UDP port within 1–65535, with queue i using PORT+i (\(device.queues) queue\(device.queues == 1 ? "" : "s"))")
             }
@@ -374,7 +376,7 @@ struct TunPipeCommand: AsyncParsableCommand {
             let latch = StopLatch()
             let signals = SignalWatcher { _ in latch.stop(signalled: true) }
             defer { signals.cancel() }
-            let tun = try device.open()
+            let tun = try device.open(tap: tap)
             defer { tun.close() }
             var sockets: [UDPBatchSocket] = []
             do {
@@ -388,7 +390,8 @@ struct TunPipeCommand: AsyncParsableCommand {
             }
             defer { for s in sockets { s.close() } }
             let workers = WorkerThreads()
-            let slot = max(device.mtu ?? 1500, 576)
+            // A TAP frame is the MTU plus an Ethernet header and possibly an 802.1Q tag.
+            let slot = max(device.mtu ?? 1500, 576) + (tap ? 18 : 0)
             let useGRO = device.offload && !noGRO
             let batchSize = batch
             let start = ContinuousClock.now

@@ -49,8 +49,9 @@ struct TunCommandTests {
         var queues: Int
         var mtu: Int
         var gro = true
+        var tap = false
         var testDescription: String {
-            "offload \(offload ? "on" : "off"), \(queues) queue\(queues == 1 ? "" : "s"), MTU \(mtu)\(offload && !gro ? ", GRO off at the receiver" : "")"
+            "\(tap ? "TAP, " : "")offload \(offload ? "on" : "off"), \(queues) queue\(queues == 1 ? "" : "s"), MTU \(mtu)\(offload && !gro ? ", GRO off at the receiver" : "")"
         }
     }
 
@@ -60,6 +61,8 @@ struct TunCommandTests {
         PipeCase(offload: true, queues: 1, mtu: 1280), PipeCase(offload: true, queues: 2, mtu: 1280),
         PipeCase(offload: true, queues: 1, mtu: 9000), PipeCase(offload: true, queues: 2, mtu: 9000),
         PipeCase(offload: true, queues: 1, mtu: 1280, gro: false),
+        // TAP: Ethernet frames (ARP included) cross the pipe; offload splits and coalesces frames.
+        PipeCase(offload: false, queues: 1, mtu: 1500, tap: true), PipeCase(offload: true, queues: 2, mtu: 1500, tap: true),
     ]
 
     @Test(arguments: pipeCases)
@@ -71,6 +74,7 @@ struct TunCommandTests {
         try NetworkNamespace.link(a, "192.0.2.1/24", b, "192.0.2.2/24", mtu: c.mtu + 100)
         var common = ["--mtu", "\(c.mtu)", "--queues", "\(c.queues)", "--listen", "7000", "--json", "--duration", "120"]
         if c.offload { common.append("--offload") }
+        if c.tap { common.append("--tap") }
         let pipeA = try a.start([farcast, "tun", "pipe", "ftp0", "--address", "10.90.0.1/24", "--address", "fd90::1/64",
                                  "--peer", "192.0.2.2:7000"] + common, logName: "pipe-a")
         let pipeB = try b.start([farcast, "tun", "pipe", "ftp0", "--address", "10.90.0.2/24", "--address", "fd90::2/64",
@@ -208,7 +212,7 @@ struct TunCommandTests {
                           ["tun", "up", "ftok0", "--address", "10.0.0.1/33"],
                           ["tun", "up", "ftok0", "--mtu", "50"],
                           ["tun", "up", "ftok0", "--address", "fd00::1/64", "--mtu", "1000"],
-                          ["tun", "up", "ftok0", "--tap", "--offload"],
+                          ["tun", "pipe", "ftok0", "--tap", "--peer", "192.0.2.1:7000", "--listen", "0"],
                           ["tun", "pipe", "ftok0", "--peer", "nonsense", "--listen", "7000"],
                           ["tun", "pipe", "ftok0", "--peer", "192.0.2.1:7000", "--listen", "70000"],
                           ["tun", "echo", "ftok0", "--duration", "inf"],

@@ -124,7 +124,13 @@ struct TunnelDeviceTests {
         #expect(data?["pi"] as? Bool == false)
         // This kernel (>= 6.2) takes USO; the probe must have found it.
         #expect(mq.offload.isSuperset(of: [.checksum, .tso4, .tso6, .uso4, .uso6]), "\(mq.offload)")
-        #expect(throws: TunnelError.self) { try TunDevice(.init(name: "fttap1", layer: .tap, offload: true)) }
+        // TAP takes offload too (super-frames split and coalesced behind their Ethernet header).
+        let tapOffload = try TunDevice(.init(name: "fttap1", layer: .tap, offload: true))
+        defer { tapOffload.close() }
+        #expect(tapOffload.queues[0].linkLayer == .ethernet)
+        #expect(tapOffload.offload.isSuperset(of: [.checksum, .tso4, .tso6]), "\(tapOffload.offload)")
+        let tapInfo = try #require(try ipJSON(["-d", "link", "show", "dev", "fttap1"]).first)
+        #expect(((tapInfo["linkinfo"] as? [String: Any])?["info_data"] as? [String: Any])?["vnet_hdr"] as? Bool == true, "\(tapInfo)")
         #expect(throws: TunnelError.self) { try TunDevice(.init(name: "this-name-is-too-long")) }
     }
 

@@ -15,9 +15,6 @@ extension TunDevice {
         guard (1...256).contains(configuration.queues) else {
             throw .invalidConfiguration("queues must be 1–256, not \(configuration.queues)")
         }
-        if configuration.offload && configuration.layer == .tap {
-            throw .invalidConfiguration("offload is available on TUN devices only (TAP frames carry an Ethernet header the GSO splitter does not parse)")
-        }
         if configuration.offload && configuration.packetInformation {
             throw .invalidConfiguration("offload and packet information cannot be combined")
         }
@@ -54,7 +51,8 @@ extension TunDevice {
         let framing: PacketFraming = configuration.offload ? .virtioNetHeader(size: VirtioNetHeader.size)
             : configuration.packetInformation ? .packetInformation : .none
         var queues: [TunQueue] = []
-        for fd in descriptors { queues.append(try TunQueue(fileDescriptor: fd, framing: framing)) }
+        let link: GSOSplitter.LinkLayer = configuration.layer == .tap ? .ethernet : .none
+        for fd in descriptors { queues.append(try TunQueue(fileDescriptor: fd, framing: framing, linkLayer: link)) }
         keep = true
         self.init(name: name, layer: configuration.layer, queues: queues, offload: accepted)
     }
@@ -97,13 +95,11 @@ extension TunDevice {
         }
         var accepted: OffloadFeatures = []
         if case .virtioNetHeader = framing {
-            if layer == .tap {
-                throw .unsupported("TAP descriptors with a virtio-net header are not supported (offload is TUN only)")
-            }
             accepted = try Self.negotiateOffload(fileDescriptors[0])
         }
+        let link: GSOSplitter.LinkLayer = layer == .tap ? .ethernet : .none
         var queues: [TunQueue] = []
-        for fd in fileDescriptors { queues.append(try TunQueue(fileDescriptor: fd, framing: framing)) }
+        for fd in fileDescriptors { queues.append(try TunQueue(fileDescriptor: fd, framing: framing, linkLayer: link)) }
         self.init(name: name, layer: layer, queues: queues, offload: accepted)
     }
 

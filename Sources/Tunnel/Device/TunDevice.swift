@@ -32,7 +32,7 @@ public final class TunDevice: Sendable {
         /// Keep the device when the last descriptor closes (until `setPersistent(false)`).
         public var persistent: Bool
         /// Virtio-net header with checksum, TSO and (where the kernel has it) USO offload: reads
-        /// may then bring GSO super-packets, which batch reads split. TUN only.
+        /// may then bring GSO super-packets (super-frames on TAP), which batch reads split.
         public var offload: Bool
         /// Keep Linux's 4-byte packet-information prefix (`IFF_NO_PI` off). Rarely wanted; the
         /// queue strips and adds it for you.
@@ -88,7 +88,8 @@ public final class TunDevice: Sendable {
     /// the device has no virtio-net header. UDP coalescing only where the kernel takes USO.
     public func makeGROTable(capacity: Int = 128, tcp: Bool = true, udp: Bool = true) -> GROTable? {
         guard case .virtioNetHeader = framing else { return nil }
-        return GROTable(capacity: capacity, tcp: tcp, udp: udp && acceptsUDPSegmentationOffload)
+        return GROTable(capacity: capacity, tcp: tcp, udp: udp && acceptsUDPSegmentationOffload,
+                        linkHeaderLength: layer == .tap ? 14 : 0)
     }
 
     /// Checks a name the way the kernel will (`dev_valid_name`): 1–15 bytes, no `/`, `:` or

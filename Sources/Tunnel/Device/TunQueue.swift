@@ -14,8 +14,9 @@ import Synchronization
 /// passes, or `interrupt()`/`close()` ends it with `TunnelError.interrupted`/`.closed`.
 ///
 /// On a queue with a virtio-net header (offload on), batch reads split GSO super-packets into
-/// MTU-sized, fully checksummed packets and batch writes coalesce through a `GROTable`; a packet
-/// with a header that does not hold up is dropped and counted, never passed on.
+/// MTU-sized, fully checksummed packets (Ethernet frames on a TAP device) and batch writes
+/// coalesce through a `GROTable`; a packet with a header that does not hold up is dropped and
+/// counted, never passed on.
 ///
 /// The descriptor is non-blocking; the queue owns and closes it. Thread-safe: its state is
 /// immutable or atomic; a batch or GRO table passed in belongs to the caller's thread.
@@ -24,18 +25,21 @@ public final class TunQueue: Sendable {
     public let fileDescriptor: Int32
     /// What precedes each packet on the descriptor.
     public let framing: PacketFraming
+    /// What each packet starts with: an IP header (TUN), or an Ethernet header (TAP) before it.
+    public let linkLayer: GSOSplitter.LinkLayer
 
     private let descriptor: InterruptibleDescriptor
     private let readiness: ReadinessWaiter
     private let counters = Counters()
 
     /// Takes ownership of `fileDescriptor` and makes it non-blocking.
-    init(fileDescriptor: Int32, framing: PacketFraming) throws(TunnelError) {
+    init(fileDescriptor: Int32, framing: PacketFraming, linkLayer: GSOSplitter.LinkLayer = .none) throws(TunnelError) {
         let readiness = ReadinessWaiter(fileDescriptor: fileDescriptor)
         descriptor = try InterruptibleDescriptor(fileDescriptor, what: "the device descriptor",
                                                  onInterrupt: { readiness.cancel() })
         self.fileDescriptor = fileDescriptor
         self.framing = framing
+        self.linkLayer = linkLayer
         self.readiness = readiness
     }
 
@@ -257,7 +261,7 @@ public final class TunQueue: Sendable {
         let header = VirtioNetHeader(loading: batch.scratch)
         let packet = UnsafeRawBufferPointer(start: batch.scratch + size, count: n - size)
         do {
-            let plan = try GSOSplitter.plan(header, packet: packet)
+            let plan = try GSOSplitter.plan(header, packet: packet, linkLayer: linkLayer)
             if plan.segments > batch.freeSlots && plan.segments <= batch.capacity && !batch.isEmpty {
                 return false      // keep it for the next call
             }

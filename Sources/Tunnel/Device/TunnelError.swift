@@ -13,7 +13,7 @@ public enum TunnelError: Error, Equatable, Sendable, CustomStringConvertible {
     case notPermitted(operation: String, errno: Int32)
     /// A device name the kernel would refuse.
     case invalidName(String, reason: String)
-    /// A configuration that cannot work (offload on a TAP device, zero queues…).
+    /// A configuration that cannot work (offload with packet information, zero queues…).
     case invalidConfiguration(String)
     /// What this platform cannot do.
     case unsupported(String)

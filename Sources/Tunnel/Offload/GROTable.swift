@@ -18,6 +18,10 @@ import Darwin
 /// checksums verified first, because the kernel trusts the partial checksum of what we write; a
 /// packet that fails keeps its own write and the kernel drops it.
 ///
+/// For a TAP device the packets are Ethernet frames (`linkHeaderLength` 14): only untagged IPv4
+/// and IPv6 frames take part, frames join a super-frame only behind an identical Ethernet
+/// header, and the virtio-net header's offsets count from the frame's first byte.
+///
 /// A table belongs to one writer and keeps its storage between batches (nothing is allocated
 /// per packet). Not `Sendable`.
 public final class GROTable {
@@ -27,6 +31,8 @@ public final class GROTable {
     public var tcpEnabled: Bool
     /// Coalesce UDP datagrams (needs a kernel that takes USO packets, >= 6.2).
     public var udpEnabled: Bool
+    /// Bytes before each packet's IP header: 0 (TUN) or 14 (TAP: an Ethernet header).
+    public let linkHeaderLength: Int
 
     /// One write: `iovecCount` entries from `firstIOVec` in `iovecs`, header included.
     public struct Write: Sendable {
@@ -67,9 +73,11 @@ public final class GROTable {
     /// Most segments one super-packet takes (each is an iovec; the kernel's limit is 1024).
     public static let maximumSegments = 64
 
-    public init(capacity: Int = 128, tcp: Bool = true, udp: Bool = true) {
+    public init(capacity: Int = 128, tcp: Bool = true, udp: Bool = true, linkHeaderLength: Int = 0) {
         precondition(capacity > 0)
+        precondition(linkHeaderLength == 0 || linkHeaderLength == 14, "a link header is none or Ethernet's 14 bytes")
         self.capacity = capacity
+        self.linkHeaderLength = linkHeaderLength
         tcpEnabled = tcp
         udpEnabled = udp
         writes = .allocate(capacity: capacity)
@@ -120,7 +128,10 @@ public final class GROTable {
             var header = VirtioNetHeader()
             var h = heads[i]
             if h.segments >= 2 {
-                header = finalize(p, &h)
+                header = finalize(p + linkHeaderLength, &h)
+                // Offsets from the frame's first byte, as the kernel reads them.
+                header.checksumStart += UInt16(linkHeaderLength)
+                header.headerLength += UInt16(linkHeaderLength)
             }
             let start = UnsafeMutableRawPointer(p) - headerSize
             header.store(to: start)
@@ -130,7 +141,7 @@ public final class GROTable {
             iovecs[iov] = iovec(iov_base: start, iov_len: headerSize + length)
             iov += 1
             var j = next[i]
-            let headerLength = Int(h.headerLength)
+            let headerLength = linkHeaderLength + Int(h.headerLength)
             while j >= 0 {
                 let q = batch[Int(j)].baseAddress!
                 let payload = batch.length(at: Int(j)) - headerLength
@@ -147,9 +158,21 @@ public final class GROTable {
 
     // MARK: - Coalescing
 
-    private func consider(_ i: Int, _ batch: PacketBatch) {
-        let p = UnsafeRawPointer(batch[i].baseAddress!)
+    /// The IP packet inside packet `i` (after its Ethernet header on a TAP device), or nil for
+    /// a frame that carries something else.
+    @inline(__always)
+    private func ipPacket(_ i: Int, _ batch: PacketBatch) -> (UnsafeRawPointer, Int)? {
+        let base = UnsafeRawPointer(batch[i].baseAddress!)
         let length = batch.length(at: i)
+        guard linkHeaderLength > 0 else { return (base, length) }
+        guard length > linkHeaderLength else { return nil }
+        let type = PacketField.u16(base, 12)
+        guard type == GSOSplitter.etherTypeIPv4 || type == GSOSplitter.etherTypeIPv6 else { return nil }
+        return (base + linkHeaderLength, length - linkHeaderLength)
+    }
+
+    private func consider(_ i: Int, _ batch: PacketBatch) {
+        guard let (p, length) = ipPacket(i, batch) else { return }
         guard let candidate = Self.candidate(p, length: length, tcp: tcpEnabled, udp: udpEnabled) else {
             // A TCP or UDP packet of an open flow that cannot join it (a FIN, IP options, a
             // fragment…) still ends that flow's head: a later packet must not overtake it.
@@ -195,7 +218,7 @@ public final class GROTable {
         for a in 0..<activeCount {
             let h = Int(active[a])
             if heads[h].flowHash == hash, heads[h].kind == kind,
-               Self.sameFlow(UnsafeRawPointer(batch[h].baseAddress!), Int(heads[h].transportOffset), p, l4, isIPv6: isIPv6) {
+               Self.sameFlow(UnsafeRawPointer(batch[h].baseAddress!) + linkHeaderLength, Int(heads[h].transportOffset), p, l4, isIPv6: isIPv6) {
                 return a
             }
         }
@@ -213,7 +236,9 @@ public final class GROTable {
         let payload = length - c.headerLength
         guard payload <= Int(head.gsoSize), Int(head.total) + payload <= 65535,
               c.headerLength == Int(head.headerLength) else { return false }
-        let hp = UnsafeRawPointer(batch[h].baseAddress!)
+        let hp = UnsafeRawPointer(batch[h].baseAddress!) + linkHeaderLength
+        // A super-frame has one Ethernet header: only frames with the same one may join it.
+        if linkHeaderLength > 0, memcmp(hp - linkHeaderLength, p - linkHeaderLength, linkHeaderLength) != 0 { return false }
         // Network-layer fields the merged packet keeps from its head.
         if c.isIPv6 {
             guard hp.loadUnaligned(as: UInt32.self) == p.loadUnaligned(as: UInt32.self),
@@ -232,7 +257,7 @@ public final class GROTable {
         }
         // Only packets whose checksums hold may hide inside a super-packet.
         if !head.verified {
-            guard Self.checksumsValid(hp, length: batch.length(at: h), c) else { return false }
+            guard Self.checksumsValid(hp, length: batch.length(at: h) - linkHeaderLength, c) else { return false }
             heads[h].verified = true
         }
         return Self.checksumsValid(p, length: length, c)

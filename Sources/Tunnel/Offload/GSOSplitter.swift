@@ -2,6 +2,10 @@
 /// MTU-sized packets with correct lengths, sequence numbers, flags and checksums, or completes
 /// the checksum of a single partially checksummed packet. Pure: memory in, memory out.
 ///
+/// From a TAP device the same is done to Ethernet frames: each segment starts with a copy of
+/// the super-frame's Ethernet header (and 802.1Q tag), the offsets in the virtio-net header
+/// count from the frame's first byte, and a frame that is not IP passes through whole.
+///
 /// Nothing in the header is trusted: `hdr_len` is ignored and recomputed, every offset is
 /// checked against the packet before use, and a bad header is a typed error for that packet
 /// alone (the batch keeps what it had).
@@ -16,6 +20,9 @@ public enum GSOSplitter {
         let isIPv6: Bool
         let transport: Transport
         let gso: Bool
+        /// Where the IP header starts: 0 in a TUN packet, after the Ethernet header (and VLAN
+        /// tag) in a TAP frame. Every other offset counts from the packet's or frame's start.
+        let ipOffset: Int
         let transportOffset: Int
         let headerLength: Int
         let gsoSize: Int
@@ -24,12 +31,25 @@ public enum GSOSplitter {
         let checksumOffset: Int
     }
 
-    /// Validates `header` against `packet` (the bytes after the header).
-    public static func plan(_ header: VirtioNetHeader, packet: UnsafeRawBufferPointer) throws(OffloadError) -> Plan {
-        guard let p = UnsafeRawPointer(packet.baseAddress), packet.count >= 1 else {
+    /// What comes before the IP header: nothing (TUN) or an Ethernet header (TAP).
+    public enum LinkLayer: Sendable { case none, ethernet }
+
+    /// Validates `header` against `packet` (the bytes after the header: an IP packet, or an
+    /// Ethernet frame for `.ethernet`).
+    public static func plan(_ header: VirtioNetHeader, packet: UnsafeRawBufferPointer,
+                            linkLayer: LinkLayer = .none) throws(OffloadError) -> Plan {
+        guard let frame = UnsafeRawPointer(packet.baseAddress), packet.count >= 1 else {
             throw .packetTooShort(length: packet.count, needed: 20)
         }
-        let length = packet.count
+        var l2 = 0
+        if linkLayer == .ethernet {
+            guard let offset = ethernetPayloadOffset(frame, length: packet.count) else {
+                return try nonIPFramePlan(header, length: packet.count)
+            }
+            l2 = offset
+        }
+        let p = frame + l2
+        let length = packet.count - l2
         let version = p.load(as: UInt8.self) >> 4
         let isIPv6: Bool
         let ipHeaderLength: Int
@@ -53,7 +73,8 @@ public enum GSOSplitter {
         }
 
         guard let gsoType = header.gsoType else { throw .unknownGSOType(header.gsoTypeByte) }
-        let start = Int(header.checksumStart), offset = Int(header.checksumOffset)
+        // The checksum start counts from the frame's first byte; below, from the IP header's.
+        let start = Int(header.checksumStart) - l2, offset = Int(header.checksumOffset)
         switch gsoType {
         case .none:
             var checksumStart: Int? = nil
@@ -65,9 +86,9 @@ public enum GSOSplitter {
             }
             let transport: Plan.Transport = protocolNumber == IPProtocolNumber.udp ? .udp
                 : protocolNumber == IPProtocolNumber.tcp ? .tcp : .other
-            return Plan(segments: 1, largestSegment: length, isIPv6: isIPv6, transport: transport, gso: false,
-                        transportOffset: start, headerLength: length, gsoSize: 0,
-                        checksumStart: checksumStart, checksumOffset: offset)
+            return Plan(segments: 1, largestSegment: l2 + length, isIPv6: isIPv6, transport: transport, gso: false,
+                        ipOffset: l2, transportOffset: l2 + start, headerLength: l2 + length, gsoSize: 0,
+                        checksumStart: checksumStart.map { l2 + $0 }, checksumOffset: offset)
         case .udp:
             throw .unsupportedGSOType(header.gsoTypeByte)
         case .tcpv4, .tcpv6, .udpL4:
@@ -111,9 +132,40 @@ public enum GSOSplitter {
         guard gsoSize > 0 else { throw .zeroGSOSize }
         let payload = length - headerLength
         let segments = payload == 0 ? 1 : (payload + gsoSize - 1) / gsoSize
-        return Plan(segments: segments, largestSegment: headerLength + min(gsoSize, payload), isIPv6: isIPv6,
-                    transport: isTCP ? .tcp : .udp, gso: true, transportOffset: start,
-                    headerLength: headerLength, gsoSize: gsoSize, checksumStart: nil, checksumOffset: offset)
+        return Plan(segments: segments, largestSegment: l2 + headerLength + min(gsoSize, payload), isIPv6: isIPv6,
+                    transport: isTCP ? .tcp : .udp, gso: true, ipOffset: l2, transportOffset: l2 + start,
+                    headerLength: l2 + headerLength, gsoSize: gsoSize, checksumStart: nil, checksumOffset: offset)
+    }
+
+    /// EtherType values the splitter looks inside.
+    static let etherTypeIPv4: UInt16 = 0x0800, etherTypeIPv6: UInt16 = 0x86DD, etherTypeVLAN: UInt16 = 0x8100
+
+    /// Where the IP header of an Ethernet frame starts (14, or 18 after one 802.1Q tag), or nil
+    /// when the frame carries something else (ARP, say) or is too short to tell.
+    static func ethernetPayloadOffset(_ frame: UnsafeRawPointer, length: Int) -> Int? {
+        guard length >= 14 else { return nil }
+        var type = PacketField.u16(frame, 12), offset = 14
+        if type == etherTypeVLAN {
+            guard length >= 18 else { return nil }
+            type = PacketField.u16(frame, 16)
+            offset = 18
+        }
+        return type == etherTypeIPv4 || type == etherTypeIPv6 ? offset : nil
+    }
+
+    /// A frame that is not IP: it passes whole, its checksum completed where the header asks.
+    /// Segmenting it is refused (the kernel never asks that of a non-IP frame).
+    private static func nonIPFramePlan(_ header: VirtioNetHeader, length: Int) throws(OffloadError) -> Plan {
+        guard let gsoType = header.gsoType else { throw .unknownGSOType(header.gsoTypeByte) }
+        guard gsoType == .none else { throw .notIP(versionNibble: 0) }
+        let start = Int(header.checksumStart), offset = Int(header.checksumOffset)
+        var checksumStart: Int? = nil
+        if header.needsChecksum {
+            guard start + offset + 2 <= length else { throw .checksumOutsidePacket(start: start, offset: offset, length: length) }
+            checksumStart = start
+        }
+        return Plan(segments: 1, largestSegment: length, isIPv6: false, transport: .other, gso: false, ipOffset: 0,
+                    transportOffset: start, headerLength: length, gsoSize: 0, checksumStart: checksumStart, checksumOffset: offset)
     }
 
     /// Appends the packets of `plan` to `batch`. Throws, appending nothing, when they do not fit.
@@ -136,13 +188,14 @@ public enum GSOSplitter {
         }
 
         let l4 = plan.transportOffset
+        let ip = plan.ipOffset
         let headerLength = plan.headerLength
         let payload = packet.count - headerLength
         let isTCP = plan.transport == .tcp
         // Both addresses lie side by side: IPv4 at 12..<20, IPv6 at 8..<40.
-        let addressSum = plan.isIPv6 ? InternetChecksum.sum(source + 8, count: 32) : InternetChecksum.sum(source + 12, count: 8)
+        let addressSum = plan.isIPv6 ? InternetChecksum.sum(source + ip + 8, count: 32) : InternetChecksum.sum(source + ip + 12, count: 8)
         let protocolNumber = isTCP ? IPProtocolNumber.tcp : IPProtocolNumber.udp
-        let firstID = plan.isIPv6 ? 0 : PacketField.u16(source, 4)
+        let firstID = plan.isIPv6 ? 0 : PacketField.u16(source, ip + 4)
         let firstSequence = isTCP ? PacketField.u32(source, l4 + 4) : 0
         let flags = isTCP ? source.load(fromByteOffset: l4 + 13, as: UInt8.self) : 0
         let last = plan.segments - 1
@@ -158,11 +211,11 @@ public enum GSOSplitter {
             (d + headerLength).copyMemory(from: source + headerLength + chunkStart, byteCount: chunk)
             let payloadSum = InternetChecksum.sum(d + headerLength, count: chunk)
             if plan.isIPv6 {
-                PacketField.setU16(d, 4, UInt16(truncatingIfNeeded: segmentLength - 40))
+                PacketField.setU16(d, ip + 4, UInt16(truncatingIfNeeded: segmentLength - ip - 40))
             } else {
-                PacketField.setU16(d, 2, UInt16(truncatingIfNeeded: segmentLength))
-                PacketField.setU16(d, 4, firstID &+ UInt16(truncatingIfNeeded: i))
-                PacketField.refreshIPv4HeaderChecksum(d, headerLength: l4)
+                PacketField.setU16(d, ip + 2, UInt16(truncatingIfNeeded: segmentLength - ip))
+                PacketField.setU16(d, ip + 4, firstID &+ UInt16(truncatingIfNeeded: i))
+                PacketField.refreshIPv4HeaderChecksum(d + ip, headerLength: l4 - ip)
             }
             let l4Length = segmentLength - l4
             let checksumField: Int
@@ -193,8 +246,9 @@ public enum GSOSplitter {
 
     /// Plans and splits in one step.
     @discardableResult
-    public static func split(_ packet: UnsafeRawBufferPointer, header: VirtioNetHeader, into batch: PacketBatch) throws(OffloadError) -> Int {
-        let plan = try plan(header, packet: packet)
+    public static func split(_ packet: UnsafeRawBufferPointer, header: VirtioNetHeader, linkLayer: LinkLayer = .none,
+                             into batch: PacketBatch) throws(OffloadError) -> Int {
+        let plan = try plan(header, packet: packet, linkLayer: linkLayer)
         return try split(packet, plan: plan, into: batch)
     }
 

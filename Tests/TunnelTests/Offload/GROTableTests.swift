@@ -9,10 +9,11 @@ import Testing
 /// unchanged, in an order that never lets a later segment of a flow overtake an earlier one.
 @Suite struct GROTableTests {
     /// Runs the table over `packets` and returns each write's bytes (header + packet).
-    static func coalesce(_ packets: [[UInt8]], udp: Bool, headerSize: Int = 10) -> [[UInt8]] {
+    /// `linkHeaderLength` 14: the packets are TAP frames.
+    static func coalesce(_ packets: [[UInt8]], udp: Bool, headerSize: Int = 10, linkHeaderLength: Int = 0) -> [[UInt8]] {
         let batch = PacketBatch(capacity: 64, slotSize: 2000)
         for p in packets { batch.append(p) }
-        let table = GROTable(capacity: 64, tcp: true, udp: udp)
+        let table = GROTable(capacity: 64, tcp: true, udp: udp, linkHeaderLength: linkHeaderLength)
         let n = table.plan(batch, headerSize: headerSize)
         return (0..<n).map { w in
             let write = table.write(w)

@@ -2,14 +2,18 @@
 import Testing
 
 /// Mutation fuzzing of both offload directions: virtio-net headers and packets with random
-/// bytes changed, cut or grown, through the splitter, and random batches through the GRO table.
+/// bytes changed, cut or grown, through the splitter, and random batches through the GRO table,
+/// as TUN packets and as TAP frames (an Ethernet header in front, which mutations hit too).
 /// Nothing may crash, write outside a slot, or disturb what the batch already held; every byte
 /// the table plans to write must come from the batch. Deterministic seeds; a longer run:
 /// `FARCAST_FUZZ_ROUNDS=2000000 swift test --filter OffloadFuzzTests`.
 @Suite struct OffloadFuzzTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["FARCAST_FUZZ_ROUNDS"] ?? "") ?? 8_000
 
-    @Test func mutatedSuperPacketsNeverCrashTheSplitter() {
+    static let ethernetHeader: [UInt8] = [2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00]
+
+    @Test(arguments: [false, true])
+    func mutatedSuperPacketsNeverCrashTheSplitter(tap: Bool) {
         let vectors = OffloadVectors.shared.split
         guard !vectors.isEmpty else { Issue.record("vectors missing"); return }
         var rng = SplitMix(seed: 0x5eed)
@@ -20,6 +24,10 @@ import Testing
             let vector = vectors[round % vectors.count]
             var header = [UInt8](hex: vector.header)
             var packet = [UInt8](hex: vector.packet)
+            if tap {
+                packet = Self.ethernetHeader + packet
+                header[6] = header[6] &+ 14      // checksum start counts the Ethernet header
+            }
             for _ in 0..<Int.random(in: 1...4, using: &rng) {
                 switch Int.random(in: 0..<6, using: &rng) {
                 case 0: header[Int.random(in: 0..<10, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
@@ -35,7 +43,9 @@ import Testing
             batch.append(marker)
             let parsed = header.withUnsafeBytes { VirtioNetHeader($0) }!
             do {
-                let n = try packet.withUnsafeBytes { raw in try GSOSplitter.split(raw, header: parsed, into: batch) }
+                let n = try packet.withUnsafeBytes { raw in
+                    try GSOSplitter.split(raw, header: parsed, linkLayer: tap ? .ethernet : .none, into: batch)
+                }
                 accepted += 1
                 #expect(batch.count == 1 + n)
                 for i in 1..<batch.count { #expect(batch.length(at: i) <= batch.slotSize) }
@@ -47,11 +57,12 @@ import Testing
         #expect(accepted > 0)
     }
 
-    @Test func randomBatchesNeverCrashTheCoalescer() {
-        let pool = OffloadVectors.shared.coalesce.flatMap { $0.packets.map { [UInt8](hex: $0) } }
+    @Test(arguments: [false, true])
+    func randomBatchesNeverCrashTheCoalescer(tap: Bool) {
+        let pool = OffloadVectors.shared.coalesce.flatMap { $0.packets.map { (tap ? Self.ethernetHeader : []) + [UInt8](hex: $0) } }
         guard !pool.isEmpty else { Issue.record("vectors missing"); return }
         var rng = SplitMix(seed: 0xc0a1)
-        let table = GROTable(capacity: 32)
+        let table = GROTable(capacity: 32, linkHeaderLength: tap ? 14 : 0)
         let batch = PacketBatch(capacity: 32, slotSize: 2000)
         for _ in 0..<(Self.rounds / 10) {
             batch.removeAll()
@@ -59,7 +70,7 @@ import Testing
             for _ in 0..<Int.random(in: 1...32, using: &rng) {
                 var p = pool[Int.random(in: 0..<pool.count, using: &rng)]
                 if Int.random(in: 0..<3, using: &rng) == 0 {
-                    for _ in 0..<Int.random(in: 1...3, using: &rng) { p[Int.random(in: 0..<min(p.count, 60), using: &rng)] = UInt8.random(in: 0...255, using: &rng) }
+                    for _ in 0..<Int.random(in: 1...3, using: &rng) { p[Int.random(in: 0..<min(p.count, 74), using: &rng)] = UInt8.random(in: 0...255, using: &rng) }
                 }
                 if Int.random(in: 0..<8, using: &rng) == 0 { p = Array(p.prefix(Int.random(in: 1...p.count, using: &rng))) }
                 inputs.append(p)
@@ -73,7 +84,7 @@ import Testing
                 let write = table.write(w)
                 segments += write.segments
                 iovecs += write.iovecCount
-                #expect(write.byteCount <= 10 + 65535)
+                #expect(write.byteCount <= 10 + (tap ? 14 : 0) + 65535)
                 #expect(write.iovecCount == write.segments)
             }
             #expect(segments == inputs.count, "every packet is written exactly once")
