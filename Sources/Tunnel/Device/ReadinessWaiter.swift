@@ -1,8 +1,9 @@
 import Dispatch
 import Synchronization
 
-/// Suspends a task until a descriptor is readable, through a Dispatch read source (epoll on
-/// Linux, kqueue on Apple platforms), so async reads hold no thread while they wait.
+/// Suspends a task until a descriptor is readable (or writable), through a Dispatch read (or
+/// write) source (epoll on Linux, kqueue on Apple platforms), so async reads and writes hold no
+/// thread while they wait.
 ///
 /// Invariants: at most one waiter at a time (a second concurrent `wait` fails); the source is
 /// resumed only while someone waits, so an unread descriptor does not spin the event handler;
@@ -18,12 +19,13 @@ final class ReadinessWaiter: Sendable {
     // Dispatch sources are thread-safe objects (their methods may be called from any thread);
     // the Swift overlay on Linux does not mark the protocol Sendable. Every call on it below is
     // made under `state`'s lock, which also orders resume/suspend.
-    nonisolated(unsafe) private let source: any DispatchSourceRead
+    nonisolated(unsafe) private let source: any DispatchSourceProtocol
     private let state = Mutex(State())
     private let cancelled = DispatchSemaphore(value: 0)
 
-    init(fileDescriptor: Int32) {
-        source = DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: DispatchQueue.global())
+    init(fileDescriptor: Int32, writable: Bool = false) {
+        source = writable ? DispatchSource.makeWriteSource(fileDescriptor: fileDescriptor, queue: DispatchQueue.global())
+            : DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: DispatchQueue.global())
         source.setEventHandler { [weak self] in self?.fire() }
         source.setCancelHandler { [cancelled] in cancelled.signal() }
     }
@@ -40,7 +42,8 @@ final class ReadinessWaiter: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when the descriptor is readable (or may be: the caller retries its read).
+    /// Returns when the descriptor is readable or writable, as made (or may be: the caller
+    /// retries).
     func wait() async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in

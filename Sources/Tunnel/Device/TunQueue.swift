@@ -30,6 +30,8 @@ public final class TunQueue: Sendable {
 
     private let descriptor: InterruptibleDescriptor
     private let readiness: ReadinessWaiter
+    /// Async writes wait here when the descriptor has no room (a utun socket's buffer is full).
+    private let writability: ReadinessWaiter
     private let counters = Counters()
 
     /// Takes ownership of `fileDescriptor` and makes it non-blocking.
@@ -41,6 +43,7 @@ public final class TunQueue: Sendable {
         self.framing = framing
         self.linkLayer = linkLayer
         self.readiness = readiness
+        writability = ReadinessWaiter(fileDescriptor: fileDescriptor, writable: true)
     }
 
     deinit {
@@ -60,7 +63,11 @@ public final class TunQueue: Sendable {
     public var isInterrupted: Bool { descriptor.isInterrupted }
 
     /// Interrupts, waits for calls in progress to return, then closes the descriptor. Idempotent.
-    public func close() { descriptor.close() }
+    /// An async write waiting for room ends with `TunnelError.interrupted`.
+    public func close() {
+        writability.cancel()
+        descriptor.close()
+    }
 
     // MARK: - Statistics
 
@@ -299,41 +306,66 @@ public final class TunQueue: Sendable {
     /// Writes every packet of `batch`. With a virtio-net header and a `GROTable`, packets of one
     /// flow are coalesced into super-packets first (their headers are rewritten in place, so the
     /// batch's contents change). A packet the kernel refuses is counted and the rest still go.
-    /// TUN writes never wait for room (the kernel queues or drops), so async code calls this
-    /// directly too.
+    /// TUN writes never wait for room (the kernel queues or drops), so async code on Linux may
+    /// call this directly; the async `writePackets` waits where a descriptor can be full (utun).
     @discardableResult
     public func writePackets(_ batch: PacketBatch, coalescingWith gro: GROTable? = nil) throws(TunnelError) -> WriteOutcome {
         try enter(reading: false)
         defer { leave() }
         var outcome = WriteOutcome()
-        if case .virtioNetHeader(let size) = framing, let gro {
-            gro.plan(batch, headerSize: size)
-            for w in 0..<gro.writeCount {
+        let coalescing = plan(batch, gro)
+        _ = try write(batch, coalescing, from: 0, waitingForRoom: false, &outcome)
+        record(outcome)
+        return outcome
+    }
+
+    /// Plans the coalesced writes when the framing and a table allow it; nil: one write per packet.
+    private func plan(_ batch: PacketBatch, _ gro: GROTable?) -> GROTable? {
+        guard case .virtioNetHeader(let size) = framing, let gro else { return nil }
+        gro.plan(batch, headerSize: size)
+        return gro
+    }
+
+    /// Whether a write failed for want of room in the descriptor (utun: its socket buffer).
+    @inline(__always)
+    private static func isFull(_ code: Int32) -> Bool { code == EAGAIN || code == EWOULDBLOCK || code == ENOBUFS }
+
+    /// Makes the writes from `first` on (GRO writes, or one per packet). A write refused for want
+    /// of room is counted dropped, or, `waitingForRoom`, left undone: its index is returned.
+    private func write(_ batch: PacketBatch, _ gro: GROTable?, from first: Int, waitingForRoom: Bool,
+                       _ outcome: inout WriteOutcome) throws(TunnelError) -> Int? {
+        if let gro {
+            for w in first..<gro.writeCount {
                 let write = gro.write(w)
                 var n: Int
                 repeat { n = writev(fileDescriptor, gro.iovecs + write.firstIOVec, Int32(write.iovecCount)) }
                 while n < 0 && errno == EINTR
+                if n < 0 && waitingForRoom && Self.isFull(errno) { return w }
                 try account(n, packets: write.segments, &outcome)
                 if n >= 0 && write.segments > 1 { counters.superPacketsWritten.add(1, ordering: .relaxed) }
             }
         } else {
             let prefixLength = framing.prefixLength
-            for i in 0..<batch.count {
+            for i in first..<batch.count {
                 let packet = batch[i]
                 let start = packet.baseAddress! - prefixLength
                 if prefixLength > 0 { framing.storePrefix(to: start, firstByte: packet.load(as: UInt8.self)) }
                 var n: Int
                 repeat { n = systemWrite(fileDescriptor, start, packet.count + prefixLength) }
                 while n < 0 && errno == EINTR
+                if n < 0 && waitingForRoom && Self.isFull(errno) { return i }
                 try account(n, packets: 1, &outcome)
             }
         }
+        return nil
+    }
+
+    private func record(_ outcome: WriteOutcome) {
         counters.packetsWritten.add(outcome.written, ordering: .relaxed)
         if outcome.dropped > 0 {
             counters.writeDropped.add(outcome.dropped, ordering: .relaxed)
             counters.lastWriteErrno.store(outcome.lastErrno, ordering: .relaxed)
         }
-        return outcome
     }
 
     private func account(_ n: Int, packets: Int, _ outcome: inout WriteOutcome) throws(TunnelError) {
@@ -359,6 +391,32 @@ public final class TunQueue: Sendable {
             if n > 0 { return n }
             try await readiness.wait()
         }
+    }
+
+    /// Writes like `writePackets(_:coalescingWith:)`, except that a write the descriptor has no
+    /// room for (`EAGAIN`/`ENOBUFS`: a utun socket whose buffer is full; a Linux TUN device never
+    /// refuses for that, its kernel queues or drops) is not dropped: the task waits, holding no
+    /// thread, until the descriptor is writable, and the writes go on from there in order.
+    /// Cancelling the task ends the wait with `CancellationError`, `close()` with
+    /// `TunnelError.interrupted`; what was written by then is in the queue's statistics.
+    nonisolated(nonsending) public func writePackets(_ batch: PacketBatch, coalescingWith gro: GROTable? = nil) async throws -> WriteOutcome {
+        var outcome = WriteOutcome()
+        defer { record(outcome) }
+        let coalescing = plan(batch, gro)
+        var next: Int? = 0
+        while let first = next {
+            try enter(reading: false)
+            do {
+                next = try write(batch, coalescing, from: first, waitingForRoom: true, &outcome)
+                leave()
+            } catch {
+                leave()
+                throw error
+            }
+            // Not inside enter/leave: close() must not wait for this task to find room.
+            if next != nil { try await writability.wait() }
+        }
+        return outcome
     }
 
     /// Waits without holding a thread, then reads one packet like `read(into:timeout:)`.
