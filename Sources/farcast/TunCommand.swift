@@ -390,8 +390,8 @@ struct TunPipeCommand: AsyncParsableCommand {
             }
             defer { for s in sockets { s.close() } }
             let workers = WorkerThreads()
-            // A TAP frame is the MTU plus an Ethernet header and possibly an 802.1Q tag.
-            let slot = max(device.mtu ?? 1500, 576) + (tap ? 18 : 0)
+            // A TAP frame is the MTU plus an Ethernet header and up to two VLAN tags.
+            let slot = max(device.mtu ?? 1500, 576) + (tap ? 22 : 0)
             let useGRO = device.offload && !noGRO
             let batchSize = batch
             let start = ContinuousClock.now

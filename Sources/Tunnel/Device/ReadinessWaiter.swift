@@ -23,7 +23,11 @@ final class ReadinessWaiter: Sendable {
     private let state = Mutex(State())
     private let cancelled = DispatchSemaphore(value: 0)
 
+    /// What the waits are for, in the message for two waiting at once.
+    private let purpose: String
+
     init(fileDescriptor: Int32, writable: Bool = false) {
+        purpose = writable ? "write to" : "read"
         source = writable ? DispatchSource.makeWriteSource(fileDescriptor: fileDescriptor, queue: DispatchQueue.global())
             : DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: DispatchQueue.global())
         source.setEventHandler { [weak self] in self?.fire() }
@@ -50,7 +54,7 @@ final class ReadinessWaiter: Sendable {
                 let refusal: (any Error)? = state.withLock { s in
                     if s.cancelled { return TunnelError.interrupted }
                     if Task.isCancelled { return CancellationError() }
-                    if s.waiter != nil { return TunnelError.invalidConfiguration("two tasks read one queue at once") }
+                    if s.waiter != nil { return TunnelError.invalidConfiguration("two tasks \(purpose) one queue at once") }
                     s.waiter = continuation
                     if !s.armed {
                         source.resume()

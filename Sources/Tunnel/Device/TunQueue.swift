@@ -202,7 +202,8 @@ public final class TunQueue: Sendable {
     /// after waiting up to `timeout` (nil: no limit) for the first. Returns how many it added
     /// (0: the timeout passed). With a virtio-net header each GSO super-packet becomes its
     /// segments; one that does not fit the slots left waits in the batch for the next call.
-    /// Slots must be at least the device MTU long.
+    /// Slots must be at least the device MTU long (on a TAP device, 22 bytes more: the Ethernet
+    /// header and up to two VLAN tags).
     public func readPackets(into batch: PacketBatch, timeout: Duration?) throws(TunnelError) -> Int {
         try enter()
         defer { leave() }
@@ -326,21 +327,25 @@ public final class TunQueue: Sendable {
         return gro
     }
 
-    /// Whether a write failed for want of room in the descriptor (utun: its socket buffer).
+    /// Whether a write failed for want of room: in the descriptor's buffer (EAGAIN), or in the
+    /// kernel's (ENOBUFS: utun under mbuf or input-queue pressure).
     @inline(__always)
     private static func isFull(_ code: Int32) -> Bool { code == EAGAIN || code == EWOULDBLOCK || code == ENOBUFS }
 
+    /// A write left undone for want of room: its index, and the errno that refused it.
+    private typealias Refused = (index: Int, errno: Int32)
+
     /// Makes the writes from `first` on (GRO writes, or one per packet). A write refused for want
-    /// of room is counted dropped, or, `waitingForRoom`, left undone: its index is returned.
+    /// of room is counted dropped, or, `waitingForRoom`, left undone and returned.
     private func write(_ batch: PacketBatch, _ gro: GROTable?, from first: Int, waitingForRoom: Bool,
-                       _ outcome: inout WriteOutcome) throws(TunnelError) -> Int? {
+                       _ outcome: inout WriteOutcome) throws(TunnelError) -> Refused? {
         if let gro {
             for w in first..<gro.writeCount {
                 let write = gro.write(w)
                 var n: Int
                 repeat { n = writev(fileDescriptor, gro.iovecs + write.firstIOVec, Int32(write.iovecCount)) }
                 while n < 0 && errno == EINTR
-                if n < 0 && waitingForRoom && Self.isFull(errno) { return w }
+                if n < 0 && waitingForRoom && Self.isFull(errno) { return (w, errno) }
                 try account(n, packets: write.segments, &outcome)
                 if n >= 0 && write.segments > 1 { counters.superPacketsWritten.add(1, ordering: .relaxed) }
             }
@@ -353,7 +358,7 @@ public final class TunQueue: Sendable {
                 var n: Int
                 repeat { n = systemWrite(fileDescriptor, start, packet.count + prefixLength) }
                 while n < 0 && errno == EINTR
-                if n < 0 && waitingForRoom && Self.isFull(errno) { return i }
+                if n < 0 && waitingForRoom && Self.isFull(errno) { return (i, errno) }
                 try account(n, packets: 1, &outcome)
             }
         }
@@ -393,28 +398,40 @@ public final class TunQueue: Sendable {
         }
     }
 
-    /// Writes like `writePackets(_:coalescingWith:)`, except that a write the descriptor has no
-    /// room for (`EAGAIN`/`ENOBUFS`: a utun socket whose buffer is full; a Linux TUN device never
-    /// refuses for that, its kernel queues or drops) is not dropped: the task waits, holding no
-    /// thread, until the descriptor is writable, and the writes go on from there in order.
-    /// Cancelling the task ends the wait with `CancellationError`, `close()` with
-    /// `TunnelError.interrupted`; what was written by then is in the queue's statistics.
+    /// Writes like `writePackets(_:coalescingWith:)`, except that a write refused for want of
+    /// room (a Linux TUN device never refuses for that, its kernel queues or drops) is not
+    /// dropped: the task waits, holding no thread, and the writes go on from there in order.
+    /// `EAGAIN` (the descriptor's buffer is full) waits until it is writable; `ENOBUFS` (utun when
+    /// the kernel is short of buffers, while its socket still polls writable) waits 1 ms,
+    /// doubling to 64 ms while it lasts. Cancelling the task ends the wait with
+    /// `CancellationError`, `close()` with `TunnelError.interrupted` (or `.closed`); what was
+    /// written by then is in the queue's statistics.
     nonisolated(nonsending) public func writePackets(_ batch: PacketBatch, coalescingWith gro: GROTable? = nil) async throws -> WriteOutcome {
         var outcome = WriteOutcome()
         defer { record(outcome) }
         let coalescing = plan(batch, gro)
-        var next: Int? = 0
-        while let first = next {
+        var first = 0
+        var backOff = Duration.milliseconds(1)
+        while true {
             try enter(reading: false)
+            let refused: Refused?
             do {
-                next = try write(batch, coalescing, from: first, waitingForRoom: true, &outcome)
+                refused = try write(batch, coalescing, from: first, waitingForRoom: true, &outcome)
                 leave()
             } catch {
                 leave()
                 throw error
             }
+            guard let refused else { break }
+            first = refused.index
             // Not inside enter/leave: close() must not wait for this task to find room.
-            if next != nil { try await writability.wait() }
+            if refused.errno == ENOBUFS {
+                try await Task.sleep(for: backOff)
+                backOff = min(backOff * 2, .milliseconds(64))
+            } else {
+                backOff = .milliseconds(1)
+                try await writability.wait()
+            }
         }
         return outcome
     }

@@ -3,7 +3,7 @@
 /// the checksum of a single partially checksummed packet. Pure: memory in, memory out.
 ///
 /// From a TAP device the same is done to Ethernet frames: each segment starts with a copy of
-/// the super-frame's Ethernet header (and 802.1Q tag), the offsets in the virtio-net header
+/// the super-frame's Ethernet header (and up to two VLAN tags), the offsets in the virtio-net header
 /// count from the frame's first byte, and a frame that is not IP passes through whole.
 ///
 /// Nothing in the header is trusted: `hdr_len` is ignored and recomputed, every offset is
@@ -21,7 +21,7 @@ public enum GSOSplitter {
         let transport: Transport
         let gso: Bool
         /// Where the IP header starts: 0 in a TUN packet, after the Ethernet header (and VLAN
-        /// tag) in a TAP frame. Every other offset counts from the packet's or frame's start.
+        /// tags) in a TAP frame. Every other offset counts from the packet's or frame's start.
         let ipOffset: Int
         let transportOffset: Int
         let headerLength: Int
@@ -47,6 +47,8 @@ public enum GSOSplitter {
                 return try nonIPFramePlan(header, length: packet.count)
             }
             l2 = offset
+            // An Ethernet header with nothing after it.
+            guard packet.count > l2 else { throw .packetTooShort(length: 0, needed: 20) }
         }
         let p = frame + l2
         let length = packet.count - l2
@@ -138,17 +140,21 @@ public enum GSOSplitter {
     }
 
     /// EtherType values the splitter looks inside.
-    static let etherTypeIPv4: UInt16 = 0x0800, etherTypeIPv6: UInt16 = 0x86DD, etherTypeVLAN: UInt16 = 0x8100
+    static let etherTypeIPv4: UInt16 = 0x0800, etherTypeIPv6: UInt16 = 0x86DD
+    /// VLAN tags: 802.1Q (C-tag) and 802.1ad (S-tag).
+    static let etherTypeVLAN: UInt16 = 0x8100, etherTypeServiceVLAN: UInt16 = 0x88A8
+    /// The most VLAN tags a frame's header may carry (S-tag then C-tag).
+    static let maximumVLANTags = 2
 
-    /// Where the IP header of an Ethernet frame starts (14, or 18 after one 802.1Q tag), or nil
-    /// when the frame carries something else (ARP, say) or is too short to tell.
+    /// Where the IP header of an Ethernet frame starts (14, plus 4 per VLAN tag, at most two),
+    /// or nil when the frame carries something else (ARP, say) or is too short to tell.
     static func ethernetPayloadOffset(_ frame: UnsafeRawPointer, length: Int) -> Int? {
         guard length >= 14 else { return nil }
         var type = PacketField.u16(frame, 12), offset = 14
-        if type == etherTypeVLAN {
-            guard length >= 18 else { return nil }
-            type = PacketField.u16(frame, 16)
-            offset = 18
+        for _ in 0..<maximumVLANTags where type == etherTypeVLAN || type == etherTypeServiceVLAN {
+            guard length >= offset + 4 else { return nil }
+            type = PacketField.u16(frame, offset + 2)
+            offset += 4
         }
         return type == etherTypeIPv4 || type == etherTypeIPv6 ? offset : nil
     }
@@ -180,8 +186,10 @@ public enum GSOSplitter {
             let destination = batch.slot(batch.count).baseAddress!
             destination.copyMemory(from: source, byteCount: packet.count)
             if let start = plan.checksumStart {
+                // 0 is stored as 0xffff for UDP (0 means "no checksum") and for frames whose
+                // protocol is not known here (what the kernel does for any of them).
                 completeChecksum(destination, length: packet.count, start: start, offset: plan.checksumOffset,
-                                 isUDP: plan.transport == .udp && plan.checksumOffset == 6)
+                                 zeroAsAllOnes: (plan.transport == .udp && plan.checksumOffset == 6) || plan.transport == .other)
             }
             batch.commit(length: packet.count)
             return 1
@@ -255,10 +263,11 @@ public enum GSOSplitter {
     /// Finishes a partial checksum as a NIC would: the field already holds the pseudo-header
     /// sum; sum from `start` to the end and store the complement there.
     @inlinable
-    static func completeChecksum(_ p: UnsafeMutableRawPointer, length: Int, start: Int, offset: Int, isUDP: Bool) {
+    static func completeChecksum(_ p: UnsafeMutableRawPointer, length: Int, start: Int, offset: Int, zeroAsAllOnes: Bool) {
         var checksum = InternetChecksum.finish(InternetChecksum.sum(p + start, count: length - start))
-        // A computed UDP checksum of 0 is sent as 0xffff (0 means "none").
-        if isUDP && checksum == 0 { checksum = 0xffff }
+        // A computed UDP checksum of 0 is sent as 0xffff (0 means "none"); equal in one's
+        // complement, so harmless for any other protocol.
+        if zeroAsAllOnes && checksum == 0 { checksum = 0xffff }
         PacketField.setChecksum(p, start + offset, checksum)
     }
 }

@@ -8,10 +8,12 @@ import Testing
 /// pass through untouched.
 @Suite struct TAPOffloadTests {
     /// Destination and source MAC addresses, then the EtherType for the packet's IP version.
-    static func ethernet(for packet: [UInt8], destination: UInt8 = 0x02, vlan: UInt16? = nil) -> [UInt8] {
+    /// `serviceVLAN` adds an 802.1ad S-tag before the 802.1Q one.
+    static func ethernet(for packet: [UInt8], destination: UInt8 = 0x02, vlan: UInt16? = nil, serviceVLAN: UInt16? = nil) -> [UInt8] {
         let type: [UInt8] = packet.first.map { $0 >> 4 == 6 } == true ? [0x86, 0xDD] : [0x08, 0x00]
         let tag: [UInt8] = vlan.map { [0x81, 0x00, UInt8($0 >> 8), UInt8($0 & 0xff)] } ?? []
-        return [destination, 0x11, 0x22, 0x33, 0x44, 0x55, 0x02, 0x66, 0x77, 0x88, 0x99, 0xaa] + tag + type
+        let serviceTag: [UInt8] = serviceVLAN.map { [0x88, 0xA8, UInt8($0 >> 8), UInt8($0 & 0xff)] } ?? []
+        return [destination, 0x11, 0x22, 0x33, 0x44, 0x55, 0x02, 0x66, 0x77, 0x88, 0x99, 0xaa] + serviceTag + tag + type
     }
 
     /// A virtio-net header with checksum start and header length moved by `shift` bytes.
@@ -47,6 +49,28 @@ import Testing
         let ethernet = Self.ethernet(for: packet, vlan: 42)
         let segments = try Self.split(header: Self.shifted([UInt8](hex: vector.header), by: 18), frame: ethernet + packet)
         #expect(segments.map { $0.hex } == vector.segments.map { (ethernet + [UInt8](hex: $0)).hex })
+    }
+
+    @Test func aDoubleTaggedSuperFrameKeepsBothTagsInEverySegment() throws {
+        let vector = try #require(OffloadVectors.shared.split.first { $0.segments.count > 1 })
+        let packet = [UInt8](hex: vector.packet)
+        let ethernet = Self.ethernet(for: packet, vlan: 42, serviceVLAN: 7)
+        let segments = try Self.split(header: Self.shifted([UInt8](hex: vector.header), by: 22), frame: ethernet + packet)
+        #expect(segments.map { $0.hex } == vector.segments.map { (ethernet + [UInt8](hex: $0)).hex })
+    }
+
+    @Test func anEthernetHeaderWithNothingAfterItIsRefusedNotReadPast() {
+        for frame in [Self.ethernet(for: [0x45]), Self.ethernet(for: [0x60]), Self.ethernet(for: [0x45], vlan: 3)] {
+            // An exact-size buffer: a read past the header would leave it.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: frame.count, alignment: 1)
+            defer { buffer.deallocate() }
+            buffer.copyBytes(from: frame)
+            let batch = PacketBatch(capacity: 4, slotSize: 1600)
+            #expect(throws: OffloadError.self) {
+                _ = try GSOSplitter.split(UnsafeRawBufferPointer(buffer), header: VirtioNetHeader(), linkLayer: .ethernet, into: batch)
+            }
+            #expect(batch.count == 0)
+        }
     }
 
     @Test func framesThatAreNotIPPassThroughAndSegmentingThemIsRefused() throws {
