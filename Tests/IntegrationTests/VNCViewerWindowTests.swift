@@ -448,19 +448,23 @@ struct VNCViewerWindowTests {
             try screen.x("xdotool", ["type", "--delay", "40", "Wayland ok"], package: "xdotool")
         }
         try typeIntoWeston()
-        do {
-            try echo.waitForEvents("the text typed on Wayland", timeout: 6) { typed($0[...]) == "Wayland ok" }
-        } catch {
-            // Twice in CI (never in dozens of runs alone) not one key of the text arrived: the
-            // keyboard focus had not reached the viewer's surface inside Weston, whose X11
-            // backend follows the X focus xdotool changes. That is the harness's seat, not the
-            // viewer: type once more after focusing again, and require every key of that
-            // attempt. Some keys arriving and others not is a real failure and is not retried.
-            let before = echo.events
-            guard before.isEmpty else { throw error }
-            print("Wayland: no key arrived on the first attempt; focusing Weston's window again. Weston's log:\n\(weston.log.suffix(2000))")
-            try typeIntoWeston()
-            try echo.waitForEvents("the text typed on Wayland (second attempt)") { typed($0[...]) == "Wayland ok" }
+        // In CI, now and then not one key of the text arrives: the keyboard focus had not reached
+        // the viewer's surface inside Weston, whose X11 backend follows the X focus xdotool
+        // changes (never seen in dozens of runs alone). That is the harness's seat, not the
+        // viewer: click into Weston's output (which activates the surface under the pointer),
+        // type again, and require every key of that attempt; at most three attempts. Some keys
+        // of an attempt arriving and others not is a real failure and is not retried.
+        for attempt in 1...3 {
+            do {
+                try echo.waitForEvents("the text typed on Wayland (attempt \(attempt))", timeout: 6) { typed($0[...]) == "Wayland ok" }
+                break
+            } catch {
+                guard attempt < 3, typed(echo.events[...]).isEmpty else { throw error }
+                print("Wayland: no key arrived on attempt \(attempt); clicking into Weston's output and typing again. Weston's log:\n\(weston.log.suffix(1000))")
+                try screen.x("xdotool", ["mousemove", "--window", output, "400", "300", "click", "1"], package: "xdotool")
+                usleep(500_000)
+                try typeIntoWeston()
+            }
         }
         viewer.terminate()
         #expect(viewer.waitForExit(timeout: 10), "the viewer stops on SIGTERM")
