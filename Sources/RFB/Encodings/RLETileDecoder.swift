@@ -117,13 +117,7 @@ struct RLETileDecoder {
                             let (painted, bad) = PixelFill.expandTwoBitBytes(row, from: line, count: tw, pairs: pairs.baseAddress!, invalid: invalid.baseAddress!)
                             // Only a palette of three has a bad 2-bit index: 3.
                             if bad { throw badIndex(3) }
-                            var x = painted
-                            while x < tw {
-                                let index = Int((line[x &>> 2] &>> UInt8(truncatingIfNeeded: 6 - 2 * (x & 3))) & 3)
-                                if needsCheck && index >= size { throw badIndex(index) }
-                                row[x] = colours[index]
-                                x += 1
-                            }
+                            try paintTail(row, from: line, pixels: painted..<tw, bits: 2, colours: colours, checking: needsCheck)
                         }
                     }
                 }
@@ -133,17 +127,25 @@ struct RLETileDecoder {
                     // Byte pairs four pixels at a time, then up to three pixels one by one.
                     let (painted, highest) = PixelFill.expandFourBitBytes(row, from: line, count: tw, colours: colours)
                     if needsCheck && highest >= size { throw badIndex(highest) }
-                    var x = painted
-                    while x < tw {
-                        let index = Int((line[x &>> 1] &>> UInt8(truncatingIfNeeded: 4 - 4 * (x & 1))) & 15)
-                        if needsCheck && index >= size { throw badIndex(index) }
-                        row[x] = colours[index]
-                        x += 1
-                    }
+                    try paintTail(row, from: line, pixels: painted..<tw, bits: 4, colours: colours, checking: needsCheck)
                 }
             }
         }
         c.position += rowBytes * th
+    }
+
+    /// Paints the pixels of a packed row the whole-byte kernels left (the last partial byte or
+    /// byte pair) one by one, refusing an index beyond the palette when `checking`.
+    @inline(__always)
+    private func paintTail(_ row: UnsafeMutablePointer<UInt32>, from line: UnsafePointer<UInt8>, pixels: Range<Int>, bits: Int,
+                           colours: UnsafePointer<UInt32>, checking: Bool) throws {
+        let perByte = 8 / bits, mask = (1 << bits) - 1
+        for x in pixels {
+            let shift = 8 - bits * (x % perByte + 1)
+            let index = Int(line[x / perByte] &>> UInt8(truncatingIfNeeded: shift)) & mask
+            if checking && index >= paletteSize { throw badIndex(index) }
+            row[x] = colours[index]
+        }
     }
 
     private func badIndex(_ index: Int) -> RFBError {
