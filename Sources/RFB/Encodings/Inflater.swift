@@ -11,9 +11,9 @@ import CISAL
 /// verify anyway (its trailer never comes). A stream that does end has its trailer skipped and
 /// may start again with a new header.
 ///
-/// The raw deflate data goes through `RawInflateEngine`: Intel ISA-L on Linux (1.6–2.2× zlib's
-/// speed on the 4–256 KiB chunks servers flush, the largest single cost of a lossless Tight or
-/// ZRLE session), zlib elsewhere.
+/// The raw deflate data goes through `RawInflateEngine`: Intel ISA-L on Linux (1.4–2.2× zlib's
+/// speed on the benchmark's captures — least on noisy photos, which barely compress — and the
+/// largest single cost of a lossless Tight or ZRLE session), zlib elsewhere.
 ///
 /// `@unchecked Sendable`: the engine holds C state; an inflater is owned by exactly one
 /// connection's decoder state and only used from that connection's serial processing, never

@@ -6,15 +6,21 @@
 #      desktop; 3 s each at 20 fps) is drawn while `farcast vnc record` records the stream
 #   3. the headline, end to end: each capture served over loopback TCP to a whole client process
 #      (farcast vnc watch; libvncclient in scripts/lib/bench/libvncclient_replay.c --feed tcp),
-#      RUNS runs each, CPU and peak RSS from GNU time
+#      RUNS runs each, CPU (to the microsecond) and peak RSS from wait4 (scripts/lib/bench/cpu_time.py)
 #   4. the breakdown: each capture decoded from memory by both clients: 1 warm-up + RUNS timed
 #      runs, median
+#   5. the shared codecs alone: the zlib data and JPEG images of the Tight, ZRLE and Zlib
+#      captures (scripts/lib/bench/rfb_codec_streams.py) through ISA-L, zlib and libjpeg-turbo
+#      (scripts/lib/bench/rfb_codec_floor.c), and the ceiling that leaves: libvncclient's end-to-end
+#      CPU over farcast's codec time, the ratio farcast would reach if everything else it does
+#      (parsing, pixels, the socket and the kernel's receive path) cost nothing
 set -euo pipefail
 FARCAST=$1 JSON=$2 WORK=$3 RUNS=${RUNS:-9} PHASE_SECONDS=${PHASE_SECONDS:-3}
 say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
 
 gcc -O2 -o "$WORK/rfb_workload" scripts/lib/bench/rfb_workload.c -lX11 -lm
 gcc -O2 -o "$WORK/libvncclient_replay" scripts/lib/bench/libvncclient_replay.c $(pkg-config --cflags --libs libvncclient) -lcrypto
+gcc -O2 -o "$WORK/rfb_codec_floor" scripts/lib/bench/rfb_codec_floor.c -lisal -lz -lturbojpeg
 
 free_display() { local n=$1; while [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done; echo "$n"; }
 wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
@@ -67,39 +73,28 @@ done
 # End to end, what a user pays: each capture served over loopback TCP by the replay server to
 # a whole client process — `farcast vnc watch --until-eof --hash` and libvncclient in the same
 # harness connected over TCP (it reads only the capture's first MiB, for the pixel format and
-# the security type) — timed from outside by GNU time: user + sys CPU and peak RSS.
-[ -x /usr/bin/time ] || { echo "bench vnc: GNU time is missing (apt-get install time; scripts/setup installs it)" >&2; exit 1; }
+# the security type) — timed from outside (scripts/lib/bench/cpu_time.py): user + sys CPU and
+# peak RSS from wait4, peak RssAnon sampled from /proc.
+# With two or more CPUs the replay server runs on the first and the client on the second, so
+# the scheduler never puts them on one core for part of a run (that moved a client's CPU time
+# by ±15 % between runs); both clients are placed the same way.
 PORT=16100
+SERVER_CPU=() CLIENT_CPU=()
+if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
 end_to_end() { # encoding who
   local e=$1 who=$2
   PORT=$((PORT + 1))
-  python3 scripts/lib/rfb_replay_server.py "$WORK/$e.rfb" "$PORT" > "$WORK/replay.log" 2>&1 &
+  "${SERVER_CPU[@]}" python3 scripts/lib/rfb_replay_server.py "$WORK/$e.rfb" "$PORT" > "$WORK/replay.log" 2>&1 &
   local server=$!
   for _ in $(seq 200); do grep -q ready "$WORK/replay.log" 2>/dev/null && break; sleep 0.05; done
   if [ "$who" = ours ]; then
-    /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$FARCAST" vnc watch "127.0.0.1::$PORT" --security none --until-eof --hash --json \
-      > "$WORK/$e.ours.e2e.json" &
+    "${CLIENT_CPU[@]}" python3 scripts/lib/bench/cpu_time.py "$WORK/time" "$FARCAST" vnc watch "127.0.0.1::$PORT" --security none --until-eof --hash --json \
+      > "$WORK/$e.ours.e2e.json"
   else
-    /usr/bin/time -f "%U %S %M" -o "$WORK/time" "$WORK/libvncclient_replay" "$WORK/$e.rfb" --feed "tcp:$PORT" > "$WORK/$e.theirs.e2e.json" &
+    "${CLIENT_CPU[@]}" python3 scripts/lib/bench/cpu_time.py "$WORK/time" "$WORK/libvncclient_replay" "$WORK/$e.rfb" --feed "tcp:$PORT" > "$WORK/$e.theirs.e2e.json"
   fi
-  local timer=$! anon
-  anon=$(peak_anon "$timer")
-  wait "$timer"
   wait "$server" 2>/dev/null || true
-  echo "$(cat "$WORK/time") $anon" >> "$WORK/$e.$who.e2e.times"
-}
-# Peak RssAnon (KiB) of the process GNU time runs: memory the client allocated, without the
-# code and read-only data it maps from its executable and libraries (RssFile), which the
-# kernel shares with other processes and can drop. Sampled every 10 ms from /proc.
-peak_anon() { # time's pid
-  local child="" best=0 v
-  for _ in $(seq 100); do child=$(pgrep -P "$1" | head -1 || true); [ -n "$child" ] && break; sleep 0.005; done
-  while [ -n "$child" ] && kill -0 "$child" 2>/dev/null; do
-    v=$(awk '/^RssAnon:/{print $2}' "/proc/$child/status" 2>/dev/null || true)
-    [ -n "$v" ] && [ "$v" -gt "$best" ] && best=$v
-    sleep 0.01
-  done
-  echo "$best"
+  cat "$WORK/time" >> "$WORK/$e.$who.e2e.times"
 }
 for e in "${ENCODINGS[@]}"; do
   say "end to end over loopback TCP, $e: farcast vnc watch, then libvncclient ($RUNS runs each)…"
@@ -107,6 +102,14 @@ for e in "${ENCODINGS[@]}"; do
   : > "$WORK/$e.ours.e2e.times"
   : > "$WORK/$e.theirs.e2e.times"
   for _ in $(seq "$RUNS"); do end_to_end "$e" ours; end_to_end "$e" theirs; done
+done
+
+CODEC_ENCODINGS=(tight zrle zlib)
+for e in "${CODEC_ENCODINGS[@]}"; do
+  say "the shared codecs alone on the $e capture: ISA-L, zlib, libjpeg-turbo ($RUNS runs)…"
+  python3 scripts/lib/bench/rfb_codec_streams.py "$WORK/$e.rfb" "$WORK/$e.streams"
+  "$WORK/rfb_codec_floor" "$WORK/$e.streams" "$RUNS" > "$WORK/$e.codec.json"
+  rm -f "$WORK/$e.streams"
 done
 
 python3 - "$WORK" "$JSON" "${ENCODINGS[@]}" <<'PY'
@@ -147,8 +150,24 @@ for e in encodings:
         "ours_median_cpu_s": ours["median_cpu_seconds"],
         "libvncclient_median_cpu_s": theirs["median_cpu_seconds"],
     })
+# The shared codecs alone, and the end-to-end ratio they leave room for.
+codecs = []
+by_encoding = {r["encoding"]: r for r in headline}
+for e in encodings:
+    path = f"{work}/{e}.codec.json"
+    if not os.path.exists(path):
+        continue
+    c = json.load(open(path))
+    ours_codec = c["isal_s"] + c["jpeg_s"]
+    their_codec = c["zlib_s"] + c["jpeg_s"]
+    h = by_encoding[e]
+    codecs.append({"encoding": e, "isal_inflate_s": c["isal_s"], "zlib_inflate_s": c["zlib_s"], "jpeg_s": c["jpeg_s"],
+                   "ours_rest_s": round(h["ours_cpu_s"] - ours_codec, 3),
+                   "libvncclient_rest_s": round(h["libvncclient_cpu_s"] - their_codec, 3),
+                   "ceiling_ratio": round(h["libvncclient_cpu_s"] / ours_codec, 2) if ours_codec else None,
+                   "inflated_bytes": c["inflated_bytes"], "zlib_chunks": c["zlib_chunks"], "jpeg_images": c["jpeg_images"]})
 if as_json:
-    print(json.dumps({"end_to_end": headline, "from_memory": rows}))
+    print(json.dumps({"end_to_end": headline, "from_memory": rows, "shared_codecs": codecs}))
 else:
     print("RFB end to end: each recording served over loopback TCP to a whole client process; CPU = user + sys (median), RSS = peak;")
     print("anon = peak RssAnon (what the process allocated, without the code it maps from its executable and libraries)")
@@ -164,4 +183,12 @@ else:
     for r in rows:
         print(f"{r['encoding']:<9}{r['capture_bytes']/1e6:>11.1f}{r['pixels']/1e6:>8.1f}{r['ours_mpx_s']:>15.1f}{r['libvncclient_mpx_s']:>20.1f}"
               f"{r['ratio']:>7.2f}{r['peak_rss_bytes']/1048576:>17.0f}{'yes' if r['hash_match'] else 'NO':>13}")
+    print()
+    print("The shared codecs alone (CPU s, median): the zlib data through ISA-L (farcast) and zlib (libvncclient), the JPEG images")
+    print("through libjpeg-turbo (both); rest = end-to-end CPU minus the client's codec time (parsing, pixels, socket, kernel);")
+    print("ceiling = libvncclient's end-to-end CPU / farcast's codec time: the ratio if farcast's rest cost nothing")
+    print(f"{'encoding':<9}{'ISA-L':>8}{'zlib':>8}{'JPEG':>8}{'farcast rest':>14}{'libvncclient rest':>19}{'ceiling':>9}")
+    for r in codecs:
+        print(f"{r['encoding']:<9}{r['isal_inflate_s']:>8.3f}{r['zlib_inflate_s']:>8.3f}{r['jpeg_s']:>8.3f}{r['ours_rest_s']:>14.3f}"
+              f"{r['libvncclient_rest_s']:>19.3f}{r['ceiling_ratio']:>9.2f}")
 PY
