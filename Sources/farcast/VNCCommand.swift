@@ -38,7 +38,7 @@ struct VNCConnectionOptions: ParsableArguments {
     @Option(help: "User name, for methods that need one (else the URL's user, FARCAST_VNC_USERNAME, or a prompt).")
     var username: String?
 
-    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated, from: x509vnc, x509plain, x509none, ra2_256, ra2, ra2ne_256, ra2ne, tlsvnc, tlsnone, vncauth, ard, none (the default order), and plain, tlsplain, mslogon2 (only when listed).", valueName: "list"))
+    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated, from: x509vnc, x509plain, x509none, ra2_256, ra2, ra2ne_256, ra2ne, tlsvnc, tlsnone, vncauth, ard, tight, none (the default order), and plain, tlsplain, mslogon2 (only when listed).", valueName: "list"))
     var security: String?
 
     @Flag(help: "Accept a TLS certificate or RSA-AES server key that differs from the pinned one, and pin it.")
@@ -279,6 +279,11 @@ struct VNCInfoCommand: AsyncParsableCommand {
                     print("VeNCrypt subtypes \(info.veNCryptSubtypes.map(veNCryptSubtypeName).joined(separator: ", "))")
                 }
                 print("security used     \(info.security)")
+                if info.usesAnonymousTLS {
+                    print("                  anonymous TLS: encrypted against eavesdropping, but no certificate proves who the")
+                    print("                  server is, so a man in the middle would not be noticed (give the server a")
+                    print("                  certificate and use x509vnc/x509plain/x509none to close that gap)")
+                }
                 print("desktop name      \(info.name)")
                 print("size              \(info.width)x\(info.height)")
                 print("pixel format      \(info.serverPixelFormat)")
@@ -300,6 +305,9 @@ struct VNCInfoReport: Encodable {
     var securityTypes: [String]
     var vencryptSubtypes: [String]
     var security: String
+    /// True for anonymous TLS (encrypted, but no certificate proves who the server is); absent
+    /// otherwise.
+    var anonymousTls: Bool?
     var name: String
     var width: Int
     var height: Int
@@ -322,6 +330,7 @@ struct VNCInfoReport: Encodable {
         securityTypes = info.securityTypes.map(securityTypeName)
         vencryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
         security = info.security
+        anonymousTls = info.usesAnonymousTLS ? true : nil
         name = info.name
         width = info.width
         height = info.height

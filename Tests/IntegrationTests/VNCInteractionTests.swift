@@ -147,6 +147,26 @@ struct VNCInteractionTests {
         #expect(outside.status == 1 && outside.stderr.contains("outside the 400x300 screen"), "stderr: \(outside.stderr)")
     }
 
+    /// TigerVNC tells a client that asked for the VMware cursor position where its pointer went
+    /// when something else moved it (here xdotool, as an application warping the pointer would):
+    /// a click "in place" then lands there, with no `move` from this session.
+    @Test func aClickInPlaceLandsWhereTheServerMovedThePointer() throws {
+        let (server, url) = try server()
+        let echo = try InputEcho(on: server)
+        let session = try farcastInBackground(["vnc", "do", url, "-e", "sync", "-e", "wait 4", "-e", "click button=3"])
+        defer { session.stop() }
+        // Xvnc logs the client's pixel format as it handles SetPixelFormat, which our client
+        // sends just before its encodings: from then on the server reports pointer moves.
+        try waitUntil("the session to reach Xvnc", timeout: 20) {
+            server.process.log.components(separatedBy: "Client pixel format").count > 1
+        }
+        usleep(300_000)
+        _ = try server.x("xdotool", ["mousemove", "150", "160"], package: "xdotool")
+        try echo.waitForEvents("the click in place", timeout: 20) { $0.contains(.release(3)) }
+        #expect(echo.events.contains(.button(3, x: 150, y: 160)), "events: \(echo.events)")
+        #expect(session.waitForExit(timeout: 10) && session.terminationStatus == 0, "farcast: \(session.log)")
+    }
+
     @Test func clipboardRoundTripsUnicodeBothWays() throws {
         let (server, url) = try server()
 

@@ -158,8 +158,19 @@ struct VNCSecurityChoiceTests {
         let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain, "--json"],
                              environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        // TLSVnc: anonymous TLS, then VNC authentication inside it.
+        // TLSVnc: anonymous TLS, then VNC authentication inside it; info says that nothing proved
+        // who the server is, in JSON and in text.
         #expect(result.stdout.contains("\"security\":\"TLSVnc\""), "stdout: \(result.stdout)")
+        #expect(result.stdout.contains("\"anonymous_tls\":true"), "stdout: \(result.stdout)")
+        let text = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain],
+                           environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
+        #expect(text.status == 0, "stderr: \(text.stderr)")
+        #expect(text.stdout.contains("anonymous TLS") && text.stdout.contains("man in the middle"), "stdout: \(text.stdout)")
+        // With a certificate-free method chosen on purpose, no such note.
+        let plain = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain,
+                                                  "--security", "vncauth", "--json"],
+                            environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
+        #expect(plain.status == 0 && !plain.stdout.contains("anonymous_tls"), "stdout: \(plain.stdout) stderr: \(plain.stderr)")
     }
 
     /// A server that verifies clients (x11vnc -ssl -sslverify, like QEMU's verify-peer): the

@@ -674,9 +674,25 @@ public actor VNCClient {
 
     /// Where the pointer is (as last sent) and which buttons are held.
     public var pointer: (x: Int, y: Int, buttons: UInt16) { (input.x, input.y, input.buttons) }
-    /// False until this session has moved the pointer: RFB cannot tell a client where the
-    /// pointer is, so before that `pointer` reads (0, 0).
+    /// False until this session has moved the pointer or the server has said where it moved it
+    /// (VMware cursor position: TigerVNC reports moves it did not get from this client, such as
+    /// another client's or an application's); before that `pointer` reads (0, 0).
     public var pointerHasPosition: Bool { input.hasPosition }
+    /// Whether the pointer's position is known, after asking the server for an update when it is
+    /// not: TigerVNC sends the VMware cursor position with its next update, not on its own, so a
+    /// move someone else made arrives only when this client asks. Waits at most `timeout` (a
+    /// server with nothing new holds the request back).
+    public func learnPointerPosition(timeout: Duration = .seconds(1)) async -> Bool {
+        if input.hasPosition { return true }
+        guard let id = try? registerWaiter({ if case .framebufferUpdated = $0 { true } else { false } }) else { return false }
+        do {
+            try await perform(core.requestUpdate(incremental: true), credentials: nil)
+            _ = try await awaitWaiter(id, timeout: timeout, "an update")
+        } catch {
+            eventWaiters[id] = nil
+        }
+        return input.hasPosition
+    }
     /// True once the server confirmed ExtendedMouseButtons: buttons 9–15 can then be sent.
     public var serverSupportsExtendedMouseButtons: Bool { core.serverSupportsExtendedMouseButtons }
     /// True once a QEMU server confirmed audio (asked for with `Configuration.audio`).
@@ -978,6 +994,10 @@ public actor VNCClient {
             } else {
                 eventWaiters[id]?.outcome = .success(event)
             }
+        }
+        if case .pointerMoved(let x, let y) = event {
+            // The server moved its pointer: a later press "in place" lands where it now is.
+            _ = input.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
         }
         if case .framebufferUpdated(_, let first) = event, first {
             firstFrameComplete = true

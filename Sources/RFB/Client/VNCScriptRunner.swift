@@ -65,10 +65,11 @@ public struct VNCScriptRunner: Sendable {
 
     private struct StepFailed: Error, CustomStringConvertible { var description: String }
 
-    /// RFB pointer events always carry a position and a new session cannot learn where the
-    /// pointer is, so pressing "in place" before any move would press at (0, 0).
+    /// RFB pointer events always carry a position, and a new session learns where the pointer
+    /// is only when the server reports a move it made (VMware cursor position, TigerVNC), so
+    /// pressing "in place" before that or a move of ours would press at (0, 0).
     private func requirePointerPosition() async throws {
-        guard await client.pointerHasPosition else {
+        guard await client.learnPointerPosition() else {
             throw StepFailed(description: "this session has not placed the pointer yet; move it first (move X Y, or click X Y)")
         }
     }

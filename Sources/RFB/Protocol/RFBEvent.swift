@@ -79,6 +79,13 @@ public struct ServerInfo: Sendable, Equatable, Codable {
     public var serverPixelFormat: String
     /// The pixel format the client asked for and decodes.
     public var pixelFormat: String
+
+    /// True when the session is encrypted by anonymous TLS (TLSNone, TLSVnc, TLSPlain): safe
+    /// from eavesdropping, but nothing proved who the server is (a man in the middle is not
+    /// detected).
+    public var usesAnonymousTLS: Bool {
+        SecurityMethod.allCases.first { $0.description == security }?.isAnonymousTLS ?? false
+    }
 }
 
 /// A server's RSA-AES public key, to be checked against the pin for that server.

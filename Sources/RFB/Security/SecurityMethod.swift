@@ -16,8 +16,9 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     case x509Vnc = "x509vnc"
     /// VeNCrypt X509Plain (262): TLS with a certificate, then user name and password inside.
     case x509Plain = "x509plain"
-    /// VeNCrypt TLSNone/TLSVnc/TLSPlain (257–259): anonymous TLS. BoringSSL has no anonymous
-    /// cipher suites, so these are recognised only to explain why they cannot be used.
+    /// VeNCrypt TLSNone/TLSVnc/TLSPlain (257–259): anonymous TLS, on OpenSSL's libssl (Linux
+    /// only: BoringSSL has no anonymous cipher suites; elsewhere they are recognised only to
+    /// explain why they cannot be used).
     case tlsNone = "tlsnone", tlsVnc = "tlsvnc", tlsPlain = "tlsplain"
     /// TigerVNC RSA-AES (types 129, 5): RSA key exchange, AES-EAX for the whole session; the
     /// server's RSA key is pinned on first use.
