@@ -365,6 +365,12 @@ struct TunPipeCommand: AsyncParsableCommand {
                 throw ValidationError("--listen must be a UDP port within 1–65535, with queue i using PORT+i (\(device.queues) queue\(device.queues == 1 ? "" : "s"))")
             }
             guard (1...1024).contains(batch) else { throw ValidationError("--batch must be 1–1024") }
+            // Each packet crosses in one UDP datagram, whose payload is at most 65,507 bytes; a
+            // TAP frame adds its Ethernet header and up to two VLAN tags to the MTU.
+            let frameOverhead = tap ? 22 : 0
+            if let mtu = device.mtu, mtu + frameOverhead > 65507 {
+                throw ValidationError("--mtu \(mtu) is too large for tun pipe: each packet travels in one UDP datagram of at most 65507 bytes, so the MTU can be at most \(65507 - frameOverhead)\(tap ? " with --tap" : "")")
+            }
             let remote = try resolvePeer()
             guard Int(remote.port) + device.queues - 1 <= 65535 else {
                 throw ValidationError("--peer's port plus \(device.queues - 1) (one port per queue) exceeds 65535")
@@ -391,7 +397,7 @@ struct TunPipeCommand: AsyncParsableCommand {
             defer { for s in sockets { s.close() } }
             let workers = WorkerThreads()
             // A TAP frame is the MTU plus an Ethernet header and up to two VLAN tags.
-            let slot = max(device.mtu ?? 1500, 576) + (tap ? 22 : 0)
+            let slot = max(device.mtu ?? 1500, 576) + frameOverhead
             let useGRO = device.offload && !noGRO
             let batchSize = batch
             let start = ContinuousClock.now

@@ -50,8 +50,11 @@ struct TunCommandTests {
         var mtu: Int
         var gro = true
         var tap = false
+        /// Packets per read or write call (nil: the default, 128).
+        var batch: Int?
         var testDescription: String {
             "\(tap ? "TAP, " : "")offload \(offload ? "on" : "off"), \(queues) queue\(queues == 1 ? "" : "s"), MTU \(mtu)\(offload && !gro ? ", GRO off at the receiver" : "")"
+                + (batch.map { ", batches of \($0)" } ?? "")
         }
     }
 
@@ -61,6 +64,8 @@ struct TunCommandTests {
         PipeCase(offload: true, queues: 1, mtu: 1280), PipeCase(offload: true, queues: 2, mtu: 1280),
         PipeCase(offload: true, queues: 1, mtu: 9000), PipeCase(offload: true, queues: 2, mtu: 9000),
         PipeCase(offload: true, queues: 1, mtu: 1280, gro: false),
+        // Batches smaller than a TSO super-packet's ~50 segments: each spans several reads.
+        PipeCase(offload: true, queues: 1, mtu: 1280, batch: 8),
         // TAP: Ethernet frames (ARP included) cross the pipe; offload splits and coalesces frames.
         PipeCase(offload: false, queues: 1, mtu: 1500, tap: true), PipeCase(offload: true, queues: 2, mtu: 1500, tap: true),
     ]
@@ -75,6 +80,7 @@ struct TunCommandTests {
         var common = ["--mtu", "\(c.mtu)", "--queues", "\(c.queues)", "--listen", "7000", "--json", "--duration", "120"]
         if c.offload { common.append("--offload") }
         if c.tap { common.append("--tap") }
+        if let batch = c.batch { common += ["--batch", "\(batch)"] }
         let pipeA = try a.start([farcast, "tun", "pipe", "ftp0", "--address", "10.90.0.1/24", "--address", "fd90::1/64",
                                  "--peer", "192.0.2.2:7000"] + common, logName: "pipe-a")
         let pipeB = try b.start([farcast, "tun", "pipe", "ftp0", "--address", "10.90.0.2/24", "--address", "fd90::2/64",
@@ -115,6 +121,12 @@ struct TunCommandTests {
         for ns in [a, b] {
             let snmp = try ns.check(["cat", "/proc/net/snmp"])
             #expect(inCsumErrors(snmp, "Tcp") == 0 && inCsumErrors(snmp, "Udp") == 0, "checksum errors in \(ns.name):\n\(snmp)")
+            // IPv6 keeps its own counters (lines such as "Udp6InCsumErrors <spaces, tab> 0"; TCP's
+            // are shared with IPv4 above).
+            let snmp6 = try ns.check(["cat", "/proc/net/snmp6"])
+            let udp6Errors = snmp6.split(separator: "\n").first { $0.hasPrefix("Udp6InCsumErrors") }?
+                .split(whereSeparator: { $0 == " " || $0 == "\t" }).last.flatMap { Int($0) }
+            #expect(udp6Errors == 0, "UDPv6 checksum errors in \(ns.name):\n\(snmp6)")
         }
 
         // SIGTERM and SIGINT each end a pipe within a second, with exit 0 and its report.
@@ -219,6 +231,8 @@ struct TunCommandTests {
                           ["tun", "echo", "ftok0", "--netlink-timeout", "0"],
                           ["tun", "up", "ftok0", "--queues", "0"],
                           ["tun", "pipe", "ftok0", "--peer", "192.0.2.1:7000", "--listen", "7000", "--batch", "0"],
+                          // A frame that no UDP datagram can carry (this trapped in the worker threads).
+                          ["tun", "pipe", "ftok0", "--tap", "--mtu", "65500", "--peer", "192.0.2.1:7000", "--listen", "7000"],
                           ["tun", "up", "ftok0", "--route", "10.0.0.0/8x"]] {
             let result = try run(farcast, arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")

@@ -30,6 +30,9 @@ public final class PacketBatch {
     /// Bytes of a super-packet read (vnet header first) but not yet split because it did not fit
     /// in the slots left; the next read splits it first.
     var pendingScratchLength = 0
+    /// The first segment of that super-packet not yet handed out (the rest of one that filled
+    /// the batch before it was split whole).
+    var pendingScratchSegment = 0
     /// For a coalesced UDP read waiting in the scratch: its segment size.
     var pendingSegmentSize = 0
 

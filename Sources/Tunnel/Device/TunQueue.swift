@@ -201,7 +201,8 @@ public final class TunQueue: Sendable {
     /// Reads packets into the free slots of `batch` until it is full or nothing more is waiting,
     /// after waiting up to `timeout` (nil: no limit) for the first. Returns how many it added
     /// (0: the timeout passed). With a virtio-net header each GSO super-packet becomes its
-    /// segments; one that does not fit the slots left waits in the batch for the next call.
+    /// segments; those that do not fit the slots left wait in the batch for the next call, so a
+    /// batch of any capacity carries super-packets of any number of segments.
     /// Slots must be at least the device MTU long (on a TAP device, 22 bytes more: the Ethernet
     /// header and up to two VLAN tags).
     public func readPackets(into batch: PacketBatch, timeout: Duration?) throws(TunnelError) -> Int {
@@ -256,8 +257,8 @@ public final class TunQueue: Sendable {
         }
     }
 
-    /// Splits the super-packet waiting in the batch's scratch. False when it must wait for a
-    /// batch with more free slots.
+    /// Splits the super-packet waiting in the batch's scratch into the free slots. False when
+    /// segments of it are left for the next call (the batch is then full).
     private func splitScratch(_ batch: PacketBatch) -> Bool {
         let n = batch.pendingScratchLength
         guard case .virtioNetHeader(let size) = framing else { return true }
@@ -266,20 +267,24 @@ public final class TunQueue: Sendable {
             dropMalformed(.truncatedVirtioHeader(length: n))
             return true
         }
+        guard batch.freeSlots > 0 else { return false }
         let header = VirtioNetHeader(loading: batch.scratch)
         let packet = UnsafeRawBufferPointer(start: batch.scratch + size, count: n - size)
         do {
             let plan = try GSOSplitter.plan(header, packet: packet, linkLayer: linkLayer)
-            if plan.segments > batch.freeSlots && plan.segments <= batch.capacity && !batch.isEmpty {
-                return false      // keep it for the next call
+            let first = batch.pendingScratchSegment
+            let end = min(plan.segments, first + batch.freeSlots)
+            try GSOSplitter.split(packet, plan: plan, into: batch, segments: first..<end)
+            if end < plan.segments {
+                batch.pendingScratchSegment = end
+                return false
             }
-            batch.pendingScratchLength = 0
-            try GSOSplitter.split(packet, plan: plan, into: batch)
             if plan.segments > 1 { counters.superPacketsRead.add(1, ordering: .relaxed) }
         } catch {
-            batch.pendingScratchLength = 0
             dropMalformed(error)
         }
+        batch.pendingScratchLength = 0
+        batch.pendingScratchSegment = 0
         return true
     }
 

@@ -174,10 +174,18 @@ public enum GSOSplitter {
                     transportOffset: start, headerLength: length, gsoSize: 0, checksumStart: checksumStart, checksumOffset: offset)
     }
 
-    /// Appends the packets of `plan` to `batch`. Throws, appending nothing, when they do not fit.
+    /// Appends the packets of `plan` to `batch` — all of them, or only the segments numbered in
+    /// `segments` (the rest of a super-packet that did not fit one batch goes into the next, and
+    /// each segment comes out the same either way). Throws, appending nothing, when they do not
+    /// fit or the range is not within the plan.
     @discardableResult
-    public static func split(_ packet: UnsafeRawBufferPointer, plan: Plan, into batch: PacketBatch) throws(OffloadError) -> Int {
-        guard plan.segments <= batch.freeSlots else { throw .tooManySegments(plan.segments, capacity: batch.freeSlots) }
+    public static func split(_ packet: UnsafeRawBufferPointer, plan: Plan, into batch: PacketBatch,
+                             segments: Range<Int>? = nil) throws(OffloadError) -> Int {
+        let range = segments ?? 0..<plan.segments
+        guard range.lowerBound >= 0, range.upperBound <= plan.segments, !range.isEmpty, plan.gso || range == 0..<1 else {
+            throw .tooManySegments(range.upperBound, capacity: plan.segments)
+        }
+        guard range.count <= batch.freeSlots else { throw .tooManySegments(range.count, capacity: batch.freeSlots) }
         guard plan.largestSegment <= batch.slotSize else {
             throw .segmentLargerThanSlot(segment: plan.largestSegment, slot: batch.slotSize)
         }
@@ -208,7 +216,7 @@ public enum GSOSplitter {
         let flags = isTCP ? source.load(fromByteOffset: l4 + 13, as: UInt8.self) : 0
         let last = plan.segments - 1
 
-        for i in 0...last {
+        for i in range {
             let chunkStart = i * plan.gsoSize
             let chunk = min(plan.gsoSize, payload - chunkStart)
             let segmentLength = headerLength + chunk
@@ -249,7 +257,7 @@ public enum GSOSplitter {
             PacketField.setChecksum(d, checksumField, checksum)
             batch.commit(length: segmentLength)
         }
-        return plan.segments
+        return range.count
     }
 
     /// Plans and splits in one step.

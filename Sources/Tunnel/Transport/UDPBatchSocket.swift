@@ -260,22 +260,25 @@ public final class UDPBatchSocket: Sendable {
         }
     }
 
-    /// Splits a coalesced datagram in the batch's scratch into its segments. False when the
-    /// batch lacks the slots (it stays pending).
+    /// Splits a coalesced datagram in the batch's scratch into the free slots. False when
+    /// segments of it are left for the next call (the batch is then full).
     private func splitScratch(_ batch: PacketBatch) -> Bool {
         let total = batch.pendingScratchLength
         let size = max(1, batch.pendingSegmentSize)
-        let segments = (total + size - 1) / size
-        if segments > batch.freeSlots && !batch.isEmpty && segments <= batch.capacity { return false }
-        batch.pendingScratchLength = 0
-        var offset = 0
+        var offset = batch.pendingScratchSegment * size
         while offset < total {
+            guard batch.freeSlots > 0 else {
+                batch.pendingScratchSegment = offset / size
+                return false
+            }
             let length = min(size, total - offset)
             if length > batch.slotSize || !batch.append(copying: UnsafeRawBufferPointer(start: batch.scratch + offset, count: length)) {
                 drop(1, EMSGSIZE)
             }
             offset += length
         }
+        batch.pendingScratchLength = 0
+        batch.pendingScratchSegment = 0
         return true
     }
 
