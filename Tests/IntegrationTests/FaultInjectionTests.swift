@@ -237,7 +237,9 @@ struct FaultInjectionTests {
         let record = try? JSONSerialization.jsonObject(with: Data(recorded.result.stdout.utf8)) as? [String: Any]
         #expect(record?["bytes"] is NSNumber, "record: \(recorded.result.stdout) \(recorded.result.stderr)")
 
-        // A single-step command reports its reason alone, not "step at line 1".
+        // A size no server accepts is a usage error before connecting (exit 2). (That a refusal
+        // from the server is reported without "step at line 1" is checked against x11vnc in
+        // VNCInteractionTests.)
         let resize = try Self.farcast(["vnc", "resize", address, "20000x10", "--password-file", passwords.plain], folder: folder)
         #expect(resize.result.status == 2 && !resize.result.stderr.contains("step at line"), "\(resize.result.stderr)")
 

@@ -236,6 +236,11 @@ struct VNCInteractionTests {
         let refused = try farcast(["vnc", "resize", "127.0.0.1::\(server.port)", "640x480"])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("administratively prohibited"), "stderr: \(refused.stderr)")
+        // A single-step command reports the server's reason alone, not "step at line 1".
+        #expect(!refused.stderr.contains("step at line"), "stderr: \(refused.stderr)")
+        // The same for `clipboard get` when nothing arrives.
+        let empty = try farcast(["vnc", "clipboard", "get", "127.0.0.1::\(server.port)", "--wait", "1"])
+        #expect(!empty.stderr.contains("step at line"), "status \(empty.status), stderr: \(empty.stderr)")
     }
 
     @Test func doScriptsRunStepsAndExpectScreenWaitsForTheScreen() throws {
