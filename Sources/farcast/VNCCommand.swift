@@ -38,7 +38,7 @@ struct VNCConnectionOptions: ParsableArguments {
     @Option(help: "User name, for methods that need one (else the URL's user, FARCAST_VNC_USERNAME, or a prompt).")
     var username: String?
 
-    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated, from: x509vnc, x509plain, x509none, ra2_256, ra2, ra2ne_256, ra2ne, tlsvnc, tlsnone, vncauth, ard, tight, none (the default order), and plain, tlsplain, mslogon2 (only when listed).", valueName: "list"))
+    @Option(help: ArgumentHelp("Security methods to accept, most preferred first, comma-separated, from: x509vnc, x509plain, x509none, ra2_256, ra2, ra2ne_256, ra2ne, tlsvnc, tlsnone, anontls, vncauth, ard, tight, none (the default order), and plain, tlsplain, mslogon2 (only when listed).", valueName: "list"))
     var security: String?
 
     @Flag(help: "Accept a TLS certificate or RSA-AES server key that differs from the pinned one, and pin it.")

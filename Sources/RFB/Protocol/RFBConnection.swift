@@ -314,7 +314,7 @@ public struct RFBConnection: ~Copyable, Sendable {
     /// The TLS handshake asked for with `.startTLS` completed; bytes from now on are the
     /// decrypted stream.
     public mutating func tlsEstablished() -> [Action] {
-        guard case .security(let phase) = state, case .method(.veNCrypt(let machine)) = phase.step,
+        guard case .security(let phase) = state, case .method(let machine) = phase.step,
               let outcome = machine.tlsEstablished() else { return [] }
         var out = takeOutput()
         _ = apply(outcome, to: phase, &out)

@@ -15,6 +15,8 @@ enum SecurityHandshake: Sendable {
     case rsaAES(RSAAESHandshake)
     case dhLogin(DHLoginHandshake)
     case tight(TightSecurityHandshake)
+    /// The TLS type (18): anonymous TLS, then an inner type list.
+    case anonTLS(AnonTLSHandshake)
 
     /// The sub-machine for a top-level security type (or a VeNCrypt subtype below 256, which
     /// means the same), or `.authenticated` for None.
@@ -33,6 +35,8 @@ enum SecurityHandshake: Sendable {
             return .handOver(.dhLogin(DHLoginHandshake(kind: .msLogonII)))
         case 16:
             return .handOver(.tight(TightSecurityHandshake()))
+        case 18:
+            return .handOver(.anonTLS(AnonTLSHandshake()))
         default:
             throw RFBError.protocolViolation("security type \(type) chosen but not implemented")
         }
@@ -64,6 +68,19 @@ enum SecurityHandshake: Sendable {
         case .tight(var machine):
             defer { self = .tight(machine) }
             return try machine.step(&reader, &context, &out)
+        case .anonTLS(var machine):
+            defer { self = .anonTLS(machine) }
+            return try machine.step(&reader, &context, &out)
+        }
+    }
+
+    /// The TLS handshake this method asked for is done: what comes next. nil when it asked for
+    /// none.
+    func tlsEstablished() -> SecurityStep? {
+        switch self {
+        case .veNCrypt(let machine): return machine.tlsEstablished()
+        case .anonTLS(let machine): return machine.tlsEstablished()
+        default: return nil
         }
     }
 
@@ -76,6 +93,7 @@ enum SecurityHandshake: Sendable {
         case .rsaAES: return "the RSA-AES key exchange"
         case .dhLogin: return "the Diffie-Hellman login"
         case .tight: return "the Tight security type's capability lists"
+        case .anonTLS(let machine): return machine.isInTLSHandshake ? "the TLS handshake" : "its security types inside TLS"
         }
     }
 
@@ -90,7 +108,7 @@ enum SecurityHandshake: Sendable {
         case .rsaAES(let machine):
             return machine.isExchangingKeys ? "during the RSA-AES key exchange (TigerVNC before 1.13 lists RA2 but cannot do it)" : authentication
         case .dhLogin(let machine): return machine.hasParameters ? authentication : "during the handshake"
-        case .veNCrypt, .tight: return "during the handshake"
+        case .veNCrypt, .tight, .anonTLS: return "during the handshake"
         }
     }
 }

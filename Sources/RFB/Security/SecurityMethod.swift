@@ -20,6 +20,10 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// only: BoringSSL has no anonymous cipher suites; elsewhere they are recognised only to
     /// explain why they cannot be used).
     case tlsNone = "tlsnone", tlsVnc = "tlsvnc", tlsPlain = "tlsplain"
+    /// The older TLS type (18), from vino, also offered by x11vnc -ssl ("ANONTLS"): anonymous
+    /// TLS at once, then the server lists security types again inside it (None or VNC
+    /// Authentication). Linux only, as the VeNCrypt TLS subtypes.
+    case anonTLS = "anontls"
     /// TigerVNC RSA-AES (types 129, 5): RSA key exchange, AES-EAX for the whole session; the
     /// server's RSA key is pinned on first use.
     case ra2_256 = "ra2_256", ra2 = "ra2"
@@ -40,21 +44,21 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// authentication last. Clear-text Plain (and TLSPlain) and the weak MS-Logon II are never
     /// tried unless asked for.
     public static let defaultPreference: [SecurityMethod] = [.x509Vnc, .x509Plain, .x509None, .ra2_256, .ra2, .ra2ne_256, .ra2ne,
-                                                             .tlsVnc, .tlsNone, .vncAuth, .appleDH, .tight, .none].filter(implemented.contains)
+                                                             .tlsVnc, .tlsNone, .anonTLS, .vncAuth, .appleDH, .tight, .none].filter(implemented.contains)
 
     /// The methods this engine can carry out.
-    /// Anonymous TLS (TLSNone, TLSVnc, TLSPlain) runs on OpenSSL's libssl, Linux only.
+    /// Anonymous TLS (TLSNone, TLSVnc, TLSPlain, and type 18) runs on OpenSSL's libssl, Linux only.
     public static let implemented: Set<SecurityMethod> = {
         var methods: Set<SecurityMethod> = [.none, .vncAuth, .plain, .x509None, .x509Vnc, .x509Plain,
                                             .ra2_256, .ra2, .ra2ne_256, .ra2ne, .appleDH, .msLogonII, .tight]
         #if os(Linux)
-        methods.formUnion([.tlsNone, .tlsVnc, .tlsPlain])
+        methods.formUnion([.tlsNone, .tlsVnc, .tlsPlain, .anonTLS])
         #endif
         return methods
     }()
 
-    /// The anonymous-TLS subtypes (no certificate: encrypted, the server not authenticated).
-    public var isAnonymousTLS: Bool { [.tlsNone, .tlsVnc, .tlsPlain].contains(self) }
+    /// The anonymous-TLS methods (no certificate: encrypted, the server not authenticated).
+    public var isAnonymousTLS: Bool { [.tlsNone, .tlsVnc, .tlsPlain, .anonTLS].contains(self) }
 
     /// The top-level security type, when this method is one.
     var topLevelType: UInt8? {
@@ -66,6 +70,7 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .appleDH: return 30
         case .msLogonII: return 113
         case .tight: return 16
+        case .anonTLS: return 18
         case .ra2_256: return 129
         case .ra2ne_256: return 130
         default: return nil
@@ -76,6 +81,7 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// plain top-level types inside VeNCrypt too (TigerVNC lists VncAuth and RA2 there), under
     /// their own numbers; those then run exactly as if chosen at the top level.
     var veNCryptSubtype: UInt32? {
+        if self == .anonTLS { return nil }
         if let type = topLevelType { return UInt32(type) }
         switch self {
         case .plain: return 256
@@ -92,9 +98,9 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// True for methods that exist only as VeNCrypt subtypes (Plain and the TLS ones).
     var onlyInsideVeNCrypt: Bool { topLevelType == nil }
 
-    var usesTLS: Bool { [.x509None, .x509Vnc, .x509Plain, .tlsNone, .tlsVnc, .tlsPlain].contains(self) }
-    /// Tight asks for a password only when its inner type is VNC Authentication.
-    var needsPassword: Bool { ![.none, .x509None, .tlsNone, .tight].contains(self) }
+    var usesTLS: Bool { [.x509None, .x509Vnc, .x509Plain, .tlsNone, .tlsVnc, .tlsPlain, .anonTLS].contains(self) }
+    /// Tight and type 18 ask for a password only when their inner type is VNC Authentication.
+    var needsPassword: Bool { ![.none, .x509None, .tlsNone, .tight, .anonTLS].contains(self) }
     /// RSA-AES asks for a user name only when the server wants one (its subtype says so).
     var needsUsername: Bool { [.plain, .x509Plain, .tlsPlain, .appleDH, .msLogonII].contains(self) }
 
@@ -116,6 +122,7 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
         case .appleDH: return "AppleDH"
         case .msLogonII: return "MSLogonII"
         case .tight: return "Tight"
+        case .anonTLS: return "AnonTLS"
         }
     }
 
@@ -140,7 +147,7 @@ public func securityTypeName(_ type: UInt8) -> String {
     case 6: return "RA2ne(6)"
     case 13: return "RA2(13)"
     case 16: return "Tight(16)"
-    case 18: return "TLS(18)"
+    case 18: return "AnonTLS(18)"
     case 19: return "VeNCrypt(19)"
     case 20: return "SASL(20)"
     case 22: return "xvp(22)"

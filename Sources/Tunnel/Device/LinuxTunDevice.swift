@@ -133,6 +133,9 @@ extension TunDevice {
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT || code == ENODEV || code == ENXIO { throw .deviceMissing(path: cloneDevicePath) }
+            // Opening the file is checked against its mode (EACCES); creating a device needs
+            // CAP_NET_ADMIN (EPERM, from TUNSETIFF).
+            if code == EACCES { throw .deviceNotAccessible(path: cloneDevicePath) }
             throw TunnelError.failed("open \(cloneDevicePath)", code)
         }
         return fd

@@ -11,6 +11,9 @@ public enum TunnelError: Error, Equatable, Sendable, CustomStringConvertible {
     case deviceMissing(path: String)
     /// The operation needs CAP_NET_ADMIN (root, or a network namespace this process owns).
     case notPermitted(operation: String, errno: Int32)
+    /// The device file's permissions do not let this user open it (a matter of its mode, not
+    /// of capabilities: a namespace of one's own does not help).
+    case deviceNotAccessible(path: String)
     /// A device name the kernel would refuse.
     case invalidName(String, reason: String)
     /// A configuration that cannot work (offload with packet information, zero queues…).
@@ -32,6 +35,8 @@ public enum TunnelError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .deviceMissing(let path):
             return "\(path) does not exist: load the tun kernel module (modprobe tun) or, in a container, pass the device in (--device /dev/net/tun)"
+        case .deviceNotAccessible(let path):
+            return "\(path): permission denied by the file's mode (not a missing capability): run as root, or let this user open the file (most distributions ship it as mode 0666; check with `ls -l \(path)`)"
         case .notPermitted(let operation, let code):
             return "\(operation): \(Self.reason(code)) (needs CAP_NET_ADMIN: run as root or in a network namespace you own)"
         case .invalidName(let name, let reason):

@@ -12,6 +12,13 @@ func requireTunnelPrerequisites() throws {
     guard FileManager.default.fileExists(atPath: "/dev/net/tun") else {
         throw TunnelPrerequisiteMissing(description: "/dev/net/tun is missing: load the tun module (modprobe tun) or, in a container, pass the device in (--device /dev/net/tun)")
     }
+    // The file's mode decides who may open it, whatever the capabilities (Debian ships 0666;
+    // some systems make it root-only).
+    let probe = open("/dev/net/tun", O_RDWR | O_CLOEXEC)
+    guard probe >= 0 else {
+        throw TunnelPrerequisiteMissing(description: "/dev/net/tun cannot be opened (\(String(cString: strerror(errno)))): run the integration tests as root inside `unshare -n` (scripts/test does)")
+    }
+    close(probe)
     // CapEff in /proc/self/status; CAP_NET_ADMIN is bit 12.
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
     let capEff = status.split(separator: "\n").first { $0.hasPrefix("CapEff:") }

@@ -379,6 +379,60 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
     }
 }
 
+/// GNOME's vino 3.22 on its own Xvfb: the server the older TLS security type (18) comes from.
+/// With `require-encryption` it offers only that type, and VNC Authentication inside it. Its
+/// settings come from a GSettings key file (no dconf), its D-Bus needs from a private session
+/// bus (`dbus-run-session`); it listens on 127.0.0.1 (and ::1) only (`network-interface lo`).
+final class VinoServer: XDisplay, @unchecked Sendable {
+    let display: Int
+    let port: Int
+    let xvfb: BackgroundProcess
+    let server: BackgroundProcess
+
+    init(password: String, folder: TemporaryFolder, geometry: String = "400x300") throws {
+        display = DisplayNumbers.allocate()
+        port = 5900 + DisplayNumbers.allocate()
+        let vino = "/usr/libexec/vino-server"
+        guard FileManager.default.isExecutableFile(atPath: vino) else {
+            throw PeerFailed(name: "vino-server", log: "\(vino) is missing: install it with `apt-get install --no-install-recommends vino` (scripts/setup does)")
+        }
+        let dbus = try requireExecutable("dbus-run-session", package: "dbus-daemon")
+        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
+                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") && Date() < deadline { usleep(50_000) }
+        let config = folder.path + "/vino-\(display)"
+        try FileManager.default.createDirectory(atPath: config + "/glib-2.0/settings", withIntermediateDirectories: true)
+        let settings = """
+            [org/gnome/desktop/remote-access]
+            prompt-enabled=false
+            require-encryption=true
+            authentication-methods=['vnc']
+            vnc-password='\(Data(password.utf8).base64EncodedString())'
+            use-alternative-port=true
+            alternative-port=uint16 \(port)
+            network-interface='lo'
+            notify-on-connect=false
+            icon-visibility='never'
+
+            """
+        try settings.write(toFile: config + "/glib-2.0/settings/keyfile", atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["DISPLAY"] = ":\(display)"
+        environment["GSETTINGS_BACKEND"] = "keyfile"
+        environment["XDG_CONFIG_HOME"] = config
+        server = try BackgroundProcess(dbus, ["--", vino], environment: environment, logName: "vino")
+        try waitForTCPPort(port, timeout: 30, process: server)
+        try waitForRFBBanner(port, timeout: 30, process: server)
+    }
+
+    deinit {
+        server.stop()
+        xvfb.stop()
+        removeStaleXFiles(display)
+    }
+}
+
 /// The X server's own framebuffer, read with `xwd -root` and parsed (ZPixmap, 24/32 bpp).
 struct XWDImage {
     let width: Int

@@ -322,6 +322,37 @@ import Testing
         #endif
     }
 
+    /// The older TLS type (18, vino; x11vnc's ANONTLS): TLS starts right after the choice, with
+    /// no acknowledgement byte; inside, the server lists types again and VNC Authentication runs
+    /// as usual. A refusal inside TLS (count 0) carries its reason.
+    @Test func theTLSType18StartsTLSAtOnceThenChoosesInside() {
+        var h = Harness()
+        h.feed(Array("RFB 003.008\n".utf8) + [2, 18, 2])
+        #if os(Linux)
+        #expect(h.sent.last == [18], "the TLS type comes before plain VncAuth")
+        #expect(h.actions.contains { if case .startTLS = $0 { true } else { false } })
+        h.actions += h.connection.provideCredentials(VNCCredentials(password: "secret12"))
+        h.actions += h.connection.tlsEstablished()
+        h.feed([2, 1, 2])                                    // inside: None, VncAuth
+        #expect(h.sent.last == [2], "VNC Authentication chosen inside")
+        let challenge = [UInt8](repeating: 0x5A, count: 16)
+        h.feed(challenge)
+        #expect(h.sent.last == VNCAuthentication.response(challenge: challenge, password: "secret12"))
+        h.feed([0, 0, 0, 0] + serverInit())
+        #expect(h.connection.isReady == true)
+        #expect(h.connection.serverInfo?.security == "AnonTLS")
+        #expect(h.connection.serverInfo?.usesAnonymousTLS == true)
+
+        var refused = Harness()
+        refused.feed(Array("RFB 003.008\n".utf8) + [1, 18])
+        refused.actions += refused.connection.tlsEstablished()
+        refused.feed([0, 0, 0, 0, 9] + Array("not today".utf8))
+        #expect(refused.closeError == .serverRefused(reason: "not today"))
+        #else
+        #expect(h.sent.last == [2], "no anonymous TLS here: plain VncAuth")
+        #endif
+    }
+
     @Test func veNCryptPlainSendsUserAndPasswordWithLengths() {
         var configuration = RFBConnection.Configuration()
         configuration.securityPreference = [.plain]

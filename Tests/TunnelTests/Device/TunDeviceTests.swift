@@ -28,6 +28,7 @@ import Testing
         let cases: [(TunnelError, String)] = [
             (.deviceMissing(path: "/dev/net/tun"), "modprobe tun"),
             (.notPermitted(operation: "TUNSETIFF", errno: 1), "CAP_NET_ADMIN"),
+            (.deviceNotAccessible(path: "/dev/net/tun"), "file's mode"),
             (.system(operation: "open /dev/net/tun", errno: 24), "Too many open files"),
             (.packetTooLarge(70000, limit: 65535), "70000-byte"),
             (.netlink(NetlinkError(operation: "add address 10.0.0.1/24 to tun0", reason: .kernel(errno: 17, message: nil))), "File exists"),
