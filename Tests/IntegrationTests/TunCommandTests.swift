@@ -116,6 +116,15 @@ struct TunCommandTests {
         let udp = try runUDPExchange(python: python, from: a, to: b, address: "10.90.0.2", maxPayload: c.mtu - 28)
         #expect(udp.corrupt == 0)
         #expect(udp.received >= 1485, "UDP: \(udp.received) of 1500 datagrams arrived")
+        if c.offload {
+            // Equal sizes in bursts, over IPv4 and IPv6: runs the receiving pipe can coalesce
+            // into UDP super-packets, which the kernel then checks (the counters below).
+            for (address, overhead) in [("10.90.0.2", 28), ("fd90::2", 48)] {
+                let equal = try runUDPExchange(python: python, from: a, to: b, address: address, maxPayload: c.mtu - overhead,
+                                               equalSize: c.mtu - overhead)
+                #expect(equal.corrupt == 0 && equal.received >= 1485, "equal-size UDP to \(address): \(equal)")
+            }
+        }
 
         // The receiving kernel verified every checksum: none failed.
         for ns in [a, b] {
@@ -171,11 +180,15 @@ struct TunCommandTests {
     }
 
     /// Sends 1500 datagrams from `from` to a receiver in `to` and counts what arrived intact.
-    func runUDPExchange(python: String, from: NetworkNamespace, to: NetworkNamespace, address: String, maxPayload: Int)
-        throws -> (received: Int, corrupt: Int) {
+    /// 1500 datagrams from `from` to `to`, each carrying its digest; sizes vary up to
+    /// `maxPayload`, or with `equalSize` all have that one size and leave in bursts (what UDP
+    /// coalescing on the receiving pipe's writes needs).
+    func runUDPExchange(python: String, from: NetworkNamespace, to: NetworkNamespace, address: String, maxPayload: Int,
+                        equalSize: Int? = nil) throws -> (received: Int, corrupt: Int) {
+        let family = address.contains(":") ? "AF_INET6" : "AF_INET"
         let receiverScript = """
             import hashlib, json, socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s = socket.socket(socket.\(family), socket.SOCK_DGRAM)
             # SO_RCVBUFFORCE (root): past rmem_max, so a receiver descheduled on a loaded machine
             # does not drop datagrams the tunnel delivered.
             s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)
@@ -194,10 +207,10 @@ struct TunCommandTests {
             """
         let senderScript = """
             import hashlib, socket, sys, time
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s = socket.socket(socket.\(family), socket.SOCK_DGRAM)
             top = int(sys.argv[2])
             for i in range(1500):
-                n = 20 + (i * 7919) % (top - 36)
+                n = \(equalSize.map { "\($0 - 20)" } ?? "20 + (i * 7919) % (top - 36)")
                 body = i.to_bytes(4, "big") + bytes((i + k) & 255 for k in range(n))
                 s.sendto(body + hashlib.md5(body).digest(), (sys.argv[1], 6001))
                 if i % 25 == 24: time.sleep(0.003)
