@@ -61,6 +61,46 @@ struct FaultInjectionTests {
         }
     }
 
+    /// SetDesktopSize answered with status 4 ("forwarded": passed on, may complete later) is not
+    /// a refusal: the client waits for the change, and only when it never comes says so. (No
+    /// server here forwards resizes, so a scripted one answers; see hostile_server.py.)
+    @Test func aForwardedResizeIsWaitedForNotRefused() async throws {
+        let forwarded = try HostileServer(mode: "rfb-resize-forwarded")
+        let client = try await VNCClient.connect(to: VNCEndpoint(host: "127.0.0.1", port: forwarded.port),
+                                                 credentials: { _ in VNCCredentials(password: "") })
+        try await client.waitForFirstFrame(timeout: .seconds(10))
+        try await client.requestDesktopSize(width: 80, height: 60, timeout: .seconds(5))
+        let size = await (client.framebuffer.width, client.framebuffer.height)
+        #expect(size == (80, 60))
+        await client.close()
+
+        let never = try HostileServer(mode: "rfb-resize-forwarded-never")
+        let stuck = try await VNCClient.connect(to: VNCEndpoint(host: "127.0.0.1", port: never.port),
+                                                credentials: { _ in VNCCredentials(password: "") })
+        try await stuck.waitForFirstFrame(timeout: .seconds(10))
+        do {
+            try await stuck.requestDesktopSize(width: 80, height: 60, timeout: .seconds(1.5))
+            Issue.record("a forwarded resize that never came was reported as done")
+        } catch let error as RFBError {
+            #expect("\(error)".contains("status 4") && "\(error)".contains("may complete later") && "\(error)".contains("64×64"), "\(error)")
+        }
+        await stuck.close()
+    }
+
+    /// A server that accepts and says nothing may want TLS first: with time left in the
+    /// handshake, the client says so after 3 s, before the wait ends.
+    @Test func aSilentServerGetsTheTLSFirstHintEarly() throws {
+        let folder = try TemporaryFolder()
+        let server = try HostileServer(mode: "silent")
+        let outcome = try Self.farcast(["vnc", "info", "127.0.0.1::\(server.port)", "--connect-timeout", "7"], folder: folder)
+        #expect(outcome.result.status == 1)
+        let lines = outcome.result.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "stderr: \(outcome.result.stderr)")
+        #expect(lines.first?.contains("sent nothing for 3 s") == true && lines.first?.contains("vncs://127.0.0.1:\(server.port)") == true,
+                "stderr: \(outcome.result.stderr)")
+        #expect(lines.last?.hasPrefix("farcast: ") == true && lines.last?.contains("sent nothing") == true, "stderr: \(outcome.result.stderr)")
+    }
+
     /// A server that keeps sending while the client is still getting the password (a person at
     /// a prompt; here a provider that takes 3 s): the client stops it at 1 MiB with a message
     /// instead of holding all of it (without the limit the reads would wait in memory until the

@@ -33,6 +33,11 @@ struct VNCSecurityChoiceTests {
         Row(name: "Xvnc 1.12 VncAuth",
             server: { _, pw in let s = try XvncServer(securityTypes: "VncAuth", passwords: pw); return (s, s) },
             offered: [2], subtypes: [], chosen: "VncAuth"),
+        // VeNCrypt is entered for the X509 methods first; it holds Plain (never tried unless
+        // listed) and VncAuth, which Xvnc lists inside it too: VncAuth is taken there.
+        Row(name: "Xvnc 1.12 Plain,VncAuth: Plain passed over, VncAuth inside VeNCrypt",
+            server: { _, pw in let s = try XvncServer(securityTypes: "Plain,VncAuth", passwords: pw); return (s, s) },
+            offered: [19, 2], subtypes: [256, 2], chosen: "VncAuth"),
         Row(name: "Xvnc 1.12 TLSNone,VncAuth",
             server: { _, pw in let s = try XvncServer(securityTypes: "TLSNone,VncAuth", passwords: pw); return (s, s) },
             offered: [19, 2], subtypes: [257, 2], chosen: "TLSNone"),
@@ -185,6 +190,20 @@ struct VNCSecurityChoiceTests {
                                                   "--security", "vncauth", "--json"],
                             environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
         #expect(plain.status == 0 && !plain.stdout.contains("anonymous_tls"), "stdout: \(plain.stdout) stderr: \(plain.stderr)")
+    }
+
+    /// A server that wants a user name, none given and no terminal to ask on: the message names
+    /// the three places a user name comes from, not the password options.
+    @Test func aMissingUserNameSaysWhereOneComesFrom() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(securityTypes: "Plain", passwords: passwords, pamUser: try PAMUser(in: folder))
+        let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--security", "plain", "--password-file", passwords.plain],
+                             environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 30)
+        #expect(result.status == 1, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("user name") && result.stderr.contains("--username") && result.stderr.contains("vnc://USER@HOST")
+                && result.stderr.contains("FARCAST_VNC_USERNAME"), "stderr: \(result.stderr)")
+        #expect(!result.stderr.contains("--password-file"), "stderr: \(result.stderr)")
     }
 
     /// A server that verifies clients (x11vnc -ssl -sslverify, like QEMU's verify-peer): the

@@ -25,6 +25,11 @@ RFB:
                       x11vnc -unixpw sends on a failure)
   rfb-flood-at-prompt offer VNC authentication, send the challenge, then 64 MiB of zeros while
                       the client is still getting the password
+  rfb-resize-forwarded
+                      a 64x64 desktop with ExtendedDesktopSize that answers SetDesktopSize with
+                      status 4 ("forwarded") and makes the change 0.5 s later
+  rfb-resize-forwarded-never
+                      the same, but the forwarded change never comes
 WebSocket (Sendspin):
   ws-silent-upgrade   read the HTTP upgrade request, never answer
   ws-404              answer the upgrade with 404 Not Found
@@ -80,6 +85,74 @@ def rfb_none_handshake(conn, width, height):
     conn.sendall(struct.pack(">HH", width, height) + pixel_format + struct.pack(">I", len(name)) + name)
 
 
+def extended_desktop_size(reason, status, width, height):
+    """One ExtendedDesktopSize rectangle (x: reason, y: status) with a single screen."""
+    return (struct.pack(">HHHHi", reason, status, width, height, -308) + struct.pack(">B3x", 1)
+            + struct.pack(">IHHHHI", 1, 0, 0, width, height, 0))
+
+
+def serve_resizable(conn, change_comes):
+    """A 64x64 desktop that knows ExtendedDesktopSize: SetDesktopSize gets status 4, and the
+    change itself follows 0.5 s later when `change_comes`. A full update request gets the whole
+    screen in Raw; other client messages are read past."""
+    width, height = 64, 64
+    rfb_none_handshake(conn, width, height)
+    lock = threading.Lock()
+
+    def send_update(rects):
+        with lock:
+            conn.sendall(struct.pack(">BxH", 0, len(rects)) + b"".join(rects))
+
+    def raw(w, h):
+        return struct.pack(">HHHHi", 0, 0, w, h, 0) + bytes(w * h * 4)
+
+    send_update([extended_desktop_size(0, 0, width, height)])
+    stream = conn.makefile("rb")
+
+    def read(n):
+        data = stream.read(n)
+        if len(data) < n:
+            raise OSError("client closed")
+        return data
+
+    while True:
+        kind = read(1)[0]
+        if kind == 0:
+            read(19)
+        elif kind == 2:
+            count = struct.unpack(">xH", read(3))[0]
+            read(4 * count)
+        elif kind == 3:
+            incremental = read(9)[0]
+            if not incremental:  # nothing ever changes on its own: incremental requests wait
+                send_update([raw(width, height)])
+        elif kind == 4:
+            read(7)
+        elif kind == 5:
+            read(5)
+        elif kind == 6:
+            length = struct.unpack(">3xi", read(7))[0]
+            read(abs(length))
+        elif kind == 150:
+            read(9)
+        elif kind == 248:
+            read(7)
+            read(read(1)[0])
+        elif kind == 251:
+            w, h, screens = struct.unpack(">xHHBx", read(7))
+            read(16 * screens)
+            send_update([extended_desktop_size(1, 4, width, height)])
+            if change_comes:
+                def later(w=w, h=h):
+                    nonlocal width, height
+                    time.sleep(0.5)
+                    width, height = w, h
+                    send_update([extended_desktop_size(0, 0, w, h), raw(w, h)])
+                threading.Thread(target=later, daemon=True).start()
+        else:
+            raise OSError(f"client message type {kind}")
+
+
 def handle(conn, mode):
     try:
         if mode == "silent":
@@ -128,6 +201,8 @@ def handle(conn, mode):
             chunk = struct.pack(">BxH", 0, 0) * (1 << 16)
             while True:
                 conn.sendall(chunk)
+        elif mode in ("rfb-resize-forwarded", "rfb-resize-forwarded-never"):
+            serve_resizable(conn, mode == "rfb-resize-forwarded")
         elif mode == "rfb-reason-garbage":
             conn.sendall(b"RFB 003.008\n")
             conn.recv(12)

@@ -250,10 +250,19 @@ public actor VNCClient {
     }
 
     private func watchHandshake() async {
+        // A server that says nothing may be waiting for TLS from the first byte: with time left
+        // after 3 s (a handshake timeout over 5 s), say so then, not only when the wait ends.
+        let notice = options.handshakeTimeout > .seconds(5) && !endpoint.tlsFirst ? ContinuousClock.now + .seconds(3) : nil
+        var noticed = false
         while !ended && serverInfo == nil {
             if let deadline = handshakeDeadline, ContinuousClock.now >= deadline {
                 finish(handshakeTimedOut())
                 return
+            }
+            if let notice, !noticed, ContinuousClock.now >= notice, core.bytesReceived == 0 {
+                noticed = true
+                let host = endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host
+                logger.warning("the server has sent nothing for 3 s; if it expects TLS from the first byte (x11vnc -sslonly, stunnel), connect with vncs://\(host):\(endpoint.port) or --tls-first")
             }
             try? await Task.sleep(for: .milliseconds(100))
         }

@@ -102,16 +102,21 @@ extension RFBConnection {
         }
     }
 
-    /// A failure reason, as text a terminal can show: control bytes (QEMU ends its reasons with
-    /// a NUL) dropped, surrounding space trimmed. nil when the length is absurd (x11vnc's
-    /// -unixpw failure sends text where the length belongs): the session is over either way,
-    /// and waiting for gigabytes would hang it.
+    /// A failure reason, as text a terminal can show: control characters (C0, DEL and C1; QEMU
+    /// ends its reasons with a NUL, and an escape sequence could repaint the user's terminal)
+    /// dropped, bytes that are not UTF-8 shown as U+FFFD, surrounding space trimmed. nil when
+    /// the length is absurd (x11vnc's -unixpw failure sends text where the length belongs): the
+    /// session is over either way, and waiting for gigabytes would hang it.
     static func readReason(_ r: inout ByteReader) throws -> String? {
         let length = Int(try r.readInteger(as: UInt32.self))
         guard length <= 1 << 16 else { return nil }
-        let printable = try r.readBytes(length).filter { $0 >= 0x20 }
-        let trimmed = printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed()
-        return trimmed.isEmpty ? "no reason given" : String(decoding: Array(trimmed), as: UTF8.self)
+        var text = String.UnicodeScalarView()
+        for scalar in String(decoding: try r.readBytes(length), as: UTF8.self).unicodeScalars
+        where scalar.value >= 0x20 && !(0x7F...0x9F).contains(scalar.value) {
+            text.append(scalar)
+        }
+        let trimmed = String(text).trimmingSpaces
+        return trimmed.isEmpty ? "no reason given" : trimmed
     }
 
     private func chooseSecurityType(_ reader: inout ByteReader, _ context: inout SecurityContext, _ out: inout ConnectionOutput,
@@ -141,9 +146,14 @@ extension RFBConnection {
                 return .handOver(.veNCrypt(VeNCryptHandshake()))
             }
         }
+        var hint = SecurityChoice.hint(types, configuration)
+        if hint == nil, types.contains(19), !configuration.avoidVeNCrypt {
+            // VeNCrypt's subtypes are listed only once it is chosen, so none can be named here.
+            let inside = SecurityMethod.allCases.filter { $0.onlyInsideVeNCrypt && SecurityMethod.implemented.contains($0) }
+            hint = "the server offers VeNCrypt, which lists its subtypes only once chosen: --security with one of \(inside.map(\.rawValue).joined(separator: ", ")) may work (`farcast vnc info` with the default --security shows which it offers)"
+        }
         throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
-                                            accepted: configuration.securityPreference.map(\.description),
-                                            hint: SecurityChoice.hint(types, configuration))
+                                            accepted: configuration.securityPreference.map(\.description), hint: hint)
     }
 
     private func readServerChosenType(_ reader: inout ByteReader, _ context: inout SecurityContext, phase: inout SecurityPhase) throws -> SecurityStep {
@@ -189,5 +199,12 @@ enum SecurityChoice {
         if usable.contains(.plain) { hint += " (Plain sends the password unencrypted)" }
         if usable.contains(.msLogonII) { hint += " (MS-Logon II is weak)" }
         return hint
+    }
+}
+
+private extension String {
+    /// Without leading and trailing spaces (U+0020 only: the rest were dropped already).
+    var trimmingSpaces: String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
 }

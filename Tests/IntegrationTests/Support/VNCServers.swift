@@ -383,6 +383,10 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
 /// With `require-encryption` it offers only that type, and VNC Authentication inside it. Its
 /// settings come from a GSettings key file (no dconf), its D-Bus needs from a private session
 /// bus (`dbus-run-session`); it listens on 127.0.0.1 (and ::1) only (`network-interface lo`).
+/// It gets a runtime directory and home of its own: with a shared XDG_RUNTIME_DIR it found the
+/// keyring daemon another test left there and waited on it before answering a login. It runs
+/// in its own process group, which is ended whole (the session bus and the accessibility bus
+/// GTK starts would outlive dbus-run-session).
 final class VinoServer: XDisplay, @unchecked Sendable {
     let display: Int
     let port: Int
@@ -417,17 +421,26 @@ final class VinoServer: XDisplay, @unchecked Sendable {
 
             """
         try settings.write(toFile: config + "/glib-2.0/settings/keyfile", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: config + "/runtime", withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         var environment = ProcessInfo.processInfo.environment
         environment["DISPLAY"] = ":\(display)"
         environment["GSETTINGS_BACKEND"] = "keyfile"
         environment["XDG_CONFIG_HOME"] = config
-        server = try BackgroundProcess(dbus, ["--", vino], environment: environment, logName: "vino")
+        environment["XDG_RUNTIME_DIR"] = config + "/runtime"
+        environment["HOME"] = config
+        environment["NO_AT_BRIDGE"] = "1"
+        environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
+        server = try BackgroundProcess(dbus, ["--", vino], environment: environment, logName: "vino", newSession: true)
         try waitForTCPPort(port, timeout: 30, process: server)
         try waitForRFBBanner(port, timeout: 30, process: server)
     }
 
     deinit {
+        kill(-server.pid, SIGTERM)
         server.stop()
+        usleep(100_000)
+        kill(-server.pid, SIGKILL)
         xvfb.stop()
         removeStaleXFiles(display)
     }

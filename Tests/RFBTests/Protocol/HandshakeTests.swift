@@ -93,6 +93,17 @@ import Testing
         #expect(h.closeError == .serverRefused(reason: "Too many security failures"))
     }
 
+    /// A reason is shown as text a terminal can take: C0 controls (an escape sequence, QEMU's
+    /// trailing NUL), DEL and C1 controls dropped, other Unicode kept, spaces around trimmed.
+    @Test func reasonsLoseEveryControlCharacter() {
+        var h = Harness()
+        let hostile = Array(" Zu viele \u{1B}[2JFehlversuche\u{7F}\u{85} — später ".utf8) + [0]
+        var w = ByteWriter()
+        w.writeInteger(UInt32(hostile.count))
+        h.feed(Array("RFB 003.003\n".utf8) + [0, 0, 0, 0] + w.bytes + hostile)
+        #expect(h.closeError == .serverRefused(reason: "Zu viele [2JFehlversuche — später"))
+    }
+
     @Test func version37NoneSkipsTheSecurityResult() {
         var configuration = RFBConnection.Configuration()
         configuration.securityPreference = [.none]
@@ -230,6 +241,21 @@ import Testing
         #expect(offered == ["VncAuth(2)", "RA2(5)"])
         #expect(accepted == ["None"])
         #expect(hint == "--security vncauth,ra2 would work")
+    }
+
+    /// Only VeNCrypt offered and only top-level types accepted: its subtypes are unknown until
+    /// it is chosen, so the hint names the methods that live inside it.
+    @Test func aVeNCryptOnlyServerGetsAHintToo() {
+        var configuration = RFBConnection.Configuration()
+        configuration.securityPreference = [.vncAuth]
+        var h = Harness(configuration: configuration)
+        h.feed(Array("RFB 003.008\n".utf8) + [1, 19])
+        guard case .noCommonSecurityType(let offered, _, let hint)? = h.closeError else {
+            Issue.record("expected noCommonSecurityType, got \(String(describing: h.closeError))")
+            return
+        }
+        #expect(offered == ["VeNCrypt(19)"])
+        #expect(hint?.contains("VeNCrypt") == true && hint?.contains("x509vnc") == true && hint?.contains("plain") == true, "\(String(describing: hint))")
     }
 
     @Test func veNCryptX509VncStartsTLSThenAuthenticatesInside() {
