@@ -184,7 +184,7 @@ struct TunUpCommand: AsyncParsableCommand {
         commandName: "up",
         abstract: "Create a TUN (or TAP) device, configure it, and hold it up until stopped.",
         discussion: """
-            The device is removed when the command ends (SIGINT or SIGTERM, or --duration). Nothing reads its packets; use it to test configuration, or to attach further queues from another program.
+            The device is removed when the command ends (SIGINT or SIGTERM, or --duration). Nothing reads its packets; use it to test configuration, or (made with --queues 2 or more) to attach further queues from another program.
 
             Example:
               farcast tun up tun7 --address 10.7.0.1/24 --address fd07::1/64 --mtu 1420

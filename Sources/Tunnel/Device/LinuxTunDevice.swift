@@ -173,10 +173,14 @@ extension TunDevice {
     }
 
     /// `TUNSETOFFLOAD` with USO first, without it on kernels older than 6.2 (EINVAL).
-    static func negotiateOffload(_ fd: Int32) throws(TunnelError) -> OffloadFeatures {
+    /// `setOffload` makes the call and returns 0 or the errno (tests give kernels that refuse).
+    static func negotiateOffload(_ fd: Int32, setOffload: (Int32, UInt32) -> Int32 = { fd, flags in
+        ioctl(fd, ctunnel_TUNSETOFFLOAD(), CInt(flags)) == 0 ? 0 : errno
+    }) throws(TunnelError) -> OffloadFeatures {
         for features in [OffloadFeatures.preferred, .withoutUSO] {
-            if ioctl(fd, ctunnel_TUNSETOFFLOAD(), CInt(features.rawValue)) == 0 { return features }
-            if errno != EINVAL { throw .system(operation: "TUNSETOFFLOAD", errno: errno) }
+            let code = setOffload(fd, features.rawValue)
+            if code == 0 { return features }
+            if code != EINVAL { throw .system(operation: "TUNSETOFFLOAD", errno: code) }
         }
         throw .unsupported("the kernel refuses checksum and TSO offload on TUN devices (TUNSETOFFLOAD: \(TunnelError.reason(EINVAL)))")
     }

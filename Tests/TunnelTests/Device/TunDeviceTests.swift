@@ -1,7 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import Tunnel
 
-/// The parts of `TunDevice` that need no kernel: name rules and the GRO switch's defaults.
+/// The parts of `TunDevice` that need no kernel: name rules, error wording, and how offload is
+/// negotiated with kernels that refuse parts of it.
 @Suite struct TunDeviceTests {
     @Test(arguments: ["tun0", "farcast%d", "a", "wg-home.1", "fifteen-bytes-x"])
     func namesTheKernelAcceptsPass(name: String) throws {
@@ -44,4 +48,23 @@ import Testing
         #expect(TunnelError.failed("TUNSETIFF", 13) == .notPermitted(operation: "TUNSETIFF", errno: 13))
         #expect(TunnelError.failed("TUNSETIFF", 16) == .system(operation: "TUNSETIFF", errno: 16))
     }
+
+    #if os(Linux)
+    /// A kernel before 6.2 refuses the USO flags with EINVAL: offload goes on without them. One
+    /// that refuses even checksum and TSO is unsupported; another error is reported as it is.
+    /// (This kernel has USO, so the fallback is driven through the call's stand-in.)
+    @Test func offloadFallsBackWithoutUSOWhereTheKernelLacksIt() throws {
+        let uso = OffloadFeatures([.uso4, .uso6]).rawValue
+        var tried: [UInt32] = []
+        let old = try TunDevice.negotiateOffload(-1) { _, flags in
+            tried.append(flags)
+            return flags & uso != 0 ? EINVAL : 0
+        }
+        #expect(old == .withoutUSO && !old.contains(.uso4))
+        #expect(tried == [OffloadFeatures.preferred.rawValue, OffloadFeatures.withoutUSO.rawValue])
+        #expect(try TunDevice.negotiateOffload(-1) { _, _ in 0 } == .preferred)
+        #expect(throws: TunnelError.self) { try TunDevice.negotiateOffload(-1) { _, _ in EINVAL } }
+        #expect(throws: TunnelError.system(operation: "TUNSETOFFLOAD", errno: EBADF)) { try TunDevice.negotiateOffload(-1) { _, _ in EBADF } }
+    }
+    #endif
 }

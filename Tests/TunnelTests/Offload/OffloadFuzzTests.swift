@@ -4,8 +4,8 @@ import Testing
 /// Mutation fuzzing of both offload directions: virtio-net headers and packets with random
 /// bytes changed, cut or grown, through the splitter, and random batches through the GRO table,
 /// as TUN packets and as TAP frames (an Ethernet header in front, which mutations hit too).
-/// Nothing may crash, write outside a slot, or disturb what the batch already held; every byte
-/// the table plans to write must come from the batch. Deterministic seeds; a longer run:
+/// Nothing may crash, write outside a slot, or disturb what the batch already held; the table's
+/// plan must write every packet of the batch exactly once, in writes no longer than 64 KiB. Deterministic seeds; a longer run:
 /// `FARCAST_FUZZ_ROUNDS=2000000 swift test --filter OffloadFuzzTests`.
 @Suite struct OffloadFuzzTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["FARCAST_FUZZ_ROUNDS"] ?? "") ?? 8_000
