@@ -356,6 +356,15 @@ struct TunPipeCommand: AsyncParsableCommand {
         var sendCalls: Int
         var receiveCalls: Int
         var udpDropped: Int
+        /// The same per queue, in queue order (the totals above are their sums).
+        var perQueue: [QueueReport]
+
+        struct QueueReport: Codable {
+            var packetsFromDevice: Int
+            var packetsToDevice: Int
+            var datagramsSent: Int
+            var datagramsReceived: Int
+        }
     }
 
     func run() async throws {
@@ -453,7 +462,9 @@ struct TunPipeCommand: AsyncParsableCommand {
                 malformedDropped: q.map(\.malformedDropped).reduce(0, +), deviceWriteDropped: q.map(\.writeDropped).reduce(0, +),
                 datagramsSent: u.map(\.datagramsSent).reduce(0, +), datagramsReceived: u.map(\.datagramsReceived).reduce(0, +),
                 sendCalls: u.map(\.sendCalls).reduce(0, +), receiveCalls: u.map(\.receiveCalls).reduce(0, +),
-                udpDropped: u.map(\.dropped).reduce(0, +))
+                udpDropped: u.map(\.dropped).reduce(0, +),
+                perQueue: zip(q, u).map { Report.QueueReport(packetsFromDevice: $0.packetsRead, packetsToDevice: $0.packetsWritten,
+                                                             datagramsSent: $1.datagramsSent, datagramsReceived: $1.datagramsReceived) })
             if global.json {
                 try printJSON(report)
             } else if !global.quiet {

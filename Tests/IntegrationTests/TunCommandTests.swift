@@ -126,6 +126,20 @@ struct TunCommandTests {
             }
         }
 
+        // With several queues, the kernel spreads flows over them by hash: 32 more UDP flows
+        // (32 source ports, to a port nobody listens on) make it all but certain that each
+        // queue gets some, so each queue's own path is seen to carry packets below.
+        if c.queues > 1 {
+            let spread = try a.run([python, "-c", """
+                import socket
+                for p in range(32):
+                    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    s.bind(("10.90.0.1", 41000 + p))
+                    for _ in range(4): s.sendto(b"q" * 200, ("10.90.0.2", 6999))
+                """], timeout: 30)
+            #expect(spread.status == 0, "\(spread.stderr)")
+        }
+
         // The receiving kernel verified every checksum: none failed.
         for ns in [a, b] {
             let snmp = try ns.check(["cat", "/proc/net/snmp"])
@@ -163,6 +177,16 @@ struct TunCommandTests {
             #expect(reportA["super_packets_split"] as? Int == 0)
         }
         #expect(reportA["malformed_dropped"] as? Int == 0 && reportB["device_write_dropped"] as? Int == 0, "\(reportA)\n\(reportB)")
+        // Every queue carried packets both ways: from its device queue to its UDP socket at A,
+        // and from its socket to its device queue at B.
+        let queuesA = reportA["per_queue"] as? [[String: Int]] ?? [], queuesB = reportB["per_queue"] as? [[String: Int]] ?? []
+        #expect(queuesA.count == c.queues && queuesB.count == c.queues, "\(reportA)")
+        for (i, queue) in queuesA.enumerated() {
+            #expect((queue["packets_from_device"] ?? 0) > 0 && (queue["datagrams_sent"] ?? 0) > 0, "A's queue \(i) carried nothing: \(queuesA)")
+        }
+        for (i, queue) in queuesB.enumerated() {
+            #expect((queue["datagrams_received"] ?? 0) > 0 && (queue["packets_to_device"] ?? 0) > 0, "B's queue \(i) carried nothing: \(queuesB)")
+        }
     }
 
     func pipeReport(_ pipe: BackgroundProcess) throws -> [String: Any] {
