@@ -80,9 +80,9 @@ public struct ServerInfo: Sendable, Equatable, Codable {
     /// The pixel format the client asked for and decodes.
     public var pixelFormat: String
 
-    /// True when the session is encrypted by anonymous TLS (TLSNone, TLSVnc, TLSPlain): safe
-    /// from eavesdropping, but nothing proved who the server is (a man in the middle is not
-    /// detected).
+    /// True when the session is encrypted by anonymous TLS (TLSNone, TLSVnc, TLSPlain, or the
+    /// older TLS type 18): safe from eavesdropping, but nothing proved who the server is (a man
+    /// in the middle is not detected).
     public var usesAnonymousTLS: Bool {
         SecurityMethod.allCases.first { $0.description == security }?.isAnonymousTLS ?? false
     }

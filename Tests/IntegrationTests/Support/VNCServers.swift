@@ -388,6 +388,8 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
 /// in its own process group, which is ended whole (the session bus and the accessibility bus
 /// GTK starts would outlive dbus-run-session).
 final class VinoServer: XDisplay, @unchecked Sendable {
+    // @unchecked: every stored property is immutable after init; the processes are only
+    // stopped by deinit (as for X11vncServer).
     let display: Int
     let port: Int
     let xvfb: BackgroundProcess
