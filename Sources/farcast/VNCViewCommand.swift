@@ -154,15 +154,19 @@ struct VNCViewCommand: AsyncParsableCommand {
             await viewer.waitUntilClosed()
             inputs.cancel()
             timer?.cancel()
-            if let failure = output?.close().failure { logger.warning("the audio output failed: \(failure)") }
+            let played = output?.close()
+            if let failure = played?.failure { logger.warning("the audio output failed: \(failure)") }
             if let failure { throw failure }
             let stats = viewer.statistics
             let summary = await session.summary()
+            if output != nil && !summary.audioOffered {
+                logger.warning("the server sent no audio: only QEMU's own VNC server has it (started with -vnc …,audiodev=ID)")
+            }
             if global.json {
                 try printJSON(ViewReport(framesPresented: stats.framesPresented, partialFrames: stats.partialFrames, updates: stats.updates,
                                          latencyP50Milliseconds: stats.latencyP50Milliseconds, latencyP95Milliseconds: stats.latencyP95Milliseconds,
                                          renderer: stats.renderer, quality: summary.quality, linkMegabitsPerSecond: summary.linkMbps,
-                                         encodings: summary.encodings, sessions: summary.sessions))
+                                         encodings: summary.encodings, sessions: summary.sessions, audioSeconds: played?.seconds))
             } else if !global.quiet {
                 let p50 = stats.latencyP50Milliseconds.map { String(format: "%.1f", $0) } ?? "–"
                 let p95 = stats.latencyP95Milliseconds.map { String(format: "%.1f", $0) } ?? "–"
@@ -188,6 +192,8 @@ struct ViewReport: Encodable {
     var linkMegabitsPerSecond: Double?
     var encodings: [String: Int]
     var sessions: Int
+    /// Seconds of QEMU audio played or written (with --audio).
+    var audioSeconds: Double?
 }
 
 /// One viewer window's life across connections: forwards the window's input to the current
@@ -204,6 +210,8 @@ actor ViewSession {
     private var encodings: [String: Int] = [:]
     private var lastBytes = 0
     private let audio: VNCAudioOutput?
+    /// A server confirmed audio (QEMU's, asked for with --audio) in some session.
+    private var audioOffered = false
 
     init(viewer: ViewerWindow, logger: Logger, autoQuality: Bool, audio: VNCAudioOutput? = nil) {
         self.viewer = viewer
@@ -249,6 +257,7 @@ actor ViewSession {
             }
         }
         for (encoding, count) in await client.rectanglesByEncoding { encodings["\(encoding)", default: 0] += count }
+        if await client.serverSupportsAudio { audioOffered = true }
         // The window keeps the last picture (for redraws, and until the next connection's first
         // update) once the client no longer lends it.
         let frames = viewer.frames
@@ -354,11 +363,17 @@ actor ViewSession {
         var linkMbps: Double?
         var encodings: [String: Int]
         var sessions: Int
+        var audioOffered: Bool
     }
 
     func summary() async -> Summary {
         var encodings = self.encodings
-        if let client { for (encoding, count) in await client.rectanglesByEncoding { encodings["\(encoding)", default: 0] += count } }
-        return Summary(quality: quality.map { "\($0.choice) (auto)" } ?? "fixed", linkMbps: quality?.megabitsPerSecond, encodings: encodings, sessions: sessions)
+        var audioOffered = self.audioOffered
+        if let client {
+            for (encoding, count) in await client.rectanglesByEncoding { encodings["\(encoding)", default: 0] += count }
+            if await client.serverSupportsAudio { audioOffered = true }
+        }
+        return Summary(quality: quality.map { "\($0.choice) (auto)" } ?? "fixed", linkMbps: quality?.megabitsPerSecond, encodings: encodings,
+                       sessions: sessions, audioOffered: audioOffered)
     }
 }

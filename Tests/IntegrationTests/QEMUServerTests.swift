@@ -41,43 +41,16 @@ struct QEMUServerTests {
         }
     }
 
-    /// A guest's sound over QEMU audio (pseudo-encoding −259): the PC boots a floppy whose boot
-    /// sector sounds the PC speaker at 1193182 / 1193 ≈ 1000 Hz forever; `watch --audio` writes
-    /// it to a WAV file and plays it on an ALSA device (ALSA's file plugin, defined in the
-    /// ~/.asoundrc of a private HOME, records what reaches the device). Both carry a 1 kHz tone.
+    /// A guest's sound over QEMU audio (pseudo-encoding −259): `watch --audio` writes the beeping
+    /// guest's tone to a WAV file and plays it on an ALSA device (ALSA's file plugin records
+    /// what reaches the device). Both carry a 1 kHz tone. (`view --audio`: VNCViewerWindowTests.)
     @Test func aGuestsSoundReachesAWAVFileAndAnALSADevice() throws {
         let folder = try TemporaryFolder()
-        // mov al,0xB6; out 0x43,al; mov ax,1193; out 0x42,al; mov al,ah; out 0x42,al;
-        // in al,0x61; or al,3; out 0x61,al; hlt; jmp $-1 — then the boot signature.
-        let code: [UInt8] = [0xB0, 0xB6, 0xE6, 0x43, 0xB8, 0xA9, 0x04, 0xE6, 0x42, 0x88, 0xE0, 0xE6, 0x42, 0xE4, 0x61, 0x0C, 0x03,
-                             0xE6, 0x61, 0xF4, 0xEB, 0xFD]
-        var floppy = code + [UInt8](repeating: 0, count: 510 - code.count) + [0x55, 0xAA]
-        floppy += [UInt8](repeating: 0, count: 1_474_560 - floppy.count)
-        let image = folder.path + "/beep.img"
-        try Data(floppy).write(to: URL(fileURLWithPath: image))
-        let server = try QEMUVNCServer(folder: folder, running: true, vncOptions: ",audiodev=snd0", machine: "pc,pcspk-audiodev=snd0",
-                                       extra: ["-audiodev", "none,id=snd0", "-drive", "file=\(image),format=raw,if=floppy"])
-        let home = folder.path + "/home"
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let captured = folder.path + "/alsa.raw"
-        try "pcm.farcasttest { type file slave.pcm \"null\" file \"\(captured)\" format \"raw\" }\n"
-            .write(toFile: home + "/.asoundrc", atomically: true, encoding: .utf8)
+        let server = try QEMUVNCServer.beeping(in: folder)
+        let device = try ALSACaptureDevice(in: folder)
         func watch(_ destination: String) throws -> ProcessResult {
             try run(try farcastBinary(), ["vnc", "watch", "127.0.0.1::\(server.port)", "--duration", "3", "--audio", destination, "--json"],
-                    environment: ["XDG_STATE_HOME": folder.path + "/state", "HOME": home, "PATH": "/usr/bin:/bin"], timeout: 60)
-        }
-        /// The left channel's frequency from zero crossings, and its length in seconds.
-        func tone(_ bytes: [UInt8], skipping header: Int) -> (hertz: Double, seconds: Double) {
-            let frames = (bytes.count - header) / 4
-            var crossings = 0, previous: Int16 = 0
-            for f in 0..<frames {
-                let i = header + f * 4
-                let left = Int16(bitPattern: UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8)
-                if f > 0 && (left < 0) != (previous < 0) { crossings += 1 }
-                previous = left
-            }
-            let seconds = Double(frames) / 48000
-            return (Double(crossings) / 2 / max(seconds, 1e-9), seconds)
+                    environment: ["XDG_STATE_HOME": folder.path + "/state", "HOME": device.home, "PATH": "/usr/bin:/bin"], timeout: 60)
         }
 
         let wav = folder.path + "/guest.wav"
@@ -85,13 +58,12 @@ struct QEMUServerTests {
         #expect(toFile.status == 0, "stderr: \(toFile.stderr)")
         #expect(toFile.stdout.contains("\"audio_seconds\""), "stdout: \(toFile.stdout)")
         let written = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: wav))) ?? Data())
-        let fileTone = tone(written, skipping: 44)
+        let fileTone = LeftChannelTone(written, skipping: 44)
         #expect(fileTone.seconds > 2 && abs(fileTone.hertz - 1000) < 20, "the WAV file: \(fileTone)")
 
-        let toDevice = try watch("alsa:farcasttest")
+        let toDevice = try watch("alsa:\(ALSACaptureDevice.name)")
         #expect(toDevice.status == 0, "stderr: \(toDevice.stderr)")
-        let played = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: captured))) ?? Data())
-        let deviceTone = tone(played, skipping: 0)
+        let deviceTone = LeftChannelTone(device.captured, skipping: 0)
         #expect(deviceTone.seconds > 2 && abs(deviceTone.hertz - 1000) < 20, "what reached the ALSA device: \(deviceTone)")
     }
 

@@ -88,10 +88,46 @@ struct VNCSecurityChoiceTests {
                 return (s, s)
             },
             offered: [19, 18], subtypes: [258, 261], chosen: "X509Vnc"),
-        // Debian's x11vnc 0.9.16 also offers type 18 ("ANONTLS") under -ssl, but with OpenSSL 3
-        // its side of the handshake fails for every client ("no shared cipher": it does not
-        // lower OpenSSL's security level for its anonymous suites), so vino, where the type
-        // comes from, is the peer for it.
+        Row(name: "x11vnc 0.9.16 -ssl TMP without a password",
+            server: { folder, _ in
+                let s = try X11vncServer(password: nil, folder: folder, extra: ["-ssl", "TMP"], startupTimeout: 60)
+                return (s, s)
+            },
+            offered: [19, 18], subtypes: [257, 260], chosen: "X509None"),
+        Row(name: "x11vnc 0.9.16 -ssl TMP -vencrypt nodh:only -anontls never (X509 only)",
+            server: { folder, pw in
+                let s = try X11vncServer(password: pw.password, folder: folder,
+                                         extra: ["-ssl", "TMP", "-vencrypt", "nodh:only", "-anontls", "never"], startupTimeout: 60)
+                return (s, s)
+            },
+            offered: [19], subtypes: [261], chosen: "X509Vnc"),
+        // -unixpw checks the login with su(1), typing the password into it: a user with a shell,
+        // and an ASCII password (a UTF-8 one fails inside x11vnc's su exchange; Xvnc's Plain
+        // rows above show farcast sends UTF-8 correctly).
+        Row(name: "x11vnc 0.9.16 -unixpw -ssl TMP -vencrypt plain:support with a Unix user",
+            server: { folder, _ in
+                let user = try PAMUser(password: "x11vnc plain", shell: "/bin/sh", in: folder)
+                let s = try X11vncServer(password: nil, folder: folder, extra: ["-unixpw", "-ssl", "TMP", "-vencrypt", "plain:support"],
+                                         startupTimeout: 60, pamUser: user)
+                return (s, s)
+            },
+            offered: [19, 18], subtypes: [259, 262], chosen: "X509Plain", username: "fcplain",
+            passwordOverride: { _ in "x11vnc plain" }),
+        // x11vnc's anonymous suites need OpenSSL's security level lowered (see X11vncServer).
+        Row(name: "x11vnc 0.9.16 -ssl TMP -vencrypt nox509:support (anonymous only)",
+            server: { folder, pw in
+                let s = try X11vncServer(password: pw.password, folder: folder, extra: ["-ssl", "TMP", "-vencrypt", "nox509:support"],
+                                         startupTimeout: 60, anonymousTLS: true)
+                return (s, s)
+            },
+            offered: [19, 18], subtypes: [258], chosen: "TLSVnc"),
+        Row(name: "x11vnc 0.9.16 -ssl TMP -vencrypt never (the older TLS type 18 alone)",
+            server: { folder, pw in
+                let s = try X11vncServer(password: pw.password, folder: folder, extra: ["-ssl", "TMP", "-vencrypt", "never"],
+                                         startupTimeout: 60, anonymousTLS: true)
+                return (s, s)
+            },
+            offered: [18], subtypes: [], chosen: "AnonTLS"),
         Row(name: "vino 3.22 require-encryption, VNC password (the older TLS type 18)",
             server: { folder, pw in let s = try VinoServer(password: pw.password, folder: folder); return (s, s) },
             offered: [18], subtypes: [], chosen: "AnonTLS"),
@@ -165,6 +201,32 @@ struct VNCSecurityChoiceTests {
         #expect(info?.security == row.chosen, "\(row.name): chose \(String(describing: info?.security))")
         try await client.waitForFirstFrame(timeout: .seconds(20))
         await client.close()
+    }
+
+    /// VeNCrypt is entered for the first preferred method that can only live inside it, and its
+    /// subtypes show only then. Against x11vnc offering VeNCrypt with nothing but TLSVnc inside
+    /// and the older type 18 beside it, `--security x509vnc,anontls` finds no X509 subtype, and
+    /// the client connects again without VeNCrypt and completes type 18. With `--security
+    /// x509vnc` alone there is nothing to fall back to: the failure names what would work.
+    @Test func veNCryptWithNothingUsableInsideReconnectsWithoutIt() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try X11vncServer(password: passwords.password, folder: folder, extra: ["-ssl", "TMP", "-vencrypt", "nox509:support"],
+                                      startupTimeout: 60, anonymousTLS: true)
+        let environment = ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"]
+        let fallback = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain,
+                                                    "--security", "x509vnc,anontls", "--json", "-v"],
+                               environment: environment, timeout: 60)
+        #expect(fallback.status == 0, "stderr: \(fallback.stderr)")
+        #expect(fallback.stdout.contains("\"security\":\"AnonTLS\""), "stdout: \(fallback.stdout)")
+        #expect(fallback.stderr.contains("VeNCrypt offered nothing usable; connecting again without it")
+                && fallback.stderr.contains("TLSVnc(258)"), "stderr: \(fallback.stderr)")
+        let nothing = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain,
+                                                   "--security", "x509vnc"],
+                              environment: environment, timeout: 60)
+        #expect(nothing.status == 1, "stdout: \(nothing.stdout) stderr: \(nothing.stderr)")
+        #expect(nothing.stderr.contains("TLSVnc") && nothing.stderr.contains("--security") && nothing.stderr.contains("tlsvnc"),
+                "stderr: \(nothing.stderr)")
     }
 
     /// The first-contact failure as a user met it: `farcast vnc info` against Xvnc started with

@@ -471,6 +471,41 @@ struct VNCViewerWindowTests {
         #expect(Self.report(viewer.log)?["frames_presented"] as? Int ?? 0 > 0, "frames were presented: \(viewer.log)")
     }
 
+    /// `view --audio`: while the window shows a beeping QEMU guest, its 1 kHz tone plays on an
+    /// ALSA device (ALSA's file plugin records what reaches it), and the report counts the
+    /// seconds played. A server with no audio (Xvnc) gets a warning that says where audio
+    /// comes from, and the window works as without the option.
+    @Test func aGuestsSoundPlaysWhileTheWindowShowsIt() throws {
+        let server = try QEMUVNCServer.beeping(in: folder)
+        let device = try ALSACaptureDevice(in: folder)
+        let screen = try ViewerScreen()
+        var env = screen.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        env["HOME"] = device.home
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(server.port)", "--security", "none", "--no-clipboard",
+                                                                "--audio", "alsa:\(ALSACaptureDevice.name)", "--duration", "4", "--json"],
+                                           environment: env, logName: "farcast-view")
+        defer { viewer.stop() }
+        _ = try screen.viewerWindow(viewer)
+        #expect(viewer.waitForExit(timeout: 20), "the window closes after --duration")
+        #expect(viewer.terminationStatus == 0, "log: \(viewer.log)")
+        let tone = LeftChannelTone(device.captured, skipping: 0)
+        #expect(tone.seconds > 2 && abs(tone.hertz - 1000) < 20, "what reached the ALSA device: \(tone)")
+        let played = Self.report(viewer.log)?["audio_seconds"] as? Double
+        #expect(played.map { $0 > 2 } == true, "audio_seconds in the report: \(viewer.log)")
+        #expect(!viewer.log.contains("sent no audio"), "log: \(viewer.log)")
+
+        let silent = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
+        let quiet = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(silent.port)", "--no-clipboard",
+                                                               "--audio", folder.path + "/none.wav", "--duration", "6", "--json"],
+                                          environment: env, logName: "farcast-view")
+        defer { quiet.stop() }
+        let window = try screen.viewerWindow(quiet)
+        try expectWindowShowsServer(window, on: screen, silent, "a server without audio")
+        #expect(quiet.waitForExit(timeout: 20) && quiet.terminationStatus == 0, "log: \(quiet.log)")
+        #expect(quiet.log.contains("the server sent no audio") && quiet.log.contains("audiodev"), "log: \(quiet.log)")
+    }
+
     @Test func withoutADisplayTheViewerSaysSoAndExits() throws {
         let server = try XvncServer(geometry: "400x300", securityTypes: "None", passwords: nil)
         var env = ProcessInfo.processInfo.environment

@@ -297,7 +297,9 @@ struct PAMUser {
     private let passwd: String
     private let shadow: String
 
-    init(name: String = "fcplain", password: String = "pläin pass", in folder: TemporaryFolder) throws {
+    /// `shell`: x11vnc checks a -unixpw login by running `su` as the user, which needs a shell
+    /// that runs commands.
+    init(name: String = "fcplain", password: String = "pläin pass", shell: String = "/usr/sbin/nologin", in folder: TemporaryFolder) throws {
         self.name = name
         self.password = password
         passwd = folder.path + "/passwd"
@@ -305,7 +307,7 @@ struct PAMUser {
         let hashed = try run(try requireExecutable("openssl", package: "openssl"), ["passwd", "-6", "-stdin"], stdin: Data((password + "\n").utf8))
         guard hashed.status == 0 else { throw PeerFailed(name: "openssl passwd", log: hashed.stderr) }
         let hash = hashed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        try (try String(contentsOfFile: "/etc/passwd", encoding: .utf8) + "\(name):x:64123:64123:farcast test:/nonexistent:/usr/sbin/nologin\n")
+        try (try String(contentsOfFile: "/etc/passwd", encoding: .utf8) + "\(name):x:64123:64123:farcast test:/nonexistent:\(shell)\n")
             .write(toFile: passwd, atomically: true, encoding: .utf8)
         try (try String(contentsOfFile: "/etc/shadow", encoding: .utf8) + "\(name):\(hash):19000:0:99999:7:::\n")
             .write(toFile: shadow, atomically: true, encoding: .utf8)
@@ -320,11 +322,12 @@ struct PAMUser {
         return path
     }
 
-    func launch(_ executable: String, _ arguments: [String], logName: String) throws -> BackgroundProcess {
+    func launch(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, logName: String) throws -> BackgroundProcess {
         // unshare execs the shell, which execs the server: the process stopped is the server.
         let script = "mount --bind \"$1\" /etc/passwd && mount --bind \"$2\" /etc/shadow && shift 2 && exec \"$@\""
         return try BackgroundProcess(try requireExecutable("unshare", package: "util-linux"),
-                                     ["-m", "sh", "-c", script, "sh", passwd, shadow, executable] + arguments, logName: logName)
+                                     ["-m", "sh", "-c", script, "sh", passwd, shadow, executable] + arguments,
+                                     environment: environment, logName: logName)
     }
 }
 
@@ -349,8 +352,18 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
 
     /// `tlsFromTheFirstByte`: the server speaks TLS before the banner (`-sslonly`), so readiness
     /// is the port alone.
+    ///
+    /// `pamUser`: a user x11vnc's -unixpw can check (it runs in a mount namespace that sees the
+    /// user's passwd and shadow entries).
+    ///
+    /// `anonymousTLS`: x11vnc 0.9.16's anonymous suites (ANONTLS and the VeNCrypt TLS* subtypes)
+    /// are ADH ciphers, which OpenSSL 3 refuses at its default security level; x11vnc does not
+    /// lower it (later versions do), so every client's handshake fails with "no shared cipher".
+    /// The server then gets an OpenSSL configuration of its own at level 0, as a user running
+    /// this x11vnc for anonymous TLS would have to give it.
     init(geometry: String = "400x300", password: String?, folder: TemporaryFolder, extra: [String] = [],
-         startupTimeout: TimeInterval = 30, tlsFromTheFirstByte: Bool = false) throws {
+         startupTimeout: TimeInterval = 30, tlsFromTheFirstByte: Bool = false, anonymousTLS: Bool = false,
+         pamUser: PAMUser? = nil) throws {
         display = DisplayNumbers.allocate()
         port = 5900 + DisplayNumbers.allocate()
         xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
@@ -365,7 +378,25 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
             guard stored.status == 0 else { throw PeerFailed(name: "x11vnc -storepasswd", log: stored.stderr) }
             arguments = arguments.filter { $0 != "-nopw" } + ["-rfbauth", file]
         }
-        server = try BackgroundProcess(x11vnc, arguments + extra, logName: "x11vnc")
+        var environment: [String: String]? = nil
+        if anonymousTLS {
+            let configuration = folder.path + "/x11vnc-openssl-\(display).cnf"
+            try """
+            openssl_conf = init
+            [init]
+            ssl_conf = ssl
+            [ssl]
+            system_default = defaults
+            [defaults]
+            CipherString = ALL:@SECLEVEL=0
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+            environment = ProcessInfo.processInfo.environment.merging(["OPENSSL_CONF": configuration]) { $1 }
+        }
+        if let pamUser {
+            server = try pamUser.launch(x11vnc, arguments + extra, environment: environment, logName: "x11vnc")
+        } else {
+            server = try BackgroundProcess(x11vnc, arguments + extra, environment: environment, logName: "x11vnc")
+        }
         try waitForTCPPort(port, timeout: startupTimeout, process: server)
         // x11vnc listens before its main loop runs: wait until it greets, and if it never does,
         // fail here with its log rather than later with a client-side timeout.
