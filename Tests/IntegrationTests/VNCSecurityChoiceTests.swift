@@ -229,6 +229,24 @@ struct VNCSecurityChoiceTests {
                 "stderr: \(nothing.stderr)")
     }
 
+    /// Debian's x11vnc 0.9.16 as it starts by default under OpenSSL 3 refuses every anonymous
+    /// suite (its log: "no shared cipher"): the failure says so and what to do about it, for
+    /// the VeNCrypt subtype and for type 18 alike.
+    @Test func anAnonymousTLSServerRefusingEverySuiteIsExplained() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try X11vncServer(password: passwords.password, folder: folder, extra: ["-ssl", "TMP", "-vencrypt", "nox509:support"],
+                                      startupTimeout: 60)
+        for security in ["tlsvnc", "anontls"] {
+            let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--password-file", passwords.plain,
+                                                      "--security", security],
+                                 environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
+            #expect(result.status == 1, "\(security): stdout: \(result.stdout) stderr: \(result.stderr)")
+            #expect(result.stderr.contains("accepted none of the anonymous cipher suites") && result.stderr.contains("@SECLEVEL=0")
+                    && result.stderr.contains("x509vnc"), "\(security): stderr: \(result.stderr)")
+        }
+    }
+
     /// The first-contact failure as a user met it: `farcast vnc info` against Xvnc started with
     /// no -SecurityTypes, with the right password, logs in (it used to report "authentication
     /// failed").

@@ -132,7 +132,14 @@ final class AnonymousTLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         let code = SSL_get_error(ssl, result)
         if code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE { return }
-        fail(context, "the anonymous TLS handshake failed (\(Self.lastError()))")
+        // A handshake_failure alert before any server hello: nothing we offered was acceptable,
+        // which for anonymous suites is a server whose OpenSSL refuses them.
+        let errors = Self.errorQueue()
+        let refused = SSL_get_current_cipher(ssl) == nil
+            && errors.codes.contains { Int32($0 & 0x7FFFFF) == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE }
+        var reason = "the anonymous TLS handshake failed (\(errors.text))"
+        if refused { reason += Self.anonymousSuitesRefusedHint }
+        fail(context, reason)
     }
 
     private func readPlaintext(_ context: ChannelHandlerContext) {
@@ -214,12 +221,25 @@ final class AnonymousTLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// OpenSSL's reasons for the last failure, without its file names.
-    private static func lastError() -> String {
+    static let anonymousSuitesRefusedHint = """
+        : the server accepted none of the anonymous cipher suites. x11vnc 0.9.16 on OpenSSL 3 \
+        refuses them unless started with OPENSSL_CONF naming a configuration with \
+        "CipherString = ALL:@SECLEVEL=0"; a server certificate and an X509 method (x509vnc, \
+        x509none) avoid anonymous TLS altogether
+        """
+
+    private static func lastError() -> String { errorQueue().text }
+
+    /// OpenSSL's error queue, emptied: the codes, and their reasons as text. (The reason is the
+    /// code's low 23 bits, ERR_GET_REASON.)
+    private static func errorQueue() -> (codes: [UInt], text: String) {
+        var codes: [UInt] = []
         var reasons: [String] = []
         while case let code = ERR_get_error(), code != 0 {
+            codes.append(code)
             if let reason = ERR_reason_error_string(code) { reasons.append(String(cString: reason)) }
         }
-        return reasons.isEmpty ? "no reason given" : reasons.joined(separator: "; ")
+        return (codes, reasons.isEmpty ? "no reason given" : reasons.joined(separator: "; "))
     }
 }
 #endif
