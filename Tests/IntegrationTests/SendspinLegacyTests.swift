@@ -2,6 +2,7 @@ import FarcastSupport
 import Foundation
 import Logging
 import Sendspin
+import Synchronization
 import Testing
 
 /// The opt-in legacy wire against aiosendspin 5.3.0, a server that speaks only it: it closes
@@ -9,27 +10,55 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct SendspinLegacyTests {
     static func play(_ url: String, allowLegacy: Bool, codec: String = "pcm", store: PlayerStore? = nil, wav: String,
-                     seconds: Double = 8) async throws -> SendspinPlayer.Report {
+                     seconds: Double = 8, trace: (@Sendable ([ChunkTrace]) -> Void)? = nil) async throws -> SendspinPlayer.Report {
         var options = SendspinPlayer.Options()
         options.name = "farcast-legacy"
         options.formats = SendspinPlayer.formats(preferring: codec)
         options.duration = .milliseconds(Int(seconds * 1000))
         options.allowLegacy = allowLegacy
         options.store = store
-        return try await SendspinPlayer(options: options).play(url: url, sink: WAVSink(path: wav), logger: Logger(label: "test"))
+        return try await SendspinPlayer(options: options).play(url: url, sink: WAVSink(path: wav), logger: Logger(label: "test"), trace: trace)
+    }
+
+    /// The late chunks of a trace that were the player's fault: those that arrived with at
+    /// least `margin` µs to spare before their moment (their server timestamp on the clock the
+    /// player converged to, taken from the last chunk played) and still missed it. A chunk the
+    /// server sends after its own moment is late whatever the player does; aiosendspin 5.3.0
+    /// sends such chunks within its 2 s grace when its first stream starts slowly.
+    static func lateThroughThePlayer(_ traces: [ChunkTrace], margin: Int64 = 40_000) -> (faults: [String], serverLate: Int) {
+        guard let last = traces.last(where: { $0.outcome == "played" }) else { return (["no chunk played"], 0) }
+        let shift = last.predictedPlayUs - last.serverTimestampUs
+        var faults: [String] = []
+        var serverLate = 0
+        for trace in traces where trace.outcome == "late" {
+            let lead = trace.serverTimestampUs + shift - trace.arrivalUs
+            if lead >= margin {
+                faults.append("chunk \(trace.serverTimestampUs) arrived \(lead / 1000) ms ahead (filter error \(trace.filterErrorUs.map(String.init) ?? "none yet") µs) and was late")
+            } else {
+                serverLate += 1
+            }
+        }
+        return (faults, serverLate)
     }
 
     @Test func allowLegacyFallsBackAndPlaysPCMInSync() async throws {
         let folder = try TemporaryFolder()
         let server = try LegacySendspinServer()
-        let report = try await Self.play(server.url, allowLegacy: true, wav: folder.path + "/legacy.wav", seconds: 12)
+        let traces = Mutex<[ChunkTrace]>([])
+        let report = try await Self.play(server.url, allowLegacy: true, wav: folder.path + "/legacy.wav", seconds: 12,
+                                         trace: { all in traces.withLock { $0 = all } })
         #expect(report.serverName == "legacy-test")
         #expect(report.codec == "pcm" && report.sampleRate == 48000)
         #expect(report.chunksPlayed > 300, "played \(report.chunksPlayed)")
-        // A chunk or two may come late right after the fallback's second connection, before the
-        // first time exchange (seen once in a full run on a quiet machine; the tone stays
-        // unbroken, which is checked below). More than that is a real fault.
-        #expect(report.chunksLate <= 2 && report.chunksDropped == 0, "late \(report.chunksLate), dropped \(report.chunksDropped)")
+        #expect(report.chunksDropped == 0, "dropped \(report.chunksDropped)")
+        // Every chunk that arrived in time played: none was late through the player (a clock
+        // synchronized too slowly after the fallback's second connection, a stall). Chunks the
+        // server itself sent after their moment are counted, not held against the player; a
+        // cold server did that once in a CI run (10 chunks after a 2 s stall of its own).
+        let late = Self.lateThroughThePlayer(traces.withLock { $0 })
+        #expect(late.faults.isEmpty, "late through the player: \(late.faults.prefix(5)); sent late by the server: \(late.serverLate)")
+        #expect(late.serverLate + late.faults.count == report.chunksLate, "every late chunk is in the trace")
+        #expect(late.serverLate <= 25, "the server sent \(late.serverLate) chunks after their moment: it stalled for half a second or more")
         #expect(report.maxOutputErrorUs <= 1000, "max output error \(report.maxOutputErrorUs) µs")
         try SendspinServerTests.expectUnbrokenTone(folder.path + "/legacy.wav")
         #expect(server.process.log.contains("ready, roles"), "the server admitted the legacy hello: \(server.process.log.suffix(800))")
@@ -39,9 +68,13 @@ struct SendspinLegacyTests {
     @Test func flacOverTheLegacyWire() async throws {
         let folder = try TemporaryFolder()
         let server = try LegacySendspinServer(codec: "flac")
-        let report = try await Self.play(server.url, allowLegacy: true, codec: "flac", wav: folder.path + "/legacy-flac.wav")
+        let traces = Mutex<[ChunkTrace]>([])
+        let report = try await Self.play(server.url, allowLegacy: true, codec: "flac", wav: folder.path + "/legacy-flac.wav",
+                                         trace: { all in traces.withLock { $0 = all } })
         #expect(report.codec == "flac")
-        #expect(report.chunksPlayed > 40 && report.chunksLate == 0, "played \(report.chunksPlayed), late \(report.chunksLate)")
+        #expect(report.chunksPlayed > 40, "played \(report.chunksPlayed)")
+        let late = Self.lateThroughThePlayer(traces.withLock { $0 })
+        #expect(late.faults.isEmpty && late.serverLate <= 25, "late through the player: \(late.faults.prefix(5)); sent late by the server: \(late.serverLate)")
         try SendspinServerTests.expectUnbrokenTone(folder.path + "/legacy-flac.wav")
     }
 
