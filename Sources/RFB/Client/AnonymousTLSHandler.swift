@@ -220,7 +220,7 @@ final class AnonymousTLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         writeBIO = nil
     }
 
-    /// OpenSSL's reasons for the last failure, without its file names.
+    /// Added to a handshake failure when the server refused every suite offered.
     static let anonymousSuitesRefusedHint = """
         : the server accepted none of the anonymous cipher suites. x11vnc 0.9.16 on OpenSSL 3 \
         refuses them unless started with OPENSSL_CONF naming a configuration with \
@@ -228,6 +228,7 @@ final class AnonymousTLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         x509none) avoid anonymous TLS altogether
         """
 
+    /// OpenSSL's reasons for the last failure, without its file names.
     private static func lastError() -> String { errorQueue().text }
 
     /// OpenSSL's error queue, emptied: the codes, and their reasons as text. (The reason is the
