@@ -65,6 +65,36 @@ struct SendspinLegacyTests {
         #expect(server.process.log.contains("goodbye"), "the server saw the goodbye: \(server.process.log.suffix(800))")
     }
 
+    /// A server that stalls right after greeting the player (as a cold aiosendspin did in CI,
+    /// 2 s between its hello and its stream): the player's first time exchanges go unanswered
+    /// while the player's state waits in the server's socket, and the stream starts when the
+    /// server wakes. The clock must be synchronized before the first chunks are due: every
+    /// chunk that arrived ahead of its moment plays. (Before, the unanswered bursts used up the
+    /// two quick ones, the next came 500 ms after the stall, and the stream's first 10 chunks
+    /// were lost.)
+    @Test func aServerStallingAfterItsHelloLosesNoChunkOfTheStream() async throws {
+        let folder = try TemporaryFolder()
+        let server = try LegacySendspinServer()
+        let pid = server.process.pid
+        let traces = Mutex<[ChunkTrace]>([])
+        var options = SendspinPlayer.Options()
+        options.name = "farcast-legacy"
+        options.formats = SendspinPlayer.formats(preferring: "pcm")
+        options.duration = .seconds(6)
+        options.allowLegacy = true
+        var observer = SendspinPlayer.SessionObserver()
+        observer.hello = { _, _ in
+            kill(pid, SIGSTOP)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { kill(pid, SIGCONT) }
+        }
+        options.observer = observer
+        let report = try await SendspinPlayer(options: options).play(url: server.url, sink: WAVSink(path: folder.path + "/stall.wav"),
+                                                                     logger: Logger(label: "test"), trace: { all in traces.withLock { $0 = all } })
+        #expect(report.chunksPlayed > 100, "played \(report.chunksPlayed)")
+        let late = Self.lateThroughThePlayer(traces.withLock { $0 })
+        #expect(late.faults.isEmpty, "late through the player: \(late.faults.prefix(5)); sent late by the server: \(late.serverLate)")
+    }
+
     @Test func flacOverTheLegacyWire() async throws {
         let folder = try TemporaryFolder()
         let server = try LegacySendspinServer(codec: "flac")

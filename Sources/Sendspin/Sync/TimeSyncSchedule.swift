@@ -3,8 +3,11 @@
 ///
 /// Exchanges come in bursts; of each burst only the exchange with the smallest max error
 /// (half the round trip minus the server's holding time) is kept, since the others measured the
-/// same offset through a noisier path. Two bursts run back to back so the filter converges at
-/// once, then one every 500 ms for the next ten seconds, then one every 2 s.
+/// same offset through a noisier path. Two answered bursts run back to back so the filter
+/// converges at once, then one every 500 ms for the next ten seconds, then one every 2 s. A burst
+/// nothing answered (a server stalled at start, its exchange timed out) does not count: the two
+/// quick ones come once the server answers, not 500 ms apart after it, which left a stream that
+/// started right after a stall unplayable until the clock caught up.
 public struct TimeSyncSchedule: Sendable {
     /// One client/time exchange (µs): sent, server received, server sent, answer received.
     public struct Exchange: Sendable, Equatable {
@@ -26,7 +29,7 @@ public struct TimeSyncSchedule: Sendable {
 
     /// Exchanges per burst.
     public let burstSize: Int
-    /// Bursts completed so far.
+    /// Bursts completed so far that got at least one answer.
     public private(set) var burstsDone = 0
     private var best: (exchange: Exchange, maxError: Int64)?
     private var exchangesInBurst = 0
@@ -51,7 +54,7 @@ public struct TimeSyncSchedule: Sendable {
         let chosen = best?.exchange
         best = nil
         exchangesInBurst = 0
-        burstsDone += 1
+        if chosen != nil { burstsDone += 1 }
         let pause = burstsDone < 2 ? 20 : burstsDone < 22 ? 500 : 2000
         return (chosen, pause)
     }

@@ -26,20 +26,37 @@ struct TimeSyncScheduleTests {
         #expect(schedule.endBurst().chosen == Self.exchange(at: 50_000, roundTrip: 5000))
     }
 
-    @Test func aBurstWithNoAnswerChoosesNothing() {
+    @Test func aBurstWithNoAnswerChoosesNothingAndDoesNotCount() {
         var schedule = TimeSyncSchedule(burstSize: 8)
         let (chosen, pause) = schedule.endBurst()
         #expect(chosen == nil)
         #expect(pause == 20)
-        #expect(schedule.burstsDone == 1)
+        #expect(schedule.burstsDone == 0)
     }
 
     @Test func twoBurstsBackToBackThenEveryHalfSecondForTenSecondsThenEveryTwo() {
         var schedule = TimeSyncSchedule()
-        let pauses = (0..<25).map { _ in schedule.endBurst().pauseMs }
+        let pauses = (0..<25).map { i in
+            schedule.record(Self.exchange(at: Int64(i) * 1_000_000, roundTrip: 300))
+            return schedule.endBurst().pauseMs
+        }
         #expect(pauses[0] == 20)
         #expect(pauses[1...20].allSatisfy { $0 == 500 }, "\(pauses)")
         #expect(pauses[21...].allSatisfy { $0 == 2000 }, "\(pauses)")
+    }
+
+    /// A server that stalls at the start (its answers time out): however many bursts go
+    /// unanswered, the first two it answers still run back to back, so the clock is
+    /// synchronized moments after the stall instead of 500 ms later.
+    @Test func unansweredBurstsKeepTheQuickStartForTheFirstTwoAnswered() {
+        var schedule = TimeSyncSchedule(burstSize: 4)
+        for _ in 0..<3 { #expect(schedule.endBurst().pauseMs == 20) }
+        schedule.record(Self.exchange(at: 3_000_000, roundTrip: 400))
+        let first = schedule.endBurst()
+        #expect(first.chosen != nil && first.pauseMs == 20)
+        schedule.record(Self.exchange(at: 3_020_000, roundTrip: 400))
+        #expect(schedule.endBurst().pauseMs == 500)
+        #expect(schedule.burstsDone == 2)
     }
 
     @Test func aBurstSizeBelowOneStillExchangesOnce() {
