@@ -8,6 +8,8 @@ import Sendspin
 /// written on a queue of their own, so a device that blocks never holds up the session.
 final class VNCAudioOutput: Sendable {
     static let format = RFBAudioFormat(sample: .s16, channels: 2, sampleRate: 48000)
+    /// Logged when --audio was given and the server never confirmed audio.
+    static let serverSentNone = "the server sent no audio: only QEMU's own VNC server has it (started with -vnc …,audiodev=ID)"
 
     enum Destination: Sendable, Equatable {
         case alsa(String)

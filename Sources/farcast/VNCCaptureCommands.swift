@@ -279,7 +279,7 @@ struct VNCWatchCommand: AsyncParsableCommand {
             let played = output?.close()
             if let failure = played?.failure { throw CommandFailure(message: "the audio output failed: \(failure)") }
             if output != nil && !audioOffered {
-                logger.warning("the server sent no audio: only QEMU's own VNC server has it (started with -vnc …,audiodev=ID)")
+                logger.warning("\(VNCAudioOutput.serverSentNone)")
             }
             let cpu = cpuSeconds() - cpuBefore
             switch ended {

@@ -160,7 +160,7 @@ struct VNCViewCommand: AsyncParsableCommand {
             let stats = viewer.statistics
             let summary = await session.summary()
             if output != nil && !summary.audioOffered {
-                logger.warning("the server sent no audio: only QEMU's own VNC server has it (started with -vnc …,audiodev=ID)")
+                logger.warning("\(VNCAudioOutput.serverSentNone)")
             }
             if global.json {
                 try printJSON(ViewReport(framesPresented: stats.framesPresented, partialFrames: stats.partialFrames, updates: stats.updates,

@@ -10,13 +10,15 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct SendspinLegacyTests {
     static func play(_ url: String, allowLegacy: Bool, codec: String = "pcm", store: PlayerStore? = nil, wav: String,
-                     seconds: Double = 8, trace: (@Sendable ([ChunkTrace]) -> Void)? = nil) async throws -> SendspinPlayer.Report {
+                     seconds: Double = 8, observer: SendspinPlayer.SessionObserver? = nil,
+                     trace: (@Sendable ([ChunkTrace]) -> Void)? = nil) async throws -> SendspinPlayer.Report {
         var options = SendspinPlayer.Options()
         options.name = "farcast-legacy"
         options.formats = SendspinPlayer.formats(preferring: codec)
         options.duration = .milliseconds(Int(seconds * 1000))
         options.allowLegacy = allowLegacy
         options.store = store
+        options.observer = observer
         return try await SendspinPlayer(options: options).play(url: url, sink: WAVSink(path: wav), logger: Logger(label: "test"), trace: trace)
     }
 
@@ -77,19 +79,13 @@ struct SendspinLegacyTests {
         let server = try LegacySendspinServer()
         let pid = server.process.pid
         let traces = Mutex<[ChunkTrace]>([])
-        var options = SendspinPlayer.Options()
-        options.name = "farcast-legacy"
-        options.formats = SendspinPlayer.formats(preferring: "pcm")
-        options.duration = .seconds(6)
-        options.allowLegacy = true
         var observer = SendspinPlayer.SessionObserver()
         observer.hello = { _, _ in
             kill(pid, SIGSTOP)
             DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { kill(pid, SIGCONT) }
         }
-        options.observer = observer
-        let report = try await SendspinPlayer(options: options).play(url: server.url, sink: WAVSink(path: folder.path + "/stall.wav"),
-                                                                     logger: Logger(label: "test"), trace: { all in traces.withLock { $0 = all } })
+        let report = try await Self.play(server.url, allowLegacy: true, wav: folder.path + "/stall.wav", seconds: 6, observer: observer,
+                                         trace: { all in traces.withLock { $0 = all } })
         #expect(report.chunksPlayed > 100, "played \(report.chunksPlayed)")
         let late = Self.lateThroughThePlayer(traces.withLock { $0 })
         #expect(late.faults.isEmpty, "late through the player: \(late.faults.prefix(5)); sent late by the server: \(late.serverLate)")

@@ -221,7 +221,7 @@ final class AnonymousTLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Added to a handshake failure when the server refused every suite offered.
-    static let anonymousSuitesRefusedHint = """
+    private static let anonymousSuitesRefusedHint = """
         : the server accepted none of the anonymous cipher suites. x11vnc 0.9.16 on OpenSSL 3 \
         refuses them unless started with OPENSSL_CONF naming a configuration with \
         "CipherString = ALL:@SECLEVEL=0"; a server certificate and an X509 method (x509vnc, \

@@ -261,8 +261,9 @@ public actor VNCClient {
             }
             if let notice, !noticed, ContinuousClock.now >= notice, core.bytesReceived == 0 {
                 noticed = true
-                let host = endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host
-                logger.warning("the server has sent nothing for 3 s; if it expects TLS from the first byte (x11vnc -sslonly, stunnel), connect with vncs://\(host):\(endpoint.port) or --tls-first")
+                var withTLS = endpoint
+                withTLS.tlsFirst = true
+                logger.warning("the server has sent nothing for 3 s; if it expects TLS from the first byte (x11vnc -sslonly, stunnel), connect with \(withTLS) or --tls-first")
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
