@@ -131,6 +131,19 @@ struct HostOptions: ParsableArguments {
         return logger
     }
 
+    /// The password saved with a host (`farcast hosts add NAME URL --password-file F`), if the
+    /// argument names a saved host that has one. A secret store that cannot be read is a warning,
+    /// not a failure: the password can still come from the prompt.
+    func savedPassword(_ argument: String, logger: Logger) -> String? {
+        guard let saved = try? savedHost(argument) else { return nil }
+        do {
+            return try secretStore().secret(for: saved.secretAccount)
+        } catch {
+            logger.warning("cannot read the password saved for \(saved.name): \(describe(error))")
+            return nil
+        }
+    }
+
     /// Records a successful connection to a saved host (best effort: a read-only book is no failure).
     func markConnected(_ argument: String) {
         guard (try? savedHost(argument)) != nil else { return }

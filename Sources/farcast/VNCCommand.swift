@@ -17,7 +17,7 @@ struct VNCCommand: AsyncParsableCommand {
               vncs://myhost:5901         TLS from the first byte (x11vnc -sslonly)
               [::1]:1, vnc://[::1]:5901  IPv6 addresses go in brackets
 
-            Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, or a prompt on the terminal; never from the command line. User names (Plain, X509Plain, RSA-AES servers that ask, Apple Remote Desktop, MS-Logon II) come from --username, the URL, FARCAST_VNC_USERNAME or a prompt. TLS certificates (VeNCrypt X509*) and RSA-AES server keys are pinned on first use in the state directory; a changed one is refused until you connect once with --trust.
+            Passwords come from --password-file, the FARCAST_VNC_PASSWORD environment variable, the password saved with a host (farcast hosts add NAME URL --password-file F), or a prompt on the terminal; never from the command line. User names (Plain, X509Plain, RSA-AES servers that ask, Apple Remote Desktop, MS-Logon II) come from --username, the URL, FARCAST_VNC_USERNAME or a prompt. TLS certificates (VeNCrypt X509*) and RSA-AES server keys are pinned on first use in the state directory; a changed one is refused until you connect once with --trust.
             """,
         subcommands: [VNCViewCommand.self, VNCInfoCommand.self, VNCScreenshotCommand.self, VNCTypeCommand.self, VNCKeyCommand.self, VNCClickCommand.self, VNCMoveCommand.self,
                       VNCClipboardCommand.self, VNCResizeCommand.self, VNCDoCommand.self,
@@ -172,6 +172,7 @@ struct VNCConnectionOptions: ParsableArguments {
                             ask: Asker? = nil) -> VNCCredentialProvider {
         let passwordFile = passwordFile
         let username = username ?? endpoint.username ?? ProcessInfo.processInfo.environment["FARCAST_VNC_USERNAME"]
+        let route = route, server = server
         return { request in
             var user = username
             if request.needsUsername && user == nil {
@@ -187,6 +188,10 @@ struct VNCConnectionOptions: ParsableArguments {
             }
             if let password = ProcessInfo.processInfo.environment["FARCAST_VNC_PASSWORD"] {
                 source.record("FARCAST_VNC_PASSWORD")
+                return VNCCredentials(username: user, password: password)
+            }
+            if let password = route.savedPassword(server, logger: logger) {
+                source.record("the password saved with the host (farcast hosts)")
                 return VNCCredentials(username: user, password: password)
             }
             if let password = Secrets.prompt("Password for \(endpoint) (\(request.method)): ") {

@@ -355,7 +355,7 @@ struct VNCDoCommand: AsyncParsableCommand {
 
             \(VNCScript.syntax)
 
-            The whole script is checked before connecting. A failing step stops the script with its line number. Example:
+            The whole script is checked before connecting, with the images it compares with (except those an earlier screenshot step of the script writes, which are read when their step runs). A failing step stops the script with its line number. Example:
 
               # log in and check the desktop appears
               click 400 300
@@ -405,8 +405,8 @@ struct VNCDoCommand: AsyncParsableCommand {
         }
     }
 
-    /// Every file the script reads must exist and every file it writes must be writable, before
-    /// anything is sent to the server.
+    /// Every file the script reads (but those an earlier step writes) must exist and every file it
+    /// writes must be writable, before anything is sent to the server.
     private func check(_ script: VNCScript) throws {
         guard !script.steps.isEmpty else { throw ValidationError("the script has no steps") }
         var problems: [String] = []

@@ -43,6 +43,36 @@ struct VNCCommandTests {
         #expect(object?["name"] is String)
     }
 
+    /// A password saved with a host (`hosts add --password-file`, kept in the secret store) is
+    /// used when the host is named, after --password-file and FARCAST_VNC_PASSWORD; a wrong one
+    /// is named as the source of the refused password.
+    @Test func aSavedHostsPasswordIsUsedByName() throws {
+        let folder = try TemporaryFolder()
+        let passwords = try PasswordFiles(in: folder)
+        let server = try XvncServer(geometry: "320x240", passwords: passwords)
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = folder.path + "/state"
+        env["XDG_DATA_HOME"] = folder.path + "/data"
+        env["FARCAST_SECRET_STORE"] = "file"
+        env.removeValue(forKey: "FARCAST_VNC_PASSWORD")
+        let farcast = try farcastBinary()
+        let added = try run(farcast, ["hosts", "add", "desk", "vnc://127.0.0.1:\(server.port)", "--password-file", passwords.plain], environment: env)
+        #expect(added.status == 0, "\(added.stderr)")
+        let byName = try run("/usr/bin/setsid", ["--wait", farcast, "vnc", "info", "desk", "--json"], environment: env, stdin: Data())
+        #expect(byName.status == 0, "stderr: \(byName.stderr)")
+        #expect((try? JSONSerialization.jsonObject(with: Data(byName.stdout.utf8)) as? [String: Any])?["width"] as? Int == 320, "\(byName.stdout)")
+
+        let wrong = folder.path + "/wrong.txt"
+        try "not-it\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        chmod(wrong, 0o600)
+        #expect(try run(farcast, ["hosts", "add", "desk2", "vnc://127.0.0.1:\(server.port)", "--password-file", wrong], environment: env).status == 0)
+        let refused = try run("/usr/bin/setsid", ["--wait", farcast, "vnc", "info", "desk2"], environment: env, stdin: Data())
+        #expect(refused.status == 1 && refused.stderr.contains("the password saved with the host"), "stderr: \(refused.stderr)")
+        // A password file on the command line still comes first.
+        let file = try run(farcast, ["vnc", "info", "desk2", "--password-file", passwords.plain], environment: env, stdin: Data())
+        #expect(file.status == 0, "stderr: \(file.stderr)")
+    }
+
     @Test func failuresAreOneLineWithAReason() throws {
         let folder = try TemporaryFolder()
         let passwords = try PasswordFiles(in: folder)

@@ -277,4 +277,40 @@ struct VNCInteractionTests {
         let bad = try farcast(["vnc", "do", url, script])
         #expect(bad.status != 0 && bad.stderr.contains("line 1: usage: move X Y"), "stderr: \(bad.stderr)")
     }
+
+    /// A script may read what an earlier step of the same script writes (the demo's screenshot of
+    /// a monitor compared with expect-screen): the up-front check covers only files no earlier
+    /// step makes, and a file gone when its step runs fails that step, by line.
+    @Test func doScriptsReadWhatAnEarlierStepWrote() throws {
+        let (server, url) = try server("320x200")
+        try server.x("xsetroot", ["-solid", "steelblue"])
+        let shot = folder.path + "/own.png"
+        let script = folder.path + "/own-steps.txt"
+        // The same file under another spelling counts as the script's own too.
+        try """
+            # take a picture, then compare the screen with it
+            screenshot \(shot)
+            expect-screen \(folder.path)/./own.png timeout=5
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let own = try farcast(["vnc", "do", url, script])
+        #expect(own.status == 0, "stderr: \(own.stderr)")
+        #expect(own.stdout.contains("wrote \(shot): 320x200"), "stdout: \(own.stdout)")
+
+        // An input that no earlier step makes is still checked before connecting: a read on
+        // line 1 of a file that line 2 writes is missing.
+        let later = folder.path + "/later.png"
+        let early = try farcast(["vnc", "do", url, "-e", "expect-screen \(later)", "-e", "screenshot \(later)"])
+        #expect(early.status == 2, "status \(early.status), stderr: \(early.stderr)")
+        #expect(early.stderr.contains("line 1: cannot read \(later): no such file or directory"), "stderr: \(early.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: later), "nothing ran: the check came before connecting")
+
+        // The script's own file removed between its steps: the reading step fails with its line.
+        let gone = folder.path + "/gone.png"
+        let running = try farcastInBackground(["vnc", "do", url, "-e", "screenshot \(gone)", "-e", "wait 3", "-e", "expect-screen \(gone) timeout=1"])
+        try waitUntil("the screenshot step to write \(gone)", timeout: 20) { FileManager.default.fileExists(atPath: gone) }
+        try FileManager.default.removeItem(atPath: gone)
+        try waitUntil("the script to end", timeout: 20) { !running.isRunning }
+        #expect(running.terminationStatus == 1, "farcast: \(running.log)")
+        #expect(running.log.contains("line 3") && running.log.contains("cannot read \(gone): no such file or directory"), "farcast: \(running.log)")
+    }
 }

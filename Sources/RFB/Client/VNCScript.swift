@@ -110,17 +110,29 @@ public struct VNCScript: Sendable, Equatable {
         return VNCScript(steps: steps)
     }
 
-    /// The files the script reads (expect-screen images) and writes (screenshots), by line.
+    /// The files the script needs before it starts (expect-screen images that no earlier step
+    /// writes) and the files it writes (screenshots), by line. A file an earlier screenshot step
+    /// makes is the script's own, so it is not an input: whether it can be read is known only
+    /// when the step that reads it runs.
     public var files: (read: [(line: Int, path: String)], written: [(line: Int, path: String)]) {
         var read: [(Int, String)] = [], written: [(Int, String)] = []
+        var made = Set<String>()
         for (line, step) in steps {
             switch step {
-            case .expectScreen(let path, _, _, _): read.append((line, path))
-            case .screenshot(let path, _): written.append((line, path))
+            case .expectScreen(let path, _, _, _):
+                if !made.contains(Self.samePathKey(path)) { read.append((line, path)) }
+            case .screenshot(let path, _):
+                written.append((line, path))
+                made.insert(Self.samePathKey(path))
             default: break
             }
         }
         return (read, written)
+    }
+
+    /// One spelling per file for comparing paths a script names ("./a.png" and "a.png").
+    private static func samePathKey(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
     struct StepError: Error { var text: String }

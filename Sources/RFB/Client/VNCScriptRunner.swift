@@ -167,8 +167,13 @@ public struct VNCScriptRunner: Sendable {
     }
 
     private func expectScreen(path: String, monitor: Int?, tolerance: Double, timeout: Double) async throws {
-        guard let data = FileManager.default.contents(atPath: path) else { throw StepFailed(description: "cannot read \(path)") }
-        let expected = try PNGDecoder.decode(Array(data))
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StepFailed(description: "cannot read \(path): \(String(cString: strerror(errno)).lowercased())")
+        }
+        let expected: Framebuffer
+        do { expected = try PNGDecoder.decode(Array(data)) } catch {
+            throw StepFailed(description: "\(path) is not a PNG farcast can compare with (\(error))")
+        }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         var lastDifference: Double?
         var lastSize = (0, 0)

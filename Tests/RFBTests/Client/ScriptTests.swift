@@ -82,6 +82,14 @@ import Testing
         #expect(script.files.written.map(\.line) == [1, 4])
     }
 
+    @Test func aFileAnEarlierStepWritesIsNotAnInput() throws {
+        // Read before it is written: an input. Written, then read (under any spelling): the script's own.
+        let script = try VNCScript.parse("expect-screen a.png\nscreenshot a.png\nexpect-screen ./a.png\nscreenshot /tmp/b.png\nexpect-screen /tmp/x/../b.png\nexpect-screen c.png")
+        #expect(script.files.read.map(\.line) == [1, 6])
+        #expect(script.files.read.map(\.path) == ["a.png", "c.png"])
+        #expect(script.files.written.map(\.path) == ["a.png", "/tmp/b.png"])
+    }
+
     @Test func sizesParse() throws {
         #expect(try VNCScript.parseSize("1920x1080") == (1920, 1080))
         #expect(try VNCScript.parseSize("800X600") == (800, 600))
