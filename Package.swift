@@ -205,7 +205,8 @@ let package = Package(
         .target(
             name: "Jellyfin",
             dependencies: [
-                "FarcastSupport",
+                "FarcastSupport", "FarcastNIO",
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: .when(platforms: [.linux])),

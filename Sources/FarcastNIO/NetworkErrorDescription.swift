@@ -22,6 +22,9 @@ public func describeNetworkError(_ error: any Error) -> String {
         }
         return "no address to connect to for \(connection.host)"
     }
+    if let unknown = error as? SocketAddressError.UnknownHost {
+        return "cannot resolve the host name \(unknown.host)"
+    }
     if let io = error as? IOError {
         return String(cString: strerror(io.errnoCode)).lowercased()
     }

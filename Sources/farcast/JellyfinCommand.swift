@@ -17,7 +17,7 @@ struct JellyfinCommand: AsyncParsableCommand {
         discussion: """
             Sign in once with `farcast jellyfin login URL`; the server, user and access token are remembered in the state directory (jellyfin/servers.json, mode 0600) and every other command uses them. With several servers or users remembered, pick one with --server and --user (a name, an id, or for servers the URL).
 
-            Passwords come from a prompt on the terminal, --password-file or FARCAST_JELLYFIN_PASSWORD; never from the command line. Quick Connect (--quick-connect) signs in without a password: approve the 6-digit code from a device already signed in.
+            Passwords come from --password-file, FARCAST_JELLYFIN_PASSWORD, the password saved with a host (farcast hosts add NAME jellyfin://… --password-file F) or a prompt on the terminal; never from the command line. Quick Connect (--quick-connect) signs in without a password: approve the 6-digit code from a device already signed in.
 
             A server reached through SSH (`login URL --ssh user@bastion`, resolved on the bastion's side as `ssh -L` does) is remembered with its route; later commands go through the same route (or the one --ssh names) by themselves.
             """,
@@ -34,7 +34,7 @@ struct JellyfinCommand: AsyncParsableCommand {
 
 /// Which remembered server and user a command uses, and how long it may wait.
 struct JellyfinTarget: ParsableArguments {
-    @Option(help: ArgumentHelp("The remembered server to use: its name, id or URL (default: the last one signed in to).", valueName: "server"))
+    @Option(help: ArgumentHelp("The remembered server to use: its name, id or URL, or a saved host (farcast hosts) at its address (default: the last one signed in to).", valueName: "server"))
     var server: String?
 
     @Option(help: ArgumentHelp("The remembered user to use on that server: name or id (default: the last one).", valueName: "user"))
@@ -56,7 +56,7 @@ struct JellyfinTarget: ParsableArguments {
         guard !remembered.servers.isEmpty else {
             throw CommandFailure(message: "not signed in to any Jellyfin server: run `farcast jellyfin login URL` first")
         }
-        guard let entry = remembered.server(matching: server) else {
+        guard let entry = try rememberedServer(in: remembered) else {
             throw CommandFailure(message: "no remembered server matches '\(server ?? "")' (see `farcast jellyfin servers`)", exitCode: 2)
         }
         guard let account = entry.user(matching: user) else {
@@ -71,6 +71,16 @@ struct JellyfinTarget: ParsableArguments {
         let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
         let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport)
         return server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id)
+    }
+
+    /// The server `--server` picks: a remembered name, id or URL as it was stored, else the
+    /// remembered server at the address a saved host (`farcast hosts`) or a `jellyfin://` URL names.
+    private func rememberedServer(in remembered: RememberedServers) throws -> RememberedServer? {
+        if let entry = remembered.server(matching: server) { return entry }
+        guard let server else { return nil }
+        let text = try hosts.hostAddress(server, kind: .jellyfin)?.protocolURL() ?? server
+        guard let wanted = try? ServerAddress(parsing: text) else { return nil }
+        return remembered.servers.first { (try? ServerAddress(parsing: $0.url)) == wanted }
     }
 }
 
@@ -348,7 +358,7 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var hosts: HostOptions
 
-    @Argument(help: "The server's address.")
+    @Argument(help: "The server's address: host[:port], http(s)://host[:port][/base], jellyfin://… or a saved host's name.")
     var url: String
 
     @Option(help: ArgumentHelp("The user name.", valueName: "name"))
@@ -374,15 +384,18 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            // A saved host or a jellyfin:// URL goes through the one host-address path; anything
+            // else is Jellyfin's own address form (a bare host, http(s)://…, a pasted web-UI URL).
+            let saved = try hosts.hostAddress(url, kind: .jellyfin)
             let address: ServerAddress
-            do { address = try ServerAddress(parsing: url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
+            do { address = try ServerAddress(parsing: saved?.protocolURL() ?? url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
             var password: String?
             if let passwordFile {
                 let (value, warning) = try Secrets.readFirstLine(ofFile: passwordFile)
                 if let warning { FileHandleOutput.stderr("farcast: warning: \(warning)\n") }
                 password = value
             }
-            let route = try hosts.route(for: nil)
+            let route = try hosts.route(for: saved)
             let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
             let probed = try await JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport).probe()
             let server = probed.server
@@ -406,6 +419,7 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
                     throw CommandFailure(message: "no user name: pass --user NAME (or use --quick-connect)", exitCode: 2)
                 }
                 if password == nil { password = ProcessInfo.processInfo.environment["FARCAST_JELLYFIN_PASSWORD"] }
+                if password == nil, saved != nil { password = hosts.savedPassword(url, logger: HostOptions.logger(global)) }
                 if password == nil { password = Secrets.prompt("Password for \(name) on \(probed.info.name): ") }
                 guard let password else {
                     throw CommandFailure(message: "no password: there is no terminal to ask on; use --password-file or FARCAST_JELLYFIN_PASSWORD", exitCode: 2)
@@ -418,6 +432,7 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
                                               ssh: route?.description),
                                 user: RememberedUser(id: session.userId, name: session.userName, token: session.accessToken))
             try store.save(remembered)
+            hosts.markConnected(url)
             let result = LoginResult(server: probed.info.name, serverId: session.serverId ?? probed.info.id, url: server.address.description,
                                      version: probed.info.version, user: session.userName, userId: session.userId)
             if global.json { try printJSON(result) } else { print("signed in to \(result.server) as \(result.user)") }
@@ -505,8 +520,12 @@ struct JellyfinServersCommand: AsyncParsableCommand {
             }
             if global.json { try printJSON(rows); return }
             guard !rows.isEmpty else { print("no servers remembered; sign in with `farcast jellyfin login URL`"); return }
-            printTable(["", "SERVER", "URL", "USERS", "ID"], rows.map { row in
-                [row.current ? "*" : "", row.name, row.url + (row.ssh.map { " (via SSH \($0))" } ?? ""), row.users.map { ($0.current ? "*" : "") + $0.name }.joined(separator: ", "), row.id]
+            // The SSH route has a column of its own: appended to the URL it was cut at the
+            // column's width, port and all.
+            let anyRoute = rows.contains { $0.ssh != nil }
+            printTable(["", "SERVER", "URL"] + (anyRoute ? ["VIA SSH"] : []) + ["USERS", "ID"], rows.map { row in
+                [row.current ? "*" : "", row.name, row.url] + (anyRoute ? [row.ssh ?? "-"] : [])
+                    + [row.users.map { ($0.current ? "*" : "") + $0.name }.joined(separator: ", "), row.id]
             })
         }
     }
@@ -577,7 +596,7 @@ struct JellyfinListCommand: AsyncParsableCommand {
             help: ArgumentHelp("Only items of these types: movie, series, season, episode, audio, album, artist, video, boxset, playlist, folder…", valueName: "type"))
     var types: [String] = []
 
-    @Option(help: ArgumentHelp("Order by: name, year, added, premiere, played, rating, runtime, random (or a server field name).", valueName: "field"))
+    @Option(help: ArgumentHelp("Order by: name, year, added, premiere, played, rating, runtime, index, random (or a server field name). Default: a series' seasons, a season's episodes and an album's tracks by number, the rest by name.", valueName: "field"))
     var sort: String?
 
     @Flag(help: "Largest/newest first.")
@@ -602,7 +621,7 @@ struct JellyfinListCommand: AsyncParsableCommand {
             throw ValidationError("--type \(type): not an item type (movie, series, season, episode, audio, album, artist, video, boxset, playlist, folder)")
         }
         if let sort, ItemSortField.parse(sort) == nil {
-            throw ValidationError("--sort \(sort): use name, year, added, premiere, played, rating, runtime or random")
+            throw ValidationError("--sort \(sort): use name, year, added, premiere, played, rating, runtime, index or random")
         }
     }
 
@@ -621,6 +640,7 @@ struct JellyfinListCommand: AsyncParsableCommand {
                 guard item.isFolder else { throw CommandFailure(message: "'\(item.name)' is a \(item.kind) and holds nothing to list; try `farcast jellyfin info`") }
                 query.parentId = item.id
                 query.recursive = recursive
+                if sort == nil { query.sortBy = ItemQuery.defaultSort(inside: item.kind) }
             } else {
                 query.recursive = recursive || !query.types.isEmpty
             }
@@ -958,7 +978,7 @@ struct JellyfinImageCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The item: name or id.", valueName: "ITEM"))
     var item: String
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the image.", valueName: "file"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the image; '-' writes it to standard output.", valueName: "file"))
     var output: String
 
     @Option(name: .customLong("type"), help: ArgumentHelp("Primary, Backdrop, Thumb, Logo, Banner, Art, Disc or Screenshot.", valueName: "type"))
@@ -977,6 +997,7 @@ struct JellyfinImageCommand: AsyncParsableCommand {
         guard ImageType.matching(imageType) != nil else { throw ValidationError("--type must be one of \(ImageType.known.map(\.rawValue).joined(separator: ", "))") }
         if let maxWidth { guard (1...20_000).contains(maxWidth) else { throw ValidationError("--max-width must be between 1 and 20000") } }
         guard (1...100_000).contains(cacheMegabytes) else { throw ValidationError("--cache-size must be between 1 and 100000 MiB") }
+        do { try OutputPath.check(output, what: "image") } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
     func run() async throws {
@@ -989,10 +1010,11 @@ struct JellyfinImageCommand: AsyncParsableCommand {
             }
             let cache = noCache ? nil : try JellyfinCLI.imageCache(maxMegabytes: cacheMegabytes)
             let image = try await session.image(itemId: resolved.id, type: type, tag: tag, maxWidth: maxWidth, cache: cache)
-            guard FileManager.default.createFile(atPath: output, contents: Data(image.bytes)) else {
-                throw CommandFailure(message: "cannot write \(output): \(String(cString: strerror(errno)))")
-            }
-            if global.json {
+            try OutputPath.save(image.bytes, to: output, what: "image")
+            if output == "-" {
+                // The image is the output; the report goes to stderr unless asked for nothing.
+                if !global.quiet { FileHandleOutput.stderr("wrote \(image.bytes.count) bytes to standard output\(image.fromCache ? " (from the cache)" : "")\n") }
+            } else if global.json {
                 try printJSON(ImageResult(id: resolved.id, name: resolved.name, type: type.rawValue, tag: tag, bytes: image.bytes.count,
                                           file: output, fromCache: image.fromCache, blurHash: resolved.blurHash(for: type)))
             } else {
@@ -1025,7 +1047,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
             Examples:
               farcast jellyfin events
               farcast jellyfin events --count 5 --json
-              farcast jellyfin events --duration 60 --no-sessions
+              farcast jellyfin events --duration 60 --sessions
             """
     )
 
@@ -1038,8 +1060,8 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
-    @Flag(name: .customLong("no-sessions"), help: "Do not subscribe to the periodic Sessions message.")
-    var noSessions = false
+    @Flag(inversion: .prefixedNo, help: "Subscribe to the periodic Sessions message (every 1.5 s: who is watching what); off unless asked.")
+    var sessions = false
 
     @Flag(name: .customLong("keep-alives"), help: "Also print ForceKeepAlive and KeepAlive messages.")
     var keepAlives = false
@@ -1053,7 +1075,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
         try await reportingFailures {
             let session = try await target.session()
             var options = LiveSessionCore.Options()
-            options.subscribeToSessions = !noSessions
+            options.subscribeToSessions = sessions
             let stream = session.liveEvents(options: options)
             let collected = Locked<[EventRow]>([])
             let json = global.json

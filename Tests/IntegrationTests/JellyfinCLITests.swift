@@ -16,12 +16,19 @@ struct JellyfinCLITests {
             var env = ProcessInfo.processInfo.environment
             env["XDG_STATE_HOME"] = folder.path + "/state"
             env["XDG_CACHE_HOME"] = folder.path + "/cache"
+            env["XDG_DATA_HOME"] = folder.path + "/data"
+            env["FARCAST_SECRET_STORE"] = "file"
             env.removeValue(forKey: "FARCAST_JELLYFIN_PASSWORD")
             environment = env
         }
 
         func farcast(_ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
-            try run(try farcastBinary(), ["jellyfin"] + arguments, environment: environment, timeout: timeout)
+            try command(["jellyfin"] + arguments, timeout: timeout)
+        }
+
+        /// Any farcast command (`hosts …`) as this user.
+        func command(_ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
+            try run(try farcastBinary(), arguments, environment: environment, timeout: timeout)
         }
 
         /// Runs with --json and parses stdout; records the stderr on failure.
@@ -69,6 +76,11 @@ struct JellyfinCLITests {
         #expect(movies?["total"] as? Int == 3)
         let seasons = try user.json(["ls", "Signal Tests"]) as? [String: Any]
         #expect((seasons?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Season 1", "Season 2"])
+        // A season's episodes and an album's tracks by their numbers, not by name (E2, E3, E1 before).
+        let seasonOne = try user.json(["ls", "Season 1"]) as? [String: Any]
+        #expect((seasonOne?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Pilot Tone", "Carrier Wave", "Phase Shift"])
+        let byName = try user.json(["ls", "Season 1", "--sort", "name"]) as? [String: Any]
+        #expect((byName?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Carrier Wave", "Phase Shift", "Pilot Tone"])
         let episodes = try user.json(["ls", "--type", "episode", "--sort", "name", "--limit", "2"]) as? [String: Any]
         #expect((episodes?["items"] as? [[String: Any]])?.count == 2)
         #expect(episodes?["total"] as? Int == 5)
@@ -79,6 +91,7 @@ struct JellyfinCLITests {
         #expect(lsText.stdout.contains("Signal Tests S1E1 Pilot Tone"))
         let album = try user.json(["ls", "Test Tones"]) as? [String: Any]
         #expect((album?["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String } == ["Audio", "Audio", "Audio"])
+        #expect((album?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["A 220", "E 330", "A 440"])
 
         // search
         let hits = try user.json(["search", "signal"]) as? [[String: Any]]
@@ -130,6 +143,15 @@ struct JellyfinCLITests {
         #expect(again?["from_cache"] as? Bool == true)
         let noImage = try user.farcast(["image", "Season 1", "-o", poster])
         #expect(noImage.status == 1 && noImage.stderr.contains("has no Primary image"))
+        // -o - is standard output (no file named "-"); an unwritable path is a usage error.
+        let piped = user.folder.path + "/piped.jpg"
+        let toStdout = try run("/bin/sh", ["-c", "cd \"$2\" && exec \"$0\" jellyfin image 'Test Pattern' -o - > \"$1\"", try farcastBinary(), piped, user.folder.path],
+                               environment: user.environment, timeout: 60)
+        #expect(toStdout.status == 0 && toStdout.stderr.contains("bytes to standard output"), "stderr: \(toStdout.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: piped)) == bytes)
+        #expect(!FileManager.default.fileExists(atPath: user.folder.path + "/-"))
+        let unwritable = try user.farcast(["image", "Test Pattern", "-o", "/nonexistent/x.jpg"])
+        #expect(unwritable.status == 2 && unwritable.stderr.contains("the folder /nonexistent does not exist"), "status \(unwritable.status): \(unwritable.stderr)")
 
         // logout: the server revokes the token, the user is forgotten
         let tokenBefore = try tokenInState(user)
@@ -147,6 +169,41 @@ struct JellyfinCLITests {
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         let servers = object?["servers"] as? [[String: Any]]
         return ((servers?.first?["users"] as? [[String: Any]])?.first?["token"] as? String) ?? ""
+    }
+
+    /// A saved host (docs/hosts.md) and a jellyfin:// URL go through the one host-address path:
+    /// `login NAME`, `--server NAME` and `--server jellyfin://…` reach the server they name, and
+    /// the host book records the connection.
+    @Test func aSavedHostAndAJellyfinURLNameTheServer() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        let port = server.url.split(separator: ":").last.map(String.init) ?? ""
+        let added = try user.command(["hosts", "add", "media", "jellyfin://127.0.0.1:\(port)"])
+        #expect(added.status == 0, "hosts add: \(added.stderr)")
+
+        let login = try user.farcast(["login", "media", "--user", "demo", "--password-file", try server.passwordFile(in: user.folder)], timeout: 20)
+        #expect(login.status == 0, "login media: \(login.stderr)")
+        #expect(login.stdout.contains("signed in to Farcast Stand-in as demo"), "stdout: \(login.stdout)")
+        let servers = try user.json(["servers"]) as? [[String: Any]]
+        #expect(servers?.first?["url"] as? String == server.url, "remembered by the server's own URL")
+
+        for name in ["media", "jellyfin://127.0.0.1:\(port)", server.url] {
+            let libraries = try user.farcast(["libraries", "--server", name])
+            #expect(libraries.status == 0 && libraries.stdout.contains("Movies"), "--server \(name): \(libraries.stderr)")
+        }
+        let unknown = try user.farcast(["libraries", "--server", "jellyfin://127.0.0.1:1"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("no remembered server matches"), "stderr: \(unknown.stderr)")
+
+        // The jellyfin:// scheme is taken by login too, and a name saved for VNC is a usage error.
+        let byURL = try user.farcast(["login", "jellyfin://127.0.0.1:\(port)", "--user", "demo", "--password-file", try server.passwordFile(in: user.folder)], timeout: 20)
+        #expect(byURL.status == 0, "login jellyfin://: \(byURL.stderr)")
+        #expect(try user.command(["hosts", "add", "desk", "vnc://127.0.0.1:5901"]).status == 0)
+        let wrongKind = try user.farcast(["login", "desk", "--user", "demo"], timeout: 20)
+        #expect(wrongKind.status == 2 && wrongKind.stderr.contains("is a vnc host, not jellyfin"), "stderr: \(wrongKind.stderr)")
+
+        let shown = try user.command(["hosts", "show", "media", "--json"])
+        let record = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
+        #expect(record?["last_connected"] is String, "the book records the login: \(shown.stdout)")
     }
 
     @Test func quickConnectSignsInOnceTheCodeIsApproved() throws {
@@ -237,6 +294,43 @@ struct JellyfinCLITests {
         #expect(unreachable.stderr.lowercased().contains("refused"), "\(unreachable.stderr)")
     }
 
+    /// Failures to connect come at once and in words, as VNC's do: a refused port and an unknown
+    /// name (10 s of retries before), and a server that is not HTTP named by its greeting
+    /// ("invalid constant string" before).
+    @Test func connectionFailuresAreQuickAndInWords() throws {
+        let user = try User()
+        let password = user.folder.path + "/pw"
+        try "x\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        // The resolver asks 127.0.0.1, where nothing listens: a name lookup that fails at once
+        // and sends nothing beyond loopback (farcast runs in a mount namespace that sees this file
+        // as /etc/resolv.conf).
+        let resolvConf = user.folder.path + "/resolv.conf"
+        try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".write(toFile: resolvConf, atomically: true, encoding: .utf8)
+        func login(_ url: String) throws -> (result: ProcessResult, seconds: Double) {
+            let start = Date()
+            let result = try run("/usr/bin/unshare", ["-m", "/bin/sh", "-c", "mount --bind \"$0\" /etc/resolv.conf && exec \"$@\"", resolvConf,
+                                                      try farcastBinary(), "jellyfin", "login", url, "--user", "demo", "--password-file", password],
+                                 environment: user.environment, timeout: 30)
+            return (result, Date().timeIntervalSince(start))
+        }
+        let closed = try RefusingTCPPort()
+        let refused = try login("http://127.0.0.1:\(closed.port)")
+        #expect(refused.result.status == 1 && refused.result.stderr.contains("connection refused"), "\(refused.result.stderr)")
+        #expect(refused.seconds < 3, "refused after \(refused.seconds) s")
+        let unknown = try login("http://no-such-host.invalid:8096")
+        #expect(unknown.result.status == 1 && unknown.result.stderr.contains("cannot resolve the host name no-such-host.invalid"), "\(unknown.result.stderr)")
+        #expect(!unknown.result.stderr.contains("SocketAddressError"), "\(unknown.result.stderr)")
+        #expect(unknown.seconds < 5, "unknown name after \(unknown.seconds) s")
+        let ssh = try HostileServer(mode: "ssh")
+        let notHTTP = try login("http://127.0.0.1:\(ssh.port)")
+        #expect(notHTTP.result.status == 1 && notHTTP.result.stderr.contains("that is not an HTTP server; it is an SSH server (it greeted with \"SSH-"), "\(notHTTP.result.stderr)")
+        #expect(notHTTP.result.stderr.split(separator: "\n").count == 1, "\(notHTTP.result.stderr)")
+        let vnc = try HostileServer(mode: "rfb-banner-silent")
+        let vncAnswer = try login("http://127.0.0.1:\(vnc.port)")
+        #expect(vncAnswer.result.stderr.contains("it is a VNC server"), "\(vncAnswer.result.stderr)")
+    }
+
     @Test func aStartingServerSaysSoAndARedirectedOneIsFollowed() throws {
         let starting = try JellyfinStandInServer(extra: ["--starting-seconds", "30"])
         let user = try User()
@@ -289,6 +383,24 @@ struct JellyfinCLITests {
         #expect(messages.compactMap { $0["message_type"] as? String } == ["Play", "UserDataChanged", "GeneralCommand"])
         #expect((messages.last?["detail"] as? String)?.contains("Text=from the test") == true)
         #expect(!stdout.contains(try tokenInState(user)), "the token never appears in output")
+    }
+
+    /// The periodic Sessions message (every 1.5 s) is asked for only with --sessions: by default
+    /// `events` prints what happens, not a heartbeat.
+    @Test func eventsLeaveTheSessionsHeartbeatOutUnlessAsked() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        try user.login(server)
+        func messageTypes(_ arguments: [String]) throws -> [String] {
+            let result = try user.farcast(["events", "--json", "--duration", "4"] + arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            let events = (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]) ?? []
+            #expect(events.first?["event"] as? String == "connected", "\(arguments): \(result.stdout)")
+            return events.compactMap { $0["message_type"] as? String }
+        }
+        #expect(!(try messageTypes([])).contains("Sessions"))
+        #expect(!(try messageTypes(["--no-sessions"])).contains("Sessions"))
+        #expect(try messageTypes(["--sessions"]).contains("Sessions"))
     }
 
     @Test func eventsStopsOnSIGTERMAndExitsZero() throws {

@@ -171,6 +171,39 @@ struct SSHTunnelTests {
         #expect(failure?.description.contains("RSA key, which swift-nio-ssh 0.15 cannot sign with") == true, "\(String(describing: failure))")
     }
 
+    /// What a person meets on the command line when SSH cannot work: the route named once
+    /// (it said "fcssh@fcssh@127.0.0.1:…"), the default RSA key and the agent named as found but
+    /// unusable (it said "farcast had nothing to offer"), and a port where no SSH server listens
+    /// named by what answered (it said "the connection closed").
+    @Test func theCommandLineSaysWhatItFoundAndWhatAnswered() throws {
+        let folder = try TemporaryFolder()
+        let home = folder.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        let rsa = try SSHTestKey(type: "rsa", bits: 2048, in: folder)
+        try FileManager.default.copyItem(atPath: rsa.path, toPath: home + "/.ssh/id_rsa")
+        let server = try SSHServer(in: folder, authorizedKeys: [rsa.publicLine], extraConfig: "PasswordAuthentication no")
+        defer { server.stop() }
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = home
+        environment["XDG_STATE_HOME"] = folder.path + "/state"
+        environment["SSH_AUTH_SOCK"] = folder.path + "/agent.sock"
+        environment.removeValue(forKey: "FARCAST_SSH_PASSWORD")
+        let route = "\(SSHServer.user)@127.0.0.1:\(server.port)"
+        let refused = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", route, "--accept-new"], environment: environment, stdin: Data())
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("SSH authentication as \(route) failed"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("nothing to offer"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("\(home)/.ssh/id_rsa is an RSA key"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("ssh-agent (SSH_AUTH_SOCK)"), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").filter { $0.hasPrefix("farcast: ") }.count == 1, "\(refused.stderr)")
+
+        let vnc = try HostileServer(mode: "rfb-banner-silent")
+        let wrongPort = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", "\(SSHServer.user)@127.0.0.1:\(vnc.port)", "--connect-timeout", "5"],
+                                environment: environment, stdin: Data(), timeout: 30)
+        #expect(wrongPort.status == 1, "\(wrongPort.stderr)")
+        #expect(wrongPort.stderr.contains("127.0.0.1:\(vnc.port) is not an SSH server: it is a VNC server"), "\(wrongPort.stderr)")
+    }
+
     @Test func hostKeysUnknownAcceptedChangedRevokedAndHashed() async throws {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", in: folder)
@@ -417,6 +450,9 @@ struct SSHTunnelTests {
         let servers = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]
         #expect(servers?.first?["url"] as? String == url)
         #expect(servers?.first?["ssh"] as? String == route)
+        // The table shows the route whole, port and all, beside the URL.
+        let table = try run(try farcastBinary(), ["jellyfin", "servers"], environment: environment)
+        #expect(table.stdout.contains("VIA SSH") && table.stdout.contains(" \(route) ") && table.stdout.contains(url + " "), "\(table.stdout)")
         // No --ssh: the remembered route.
         let libraries = try farcast(["libraries", "--json"])
         #expect(libraries.status == 0, "\(libraries.stderr)")

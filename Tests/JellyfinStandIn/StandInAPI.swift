@@ -251,7 +251,7 @@ struct StandInAPI: APIProtocol {
             case "DatePlayed": ordered = ((data[a.id]?.lastPlayed ?? .distantPast), a.sortName) < ((data[b.id]?.lastPlayed ?? .distantPast), b.sortName)
             case "CommunityRating": ordered = (a.communityRating ?? 0, a.sortName) < (b.communityRating ?? 0, b.sortName)
             case "Runtime": ordered = (a.entry?.runTimeTicks ?? 0, a.sortName) < (b.entry?.runTimeTicks ?? 0, b.sortName)
-            case "IndexNumber": ordered = (a.parentIndexNumber ?? 0, a.indexNumber ?? 0, a.sortName) < (b.parentIndexNumber ?? 0, b.indexNumber ?? 0, b.sortName)
+            case "IndexNumber", "ParentIndexNumber": ordered = (a.parentIndexNumber ?? 0, a.indexNumber ?? 0, a.sortName) < (b.parentIndexNumber ?? 0, b.indexNumber ?? 0, b.sortName)
             case "Random": ordered = a.id < b.id
             default: ordered = (a.sortName, a.id) < (b.sortName, b.id)
             }

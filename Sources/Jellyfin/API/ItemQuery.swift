@@ -25,6 +25,13 @@ public struct ItemQuery: Sendable, Hashable {
         self.types = types
         self.recursive = recursive
     }
+
+    /// The order a listing of a folder of `kind` takes when the user has not chosen one, as
+    /// Jellyfin's own apps list it: a series' seasons, a season's episodes and an album's tracks
+    /// by their numbers (season, then episode or disc, then track), everything else by name.
+    public static func defaultSort(inside kind: ItemKind) -> [ItemSortField] {
+        [.series, .season, .musicAlbum].contains(kind) ? [.parentIndexNumber, .indexNumber, .sortName] : [.sortName]
+    }
 }
 
 /// One page of a listing: its items, where it starts, and the total the server reported on the

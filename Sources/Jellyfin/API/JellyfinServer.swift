@@ -1,3 +1,4 @@
+import FarcastSupport
 internal import Foundation
 internal import OpenAPIRuntime
 import HTTPTypes
@@ -81,6 +82,7 @@ public struct JellyfinServer: Sendable {
             response = try await transport.get(url, headers: ["Accept": "application/json",
                                                               "Authorization": AuthorizationHeader.value(identity: identity, token: nil)])
         } catch {
+            if JellyfinError.isNotHTTP(error) { throw await notHTTP() }
             throw JellyfinError.transportError(error, operation: "GET /System/Info/Public", url: address.description, timeout: transport.timeout)
         }
         if response.status == 503 {
@@ -113,6 +115,18 @@ public struct JellyfinServer: Sendable {
         let info = ServerInfo(id: id, name: dto.serverName ?? "Jellyfin", version: version, productName: dto.productName,
                               localAddress: dto.localAddress, operatingSystem: dto.operatingSystem, startupWizardCompleted: dto.startupWizardCompleted)
         return (JellyfinServer(address: final, identity: identity, transport: transport), info)
+    }
+
+    /// What to say of a server that answered a request with something other than HTTP: what it
+    /// greets with when it speaks first (SSH, VNC), as `farcast vnc info` names a wrong port.
+    private func notHTTP() async -> JellyfinError {
+        #if canImport(AsyncHTTPClient)
+        let greeting = await transport.greeting(host: address.host, port: address.port)
+        if let what = ForeignGreeting.describe(greeting) {
+            return .notJellyfin(url: address.description, reason: "that is not an HTTP server; it is \(what)")
+        }
+        #endif
+        return .notJellyfin(url: address.description, reason: "that is not an HTTP server (its answer was not HTTP)")
     }
 
     /// The users the server shows on its sign-in screen (may be empty: servers can hide them).

@@ -76,10 +76,13 @@ public struct ItemSortField: OpenString {
     public static let communityRating: Self = "CommunityRating"
     public static let runtime: Self = "Runtime"
     public static let random: Self = "Random"
+    /// An episode's season, a track's disc.
+    public static let parentIndexNumber: Self = "ParentIndexNumber"
+    /// An episode's or a track's number.
     public static let indexNumber: Self = "IndexNumber"
 
     public static let known: [Self] = [.sortName, .name, .productionYear, .premiereDate, .dateCreated, .datePlayed, .playCount,
-                                       .communityRating, .runtime, .random, .indexNumber]
+                                       .communityRating, .runtime, .random, .parentIndexNumber, .indexNumber]
 
     /// Also accepts `name`, `year`, `added`, `played`, `rating`.
     public static func parse(_ text: String) -> ItemSortField? {
@@ -90,6 +93,7 @@ public struct ItemSortField: OpenString {
         case "played", "last-played": return .datePlayed
         case "rating": return .communityRating
         case "length", "duration": return .runtime
+        case "index", "number", "episode", "track": return .indexNumber
         default: return matching(text)
         }
     }

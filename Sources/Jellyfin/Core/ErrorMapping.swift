@@ -3,7 +3,9 @@ internal import OpenAPIRuntime
 
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
+import FarcastNIO
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 #endif
 
@@ -46,21 +48,32 @@ extension JellyfinError {
                 return .unreachable(url: url, reason: oneLine("\(error)"))
             }
         }
-        if let error = error as? NIOConnectionError {
-            let reasons = error.connectionErrors.map { reason(of: $0.error) }
-            return .unreachable(url: url, reason: reasons.first ?? (error.dnsAAAAError ?? error.dnsAError).map { "name lookup failed: \(reason(of: $0))" } ?? "no address to connect to")
+        if error is NIOConnectionError || error is IOError || error is SocketAddressError.UnknownHost {
+            return .unreachable(url: url, reason: describeNetworkError(error))
         }
-        if let error = error as? IOError { return .unreachable(url: url, reason: String(cString: strerror(error.errnoCode))) }
         if let error = error as? ChannelError, case .connectTimeout = error { return .unreachable(url: url, reason: "connection timed out") }
+        if error is HTTPParserError {
+            // The bytes that came back are not HTTP; `JellyfinServer.probe` asks what they are.
+            return .notJellyfin(url: url, reason: "it does not answer in HTTP")
+        }
         #endif
         return .unreachable(url: url, reason: reason(of: error))
     }
 
+    /// Whether a transport error means the peer answered with something other than HTTP.
+    static func isNotHTTP(_ error: any Error) -> Bool {
+        #if canImport(AsyncHTTPClient)
+        if error is HTTPParserError { return true }
+        if let client = error as? ClientError { return isNotHTTP(client.underlyingError) }
+        #endif
+        return false
+    }
+
     static func reason(of error: any Error) -> String {
         #if canImport(AsyncHTTPClient)
-        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        if error is IOError || error is NIOConnectionError || error is SocketAddressError.UnknownHost { return describeNetworkError(error) }
         if let error = error as? SocketAddressError {
-            if case .unknown(let host, _) = error { return "unknown host \(host)" }
+            if case .unknown(let host, _) = error { return "cannot resolve the host name \(host)" }
         }
         #endif
         let text = oneLine("\(error)")

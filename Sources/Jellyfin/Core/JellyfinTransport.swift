@@ -7,6 +7,9 @@ package import OpenAPIRuntime
 import AsyncHTTPClient
 import NIOCore
 import OpenAPIAsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
 #else
 import OpenAPIURLSession
 #endif
@@ -69,6 +72,9 @@ public struct JellyfinTransport: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        // A refused connection or a name that does not resolve is an answer: say so at once
+        // instead of trying again until the request's deadline (10 s of silence before).
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .enabled(limit: .ratio(50))
         configuration.dnsOverride = dnsOverride
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -93,6 +99,35 @@ public struct JellyfinTransport: Sendable {
         for header in response.headers { lookup[header.name.lowercased()] = header.value }
         return PlainResponse(status: Int(response.status.code), finalURL: response.url ?? url, headers: lookup,
                              body: body.readBytes(length: body.readableBytes) ?? [])
+    }
+    /// The first bytes a server at `host:port` sends unasked (an SSH or VNC server greets
+    /// first; a web server waits), for naming what answered when the answer was not HTTP. Empty
+    /// when it said nothing within `timeout` or could not be reached.
+    func greeting(host: String, port: Int, timeout: Duration = .seconds(2)) async -> [UInt8] {
+        let target = connectOverride[host] ?? host
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Self.blockingGreeting(host: target, port: port, timeout: timeout)) }
+        }
+    }
+
+    private static func blockingGreeting(host: String, port: Int, timeout: Duration) -> [UInt8] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return [] }
+        defer { freeaddrinfo(list) }
+        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        let micros = max(1, timeout.nanoseconds / 1000)
+        var limit = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
+        // SO_SNDTIMEO bounds connect() as well on Linux.
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return n > 0 ? Array(buffer.prefix(n)) : []
     }
     #else
     func get(_ url: URL, headers: [String: String]) async throws -> PlainResponse {
