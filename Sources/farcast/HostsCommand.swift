@@ -249,14 +249,25 @@ struct HostsShowCommand: AsyncParsableCommand {
         }
     }
 
-    /// The trust pins farcast keeps for this host (VNC TLS certificates and RSA-AES keys).
+    /// The trust pins farcast keeps for this host (VNC TLS certificates and RSA-AES keys, the
+    /// punktfunk host's certificate).
     static func pins(for host: SavedHost) -> [String: String] {
-        guard host.kind == .vnc, let directory = try? StateDirectory.resolve() else { return [:] }
-        let store = TrustStore(directory: directory, fileName: "vnc/pins.json")
-        let key = host.address.contains(":") ? "[\(host.address)]:\(host.port)" : "\(host.address):\(host.port)"
+        guard let directory = try? StateDirectory.resolve() else { return [:] }
         var pins: [String: String] = [:]
-        if let pin = try? store.pin(for: key) { pins["tls " + key] = pin }
-        if let pin = try? store.pin(for: "rsa-aes " + key) { pins["rsa-aes " + key] = pin }
+        switch host.kind {
+        case .vnc:
+            let store = TrustStore(directory: directory, fileName: "vnc/pins.json")
+            let key = host.address.contains(":") ? "[\(host.address)]:\(host.port)" : "\(host.address):\(host.port)"
+            if let pin = try? store.pin(for: key) { pins["tls " + key] = pin }
+            if let pin = try? store.pin(for: "rsa-aes " + key) { pins["rsa-aes " + key] = pin }
+        case .punktfunk:
+            // Keyed as the punktfunk client keys it (PunktfunkClient.Options.peerKey).
+            let store = TrustStore(directory: directory, fileName: "punktfunk/pins.json")
+            let key = "\(host.address.lowercased()):\(host.port)"
+            if let pin = try? store.pin(for: key) { pins["tls " + key] = pin }
+        case .sendspin, .jellyfin:
+            break
+        }
         return pins
     }
 }

@@ -90,6 +90,15 @@ struct PunktfunkHostOptions: ParsableArguments {
         return (address.host, port)
     }
 
+    /// Records a successful connection when the host was named by the book (best effort, as
+    /// for every protocol: a read-only book is no failure).
+    func markConnected() {
+        guard !host.contains(":"), !host.contains("/"), !host.contains("["),
+              FileManager.default.fileExists(atPath: HostBook.defaultPath()),
+              let book = try? HostBook(path: HostBook.defaultPath()), (try? book.host(named: host)) != nil else { return }
+        try? book.markConnected(named: host)
+    }
+
     func clientOptions(pairing: Bool = false) throws -> PunktfunkClient.Options {
         let (h, p) = try endpoint()
         var options = PunktfunkClient.Options(host: h, port: p, stateDirectory: try StateDirectory.resolve(),
@@ -108,7 +117,7 @@ final class PunktfunkInterrupt: Sendable {
 
     /// Watches SIGINT/SIGTERM until the returned watcher is cancelled.
     func install() -> SignalWatcher {
-        SignalWatcher { [self] _ in self.fire() }
+        SignalWatcher { [self] number in self.fire(number) }
     }
 
     func attach(_ client: PunktfunkClient) {
@@ -130,7 +139,7 @@ final class PunktfunkInterrupt: Sendable {
         }
     }
 
-    private func fire() {
+    private func fire(_ number: Int32) {
         let client = state.withLock { s -> PunktfunkClient? in
             s.fired = true
             return s.client
@@ -138,14 +147,14 @@ final class PunktfunkInterrupt: Sendable {
         if let client {
             client.close()
         } else {
-            FileHandleOutput.stderr("farcast: interrupted\n")
+            FileHandleOutput.stderr("farcast: interrupted by \(Signals.name(number))\n")
             exit(1)
         }
     }
 }
 
 /// Runs a command body with SIGINT/SIGTERM closing the session; an interrupted run fails as
-/// "interrupted" instead of with whatever the closed session made the pending wait throw.
+/// "interrupted by SIGINT" (or SIGTERM), as every command does, instead of with whatever the closed session made the pending wait throw.
 func interruptible(_ body: (PunktfunkInterrupt) async throws -> Void) async throws {
     let interrupt = PunktfunkInterrupt()
     let watcher = interrupt.install()
@@ -154,7 +163,8 @@ func interruptible(_ body: (PunktfunkInterrupt) async throws -> Void) async thro
         try await body(interrupt)
     } catch {
         await interrupt.finish()
-        if interrupt.fired { throw CommandFailure(message: "interrupted") }
+        // Reported as every interrupted command is ("interrupted by SIGINT", exit 1).
+        if interrupt.fired { throw CancellationError() }
         throw error
     }
     await interrupt.finish()
@@ -167,7 +177,9 @@ struct WelcomeSummary: Encodable {
     var width: UInt32
     var height: UInt32
     var refreshHz: UInt32
-    var codec: UInt8
+    /// The codec by name ("HEVC"), as the text form prints it; `codec_id` is the wire's byte.
+    var codec: String
+    var codecId: UInt8
     var fecScheme: UInt8
     var fecPercent: UInt8
     var maxDataPerBlock: UInt16
@@ -181,7 +193,7 @@ struct WelcomeSummary: Encodable {
     init(_ w: Welcome) {
         wireVersion = w.wireVersion; udpPort = w.udpPort
         width = w.mode.width; height = w.mode.height; refreshHz = w.mode.refreshHz
-        codec = w.codec; fecScheme = w.fecScheme; fecPercent = w.fecPercent; maxDataPerBlock = w.maxDataPerBlock
+        codec = w.codecName; codecId = w.codec; fecScheme = w.fecScheme; fecPercent = w.fecPercent; maxDataPerBlock = w.maxDataPerBlock
         shardPayload = w.shardPayload; bitrateKbps = w.bitrateKbps; bitDepth = w.bitDepth; audioChannels = w.audioChannels
         hostCaps = w.hostCaps; cipher = w.cipher == 1 ? "chacha20-poly1305" : "aes-128-gcm"
     }
@@ -346,6 +358,7 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
             let hello = Hello(mode: streamMode, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
             let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
             session.client.close()
+            hostOptions.markConnected()
             let report = Report(host: options.peerKey, fingerprint: session.client.hostFingerprintHex, trust: session.client.trustOutcome.rawValue,
                                 welcome: WelcomeSummary(session.welcome), clockOffsetUs: Double(session.clock.offsetNs) / 1000,
                                 rttUs: session.clock.rttNs.map { Double($0) / 1000 }, clockSamples: session.samples.count,
@@ -355,7 +368,7 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
             } else {
                 let w = session.welcome
                 print("host \(report.host) certificate \(report.fingerprint) (\(report.trust))")
-                print("welcome: \(w.mode) codec \(w.codec) fec \(w.fecPercent)% shard \(w.shardPayload) udp \(w.udpPort) bitrate \(w.bitrateKbps) kbps")
+                print("welcome: \(w.mode) \(w.codecName) fec \(w.fecPercent)% shard \(w.shardPayload) udp \(w.udpPort) bitrate \(w.bitrateKbps) kbps")
                 print(String(format: "clock offset %.1f µs, rtt %@ (%d samples)", report.clockOffsetUs,
                              report.rttUs.map { String(format: "%.1f µs", $0) } ?? "unknown", report.clockSamples))
             }
@@ -410,6 +423,7 @@ struct PunktfunkPairCommand: AsyncParsableCommand {
                 throw error
             }
             client.close()
+            hostOptions.markConnected()
             let report = Report(host: options.peerKey, fingerprint: client.hostFingerprintHex, paired: true,
                                 clientFingerprint: client.identity.fingerprintHex)
             if global.json { try printJSON(report) } else { print("paired with \(report.host); certificate \(report.fingerprint) pinned") }
@@ -431,14 +445,14 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var hostOptions: PunktfunkHostOptions
-    @Option(help: ArgumentHelp("Rate the host should burst at (the host clamps to 3 Gbit/s).", valueName: "mbps"))
+    @Option(help: ArgumentHelp("Rate the host should burst at, above 0 and at most 3000 Mbit/s (the host's limit).", valueName: "mbps"))
     var targetMbps: Double = 300
-    @Option(help: ArgumentHelp("Burst length (the host clamps to 5000).", valueName: "ms"))
+    @Option(help: ArgumentHelp("Burst length, 100–5000 ms (the host's limit is 5000).", valueName: "ms"))
     var durationMs: UInt32 = 2000
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard targetMbps > 0, targetMbps <= 3000 else { throw ValidationError("--target-mbps must be within 0…3000") }
+        guard targetMbps > 0, targetMbps <= 3000 else { throw ValidationError("--target-mbps must be above 0 and at most 3000 (the host's limit)") }
         guard (100...5000).contains(durationMs) else { throw ValidationError("--duration-ms must be within 100…5000") }
     }
 
@@ -463,6 +477,7 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
             let hello = Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60), name: hostOptions.name,
                               videoCaps: [.probeSequence], codecs: [.hevc])
             let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
+            hostOptions.markConnected()
             let counter = try ProbeCounter(welcome: session.welcome)
             session.dataSocket.start { datagram, _ in counter.count(datagram) }
             defer {
@@ -518,10 +533,13 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
     var statsJSON: String?
     @Option(name: .customLong("au-log"), help: ArgumentHelp("Write one JSON line per access unit (frame index, bytes, SHA-256, latency).", valueName: "path"))
     var auLog: String?
+    @Option(name: .customLong("stall-limit"), help: ArgumentHelp("End with an error when no video arrives for this many seconds (after 2 s of silence farcast warns and asks for a keyframe).", valueName: "seconds"))
+    var stallLimit: Double = 10
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
+        guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
         if let seconds { guard seconds > 0, seconds <= 86_400 else { throw ValidationError("--seconds must be within 0…86400") } }
     }
 
@@ -563,7 +581,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
             let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
                 client.onDatagram { d in if d.first == 0xC9 { audioFrames.withLock { $0 += 1 } } }
                 let policy = StreamingPolicy(bitrate: fixedBitrate ? nil : BitrateAdaptation(openedAtKbps: welcome.bitrateKbps))
-                let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator(), policy: policy) { frame, latency, keyframe in
+                let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator(), policy: policy,
+                                                    stallLimitNs: Int64(stallLimit * 1e9)) { frame, latency, keyframe in
                     if let saveHandle { saveHandle.write(Data(frame.data)) }
                     if let auHandle {
                         let line = "{\"frame_index\":\(frame.frameIndex),\"bytes\":\(frame.data.count),\"sha256\":\"\(hexString(SHA256.hash(data: frame.data)))\",\"latency_us\":\(Double(latency) / 1000),\"keyframe\":\(keyframe),\"recovered_shards\":\(frame.recoveredShards)}\n"
@@ -583,6 +602,7 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
                 streamBox.withLock { $0 = stream }
                 socket.start { datagram, received in stream.handle(datagram, receivedAt: received) }
             }
+            hostOptions.markConnected()
             let client = session.client
             guard let stream = streamBox.withLock({ $0 }) else { throw CommandFailure(message: "internal: no video receiver") }
             stream.applyClock(session.samples)
@@ -600,6 +620,22 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
                     failure = error
                     break
                 }
+                switch stream.watchForStalls(now: DataPlaneSocket.monotonic()) {
+                case .none, .requestKeyframe:
+                    break
+                case .stalled(let silentNs):
+                    FileHandleOutput.stderr(String(format: "farcast: warning: no video from the host for %.1f s; asking it for a keyframe\n", Double(silentNs) / 1e9))
+                case .resumed(let silentNs):
+                    if !global.quiet { FileHandleOutput.stderr(String(format: "farcast: video resumed after %.1f s\n", Double(silentNs) / 1e9)) }
+                case .giveUp(let silentNs):
+                    let received = stream.statistics.accessUnits
+                    let what = received == 0
+                        ? "the host sent no video at all (mode \(session.welcome.mode)); it may not serve that mode"
+                        : "the host stopped sending video after \(received) access units"
+                    ended = "stalled"
+                    failure = CommandFailure(message: String(format: "%@: nothing for %.0f s (--stall-limit)", what, Double(silentNs) / 1e9))
+                }
+                if failure != nil { break }
                 if policy.clockResyncDue(now: DataPlaneSocket.monotonic()) {
                     if let batch = try? await client.measureClock() { stream.applyClock(batch) }
                 }

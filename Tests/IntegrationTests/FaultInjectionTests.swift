@@ -191,6 +191,7 @@ struct FaultInjectionTests {
         let silent = try HostileServer(mode: "silent")
         let wsSilent = try HostileServer(mode: "ws-silent-upgrade")
         let noInit = try HostileServer(mode: "ws-no-init-answer")
+        let silentUDP = try SilentUDPPort()
         // The bound is 1 s; 2 s leaves room for a loaded CI machine's scheduling.
         for signal in [SIGINT, SIGTERM] {
             let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
@@ -198,6 +199,10 @@ struct FaultInjectionTests {
             let vnc = try Self.interrupt(["vnc", "info", "127.0.0.1::\(silent.port)", "--connect-timeout", "60"], with: signal, folder: folder)
             #expect(vnc.seconds < 2, "vnc info took \(vnc.seconds) s to stop on \(name)")
             #expect(vnc.status == 1 && vnc.log.contains("interrupted by \(name)"), "\(vnc.status): \(vnc.log)")
+            // The same words for a punktfunk handshake waiting on a host that never answers.
+            let pf = try Self.interrupt(["punktfunk", "probe", "127.0.0.1:\(silentUDP.port)", "--tofu", "--timeout", "60"], with: signal, folder: folder)
+            #expect(pf.seconds < 2, "punktfunk probe took \(pf.seconds) s to stop on \(name)")
+            #expect(pf.status == 1 && pf.log.contains("farcast: interrupted by \(name)"), "\(pf.status): \(pf.log)")
             // A player that runs until stopped, in every phase of opening: exit 0.
             for (server, phase) in [(wsSilent, "the WebSocket upgrade"), (noInit, "client/init")] {
                 let play = try Self.interrupt(["sendspin", "play", "ws://127.0.0.1:\(server.port)/sendspin", "--connect-timeout", "60"], with: signal, folder: folder)
@@ -218,6 +223,19 @@ struct FaultInjectionTests {
         #expect(daemon.waitForExit(timeout: 10))
         #expect(Date().timeIntervalSince(start) < 2)
         #expect(daemon.terminationStatus == 0, "daemon: \(daemon.log)")
+    }
+
+    /// punktfunk's handshake waits as long as --timeout says (the QUIC idle timer ended it at 8 s
+    /// while the message named the flag's value), and a UDP port nothing listens on fails at once.
+    @Test func punktfunkHandshakeWaitsAsLongAsAskedAndNoLonger() throws {
+        let folder = try TemporaryFolder()
+        let closed = try Self.farcast(["punktfunk", "probe", "127.0.0.1:\(try freeUDPPort())", "--tofu", "--timeout", "20"], folder: folder)
+        #expect(closed.result.status == 1 && closed.result.stderr.contains("nothing is listening on that UDP port"), "\(closed.result.stderr)")
+        #expect(closed.seconds < 3, "a closed port took \(closed.seconds) s")
+        let silent = try SilentUDPPort()
+        let waited = try Self.farcast(["punktfunk", "probe", "127.0.0.1:\(silent.port)", "--tofu", "--timeout", "11"], folder: folder)
+        #expect(waited.result.status == 1 && waited.result.stderr.contains("within 11 s"), "\(waited.result.stderr)")
+        #expect(waited.seconds > 10.5 && waited.seconds < 14, "--timeout 11 gave up after \(waited.seconds) s")
     }
 
     // MARK: - Mistakes found before connecting

@@ -59,6 +59,11 @@ struct PunktfunkSessionTests {
         let second = try Self.farcast(["probe", target, "--json"], state: client)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(try Self.json(second.stdout)["trust"] as? String == "pinned")
+        // The codec by name in both forms, the wire's byte beside it in JSON.
+        let secondWelcome = try Self.json(second.stdout)["welcome"] as? [String: Any]
+        #expect(secondWelcome?["codec"] as? String == "HEVC" && secondWelcome?["codec_id"] as? Int == 2, "\(second.stdout)")
+        let text = try Self.farcast(["probe", target, "--mode", "1280x720x60"], state: client)
+        #expect(text.status == 0 && text.stdout.contains("1280x720") && text.stdout.contains(" HEVC fec "), "\(text.stdout)\(text.stderr)")
 
         // 3: same address, new host key: refused inside the TLS handshake, with a way out.
         host?.stop()
@@ -87,6 +92,12 @@ struct PunktfunkSessionTests {
         let gated = try Self.farcast(["probe", host.address, "--tofu"], state: client)
         #expect(gated.status == 1)
         #expect(gated.stderr.contains("requires pairing"), "\(gated.stderr)")
+        // That refused first use pinned nothing: a pin is written only after a Welcome, so the
+        // next plain probe is refused as untrusted before any Hello (it met the gate before).
+        let pins = (try? String(contentsOfFile: client + "/farcast/punktfunk/pins.json", encoding: .utf8)) ?? ""
+        #expect(!pins.contains(host.fingerprint), "pins.json: \(pins)")
+        let untrusted = try Self.farcast(["probe", host.address], state: client)
+        #expect(untrusted.status == 1 && untrusted.stderr.contains("is not trusted"), "\(untrusted.stderr)")
         // A wrong-length PIN never reaches the host.
         let short = try Self.farcast(["pair", host.address], state: client, stdin: "432\n")
         #expect(short.status == 2)
@@ -104,6 +115,24 @@ struct PunktfunkSessionTests {
         let after = try Self.farcast(["probe", host.address, "--json"], state: client)
         #expect(after.status == 0, "\(after.stderr)")
         #expect(try Self.json(after.stdout)["trust"] as? String == "pinned")
+
+        // By a saved name: the book shows the pin and records the connection, as for VNC.
+        func asUser(_ arguments: [String]) throws -> ProcessResult {
+            var env = ProcessInfo.processInfo.environment
+            env["XDG_STATE_HOME"] = client
+            env["XDG_DATA_HOME"] = folder.path + "/data"
+            return try run(try farcastBinary(), arguments, environment: env, timeout: 60)
+        }
+        #expect(try asUser(["hosts", "add", "gamebox", "punktfunk://\(host.address)"]).status == 0)
+        let before = try Self.json(try asUser(["hosts", "show", "gamebox", "--json"]).stdout)
+        #expect(before["last_connected"] == nil)
+        let byName = try asUser(["punktfunk", "probe", "gamebox", "--mode", "1280x720x60"])
+        #expect(byName.status == 0, "\(byName.stderr)")
+        let shown = try Self.json(try asUser(["hosts", "show", "gamebox", "--json"]).stdout)
+        #expect(shown["last_connected"] is String, "\(shown)")
+        #expect((shown["pins"] as? [String: String])?["tls \(host.address)"] == host.fingerprint, "\(shown)")
+        let text = try asUser(["hosts", "show", "gamebox"])
+        #expect(text.stdout.contains("pin           tls \(host.address) \(host.fingerprint)") && !text.stdout.contains("never"), "\(text.stdout)")
     }
 
     @Test func aWrongPINIsOneFailedAttempt() throws {
@@ -272,6 +301,27 @@ struct PunktfunkSessionTests {
         #expect(elapsed < 8 + 1.5, "ended after \(elapsed) s")
         #expect(PunktfunkSessionError.idleTimeout(seconds: 8).description == "the host stopped answering (nothing received for 8 s)")
         socket.stop()
+    }
+
+    /// A host that stays connected but stops sending video (the stand-in's --frames 30): receive
+    /// warns after 2 s, asks for keyframes, and ends at --stall-limit with exit 1 and one line
+    /// (it waited silently until killed before), the statistics file still written.
+    @Test func aHostThatStopsSendingVideoIsNoticedAndTheReceiveEnds() throws {
+        let folder = try TemporaryFolder()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--frames", "30"], folder: folder)
+        let stats = folder.path + "/stats.json"
+        let start = Date()
+        let result = try Self.farcast(["receive", host.address, "--tofu", "--mode", "1280x720x60", "--seconds", "60", "--stall-limit", "5",
+                                       "--stats-json", stats], state: folder.path + "/client", timeout: 60)
+        let seconds = Date().timeIntervalSince(start)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: no video from the host for 2.0 s; asking it for a keyframe"), "\(result.stderr)")
+        #expect(result.stderr.contains("farcast: the host stopped sending video after 30 access units: nothing for 5 s (--stall-limit)"), "\(result.stderr)")
+        #expect(seconds < 15, "ended after \(seconds) s")
+        let report = try Self.json(try String(contentsOfFile: stats, encoding: .utf8))
+        #expect(report["ended"] as? String == "stalled" && report["access_units"] as? Int == 30, "\(report)")
+        #expect((report["keyframe_requests"] as? Int ?? 0) >= 2, "\(report)")
+        #expect(host.control("request_keyframe").count >= 2, "the host saw the requests")
     }
 }
 

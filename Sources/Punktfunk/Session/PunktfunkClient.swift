@@ -120,8 +120,10 @@ public final class PunktfunkClient: Sendable {
                 throw PunktfunkSessionError.untrustedHost(host: options.peerKey, fingerprint: presented)
             }
             outcome = .pinned
+        // First use and --trust are decided here but pinned only once the host has welcomed
+        // us (`recordTrust`): a host that refuses the Hello (pairing required) leaves no pin.
         case .trustOnFirstUse:
-            switch try store.check(peer: options.peerKey, fingerprint: presented, acceptChange: false) {
+            switch try store.evaluate(peer: options.peerKey, fingerprint: presented, acceptChange: false) {
             case .matchesPin: outcome = .pinned
             case .pinnedOnFirstUse: outcome = .pinnedOnFirstUse
             case .replacedPin: outcome = .replacedPin
@@ -130,7 +132,7 @@ public final class PunktfunkClient: Sendable {
                 throw PunktfunkSessionError.fingerprintChanged(host: options.peerKey, pinned: pinned, presented: presented)
             }
         case .acceptChange:
-            switch try store.check(peer: options.peerKey, fingerprint: presented, acceptChange: true) {
+            switch try store.evaluate(peer: options.peerKey, fingerprint: presented, acceptChange: true) {
             case .matchesPin: outcome = .pinned
             case .pinnedOnFirstUse: outcome = .pinnedOnFirstUse
             case .replacedPin, .mismatch: outcome = .replacedPin
@@ -144,6 +146,17 @@ public final class PunktfunkClient: Sendable {
 
     struct WeakClient {
         weak var client: PunktfunkClient?
+    }
+
+    /// Pins the host's certificate when first use or --trust allowed it: called once the host
+    /// has answered the Hello with a Welcome, the handshake that proves the session good.
+    func recordTrust() throws(PunktfunkSessionError) {
+        guard trustOutcome == .pinnedOnFirstUse || trustOutcome == .replacedPin else { return }
+        do {
+            try Self.trustStore(options.stateDirectory).record(peer: options.peerKey, fingerprint: hostFingerprintHex)
+        } catch {
+            throw .trustStore("\(error)")
+        }
     }
 
     /// Typed rejections the host closes with: its reason text names them.
@@ -199,7 +212,9 @@ public final class PunktfunkClient: Sendable {
         guard !ControlMessage.isControl(payload) else {
             throw .malformed("expected Welcome, got control message type 0x\(String(payload[4], radix: 16))")
         }
-        return try Welcome.decode(payload)
+        let welcome = try Welcome.decode(payload)
+        try recordTrust()
+        return welcome
     }
 
     /// Runs the opening of the session through `SessionHandshake`: Hello, Welcome, the data socket
@@ -216,6 +231,7 @@ public final class PunktfunkClient: Sendable {
             case .send(let payload):
                 sendPayload(payload)
             case .bindDataSocket(let welcome):
+                try recordTrust()
                 let port = try bindDataSocket(welcome)
                 pending += machine.dataSocketBound(port: port, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
             case .unhandled(let payload):

@@ -34,6 +34,8 @@ public enum PunktfunkSessionError: Error, Equatable, Sendable, CustomStringConve
     case pairingRefused(String)
     /// QUIC itself failed (internal library error code and text).
     case quic(code: Int32, detail: String)
+    /// The host's pin could not be saved in the trust store (the OS reason).
+    case trustStore(String)
     /// The session was closed by us.
     case closed
 
@@ -77,6 +79,8 @@ public enum PunktfunkSessionError: Error, Equatable, Sendable, CustomStringConve
             return "the host refused pairing: \(reason)"
         case .quic(let code, let detail):
             return "QUIC error \(code): \(detail)"
+        case .trustStore(let reason):
+            return "cannot save the host's certificate pin: \(reason)"
         case .closed:
             return "the session is closed"
         }

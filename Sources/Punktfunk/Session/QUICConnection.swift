@@ -454,7 +454,11 @@ final class QUICEngine: @unchecked Sendable {
         params.initial_max_data = 4 << 20
         params.initial_max_streams_bidi = 1
         params.initial_max_streams_uni = 3
-        params.max_idle_timeout = UInt64(configuration.idleTimeout * 1e9)
+        // Until the handshake completes ngtcp2 applies our own idle timeout, which would end a
+        // slow handshake at 8 s whatever `handshakeTimeout` says: advertise the longer of the two.
+        // Afterwards the negotiated value is the smaller of both sides' (the host's 8 s), and the
+        // idle check in `run` holds `idleTimeout` whatever was negotiated.
+        params.max_idle_timeout = UInt64(max(configuration.idleTimeout, configuration.handshakeTimeout) * 1e9)
         params.max_datagram_frame_size = 65535
 
         var dcidBytes = [UInt8](repeating: 0, count: 18)
@@ -594,7 +598,13 @@ final class QUICEngine: @unchecked Sendable {
             if n < 0 {
                 if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return nil }
                 if errno == ECONNREFUSED {
-                    // ICMP port unreachable: nothing listens there (yet); QUIC retries until its deadline.
+                    // ICMP port unreachable. Before the handshake: nothing listens on that port,
+                    // and waiting out the handshake timeout would only hide it. Afterwards a lost
+                    // host is the idle timeout's to judge (one stray ICMP message is no verdict).
+                    guard handshakeDone else {
+                        return .network(operation: "reach a punktfunk host at \(remote)",
+                                        reason: "nothing is listening on that UDP port (ICMP port unreachable came back); is the host running, and is the port right?")
+                    }
                     continue
                 }
                 return .network(operation: "receive from \(remote)", reason: String(cString: strerror(errno)))

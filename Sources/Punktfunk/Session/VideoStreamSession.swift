@@ -17,7 +17,10 @@ public final class VideoStreamSession: @unchecked Sendable {
         public var receiver = VideoReceiverCounters()
         public var accessUnits: UInt64 = 0
         public var keyframes: UInt64 = 0
+        /// Keyframe requests sent, for lost frames and for stalls.
         public var keyframeRequests = 0
+        /// Of those, the ones sent because no video arrived (`watchForStalls`).
+        public var stallKeyframeRequests = 0
         public var rfiRequests = 0
         public var lossReports = 0
         /// SetBitrate messages sent by the bitrate rule, and the bitrate the host last confirmed
@@ -40,11 +43,16 @@ public final class VideoStreamSession: @unchecked Sendable {
     private let clock: Mutex<(estimator: ClockOffsetEstimator, ready: Bool)>
     private let stats = Mutex(Statistics())
     private let onFrame: FrameHandler?
+    /// Created at the first `watchForStalls`, which is when the stream is awaited from.
+    private let stallWatch = Mutex<VideoStallWatch?>(nil)
+    private let stallLimitNs: Int64
 
     /// `policy` decides recovery requests, loss reports and the bitrate; by default RFI first and
     /// the bitrate rule from the Welcome's bitrate (a policy with `bitrate: nil` keeps it fixed).
+    /// `stallLimitNs` is how long a stream may send nothing before `watchForStalls` says to end it.
     public init(client: PunktfunkClient, welcome: Welcome, clock: ClockOffsetEstimator, policy: StreamingPolicy? = nil,
-                onFrame: FrameHandler? = nil) throws(DataPlaneError) {
+                stallLimitNs: Int64 = 10_000_000_000, onFrame: FrameHandler? = nil) throws(DataPlaneError) {
+        self.stallLimitNs = stallLimitNs
         let cipher: DatagramCipher = welcome.cipher == 1 ? .chaCha20Poly1305 : .aes128GCM
         let key = try DatagramKey(cipher: cipher, key: welcome.cipher == 1 ? welcome.chachaKey : welcome.key, salt: welcome.salt)
         let limits = VideoStreamLimits(shardBytes: Int(welcome.shardPayload), maxDataShardsPerBlock: Int(welcome.maxDataPerBlock))
@@ -97,7 +105,7 @@ public final class VideoStreamSession: @unchecked Sendable {
         let (keyframes, rfis) = (policy.keyframeRequests, policy.rfiRequests)
         stats.withLock { s in
             s.receiver = counters
-            s.keyframeRequests = keyframes
+            s.keyframeRequests = keyframes + s.stallKeyframeRequests
             s.rfiRequests = rfis
             for message in outgoing {
                 switch message {
@@ -108,6 +116,30 @@ public final class VideoStreamSession: @unchecked Sendable {
             }
         }
         for message in outgoing { client.send(message) }
+    }
+
+    /// Checks whether video has stopped (call it a few times a second from the task that runs
+    /// the session): during a stall it asks the host for a keyframe (`VideoStallWatch`'s rule)
+    /// and counts the request; `.giveUp` means the stall limit has passed.
+    public func watchForStalls(now: Int64) -> VideoStallWatch.Action {
+        let count = stats.withLock { $0.accessUnits }
+        let limit = stallLimitNs
+        let action = stallWatch.withLock { stored -> VideoStallWatch.Action in
+            var watch = stored ?? VideoStallWatch(startedAt: now, giveUpAfterNs: limit)
+            defer { stored = watch }
+            return watch.observe(accessUnits: count, now: now)
+        }
+        switch action {
+        case .stalled, .requestKeyframe:
+            stats.withLock { s in
+                s.stallKeyframeRequests += 1
+                s.keyframeRequests += 1
+            }
+            client.send(.requestKeyframe)
+        case .none, .resumed, .giveUp:
+            break
+        }
+        return action
     }
 
     /// Applies a mid-stream clock batch (the caller runs it on its own task).

@@ -35,6 +35,12 @@ public struct Welcome: Equatable, Sendable {
     public var audioChannels: UInt8 = 2
     /// Negotiated codec (Hello codec bits; 2 = HEVC).
     public var codec: UInt8 = 2
+
+    /// The negotiated codec's name for people: "HEVC", "PyroWave", or "unknown codec N".
+    public var codecName: String {
+        if let known = VideoCodec(welcomeCodec: codec) { return known.displayName }
+        return codec == 8 ? "PyroWave" : "unknown codec \(codec)"
+    }
     /// Host capability bits (0x01 accepts full gamepad-state input).
     public var hostCaps: UInt8 = 0
     /// 0 AES-128-GCM, 1 ChaCha20-Poly1305.

@@ -103,4 +103,13 @@ struct HandshakeMessageTests {
             #expect(StreamMode(parsing: bad) == nil)
         }
     }
+
+    @Test func welcomeCodecsAreNamed() {
+        var w = Self.fullWelcome()
+        for (byte, name) in [(UInt8(1), "H.264"), (2, "HEVC"), (4, "AV1"), (8, "PyroWave"), (3, "unknown codec 3")] {
+            w.codec = byte
+            #expect(w.codecName == name)
+        }
+        #expect(VideoCodec(welcomeCodec: 2) == .hevc && VideoCodec(welcomeCodec: 8) == nil)
+    }
 }
