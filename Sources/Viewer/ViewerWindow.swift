@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(CSDL2Loader)
+import CSDL2Loader
+#endif
 
 /// Why a viewer window could not open.
 public enum ViewerError: Error, Sendable, CustomStringConvertible {
@@ -19,6 +22,18 @@ public enum ViewerError: Error, Sendable, CustomStringConvertible {
         case .libraryMissing(let detail):
             return "cannot load SDL2 for the window: \(detail) (on Debian: apt install libsdl2-2.0-0 libsdl2-ttf-2.0-0)"
         }
+    }
+}
+
+extension ViewerWindow {
+    /// Loads SDL2 and SDL2_ttf as opening a window would, without opening one: what
+    /// `farcast doctor` checks.
+    public static func loadLibraries() throws(ViewerError) {
+        #if canImport(CSDL2Loader)
+        if let problem = farcast_sdl_load() { throw .libraryMissing(String(cString: problem)) }
+        #else
+        throw .unavailable
+        #endif
     }
 }
 

@@ -59,7 +59,7 @@ struct DiscoverCommand: AsyncParsableCommand {
             let targets = jellyfinTargets.isEmpty ? ["255.255.255.255"] : jellyfinTargets
             // Every browse and the Jellyfin query run at once, so the whole listing takes `seconds`.
             var found: [Found] = []
-            var failures: [String] = []
+            var failures: [(what: String, reason: String)] = []
             try await withThrowingTaskGroup(of: (String, Result<[Found], any Error>).self) { group in
                 for entry in types {
                     group.addTask {
@@ -93,16 +93,24 @@ struct DiscoverCommand: AsyncParsableCommand {
                 for try await (what, result) in group {
                     switch result {
                     case .success(let list): found += list
-                    case .failure(let error): failures.append("\(what): \(describe(error))")
+                    case .failure(let error): failures.append((what, describe(error)))
                     }
                 }
             }
             found.sort { ($0.protocol, $0.name, $0.serviceType) < ($1.protocol, $1.name, $1.serviceType) }
             // mDNS unreachable for every type is a failure; one type failing is worth a warning.
-            if found.isEmpty, !failures.isEmpty, failures.count == types.count + (wanted.contains("jellyfin") ? 1 : 0) {
-                throw CommandFailure(message: failures.first ?? "discovery failed")
+            // The same cause (no Avahi daemon) fails every mDNS browse alike: one line per cause,
+            // naming what it stopped.
+            var causes: [(reason: String, what: [String])] = []
+            for failure in failures {
+                if let i = causes.firstIndex(where: { $0.reason == failure.reason }) { causes[i].what.append(failure.what) }
+                else { causes.append((failure.reason, [failure.what])) }
             }
-            for failure in failures where !global.quiet { FileHandleOutput.stderr("farcast: warning: \(failure)\n") }
+            let lines = causes.map { "\($0.what.joined(separator: ", ")): \($0.reason)" }
+            if found.isEmpty, !failures.isEmpty, failures.count == types.count + (wanted.contains("jellyfin") ? 1 : 0) {
+                throw CommandFailure(message: lines.joined(separator: "; "))
+            }
+            for line in lines where !global.quiet { FileHandleOutput.stderr("farcast: warning: \(line)\n") }
             if global.json {
                 try printJSON(found)
                 return

@@ -1,7 +1,11 @@
 import ArgumentParser
 import FarcastSupport
 import Foundation
+import Hosts
+import Jellyfin
+import Punktfunk
 import Sendspin
+import Viewer
 
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +21,7 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check what farcast needs on this machine, protocol by protocol, and how to fix what is missing.",
         discussion: """
-            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), and /dev/net/tun with the right to use it (farcast tun). Exits 1 only when the state directory is unusable; the rest are warnings.
+            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), /dev/net/tun with the right to use it (farcast tun), the SSH keys and agent the built-in SSH can and cannot use (--ssh), the QUIC libraries and client identity (farcast punktfunk), the remembered Jellyfin servers, and a display with SDL2 for windows (farcast vnc view). Exits 1 only when the state directory is unusable; the rest are warnings.
 
             Example: farcast doctor --json | jq '.checks[] | select(.status != "ok")'
             """
@@ -60,6 +64,10 @@ struct DoctorCommand: AsyncParsableCommand {
             checks.append(soundCheck())
             checks.append(await mdnsCheck())
             checks.append(tunCheck())
+            checks.append(sshCheck())
+            checks.append(punktfunkCheck(state))
+            checks.append(jellyfinCheck(state))
+            checks.append(displayCheck())
 
             if global.json {
                 try printJSON(DoctorReport(version: FarcastInfo.version, stateDirectory: state.path, stateFilesPrivate: statePrivate, checks: checks))
@@ -115,6 +123,70 @@ struct DoctorCommand: AsyncParsableCommand {
         let admin = geteuid() == 0 || hasCapability(12)  // CAP_NET_ADMIN
         return Check(name: "TUN", status: admin ? "ok" : "warning", detail: "/dev/net/tun opens" + (admin ? ", CAP_NET_ADMIN held" : ", but CAP_NET_ADMIN is missing"),
                      fix: admin ? nil : "`farcast tun` needs root or CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \(CommandLine.arguments[0]))")
+    }
+
+    /// The keys `--ssh` finds in ~/.ssh and whether the built-in SSH can sign with them.
+    private func sshCheck() -> Check {
+        let folder = SSHPaths.home + "/.ssh/"
+        let exists = { FileManager.default.fileExists(atPath: folder + $0) }
+        let usable = ["id_ecdsa", "id_ed25519"].filter(exists)
+        let unusable = ["id_rsa", "id_dsa"].filter(exists)
+        let agent = ProcessInfo.processInfo.environment["SSH_AUTH_SOCK"].map { !$0.isEmpty } ?? false
+        var found: [String] = usable.map { "~/.ssh/\($0)" }
+        if usable.isEmpty { found.append("no Ed25519 or ECDSA key in ~/.ssh") }
+        if !unusable.isEmpty { found.append("~/.ssh/" + unusable.joined(separator: ", ~/.ssh/") + " (not usable by the built-in SSH)") }
+        if agent { found.append("ssh-agent (not usable by the built-in SSH)") }
+        guard usable.isEmpty, !unusable.isEmpty || agent else {
+            return Check(name: "SSH (--ssh)", status: "ok", detail: found.joined(separator: "; ") + "; passwords work too", fix: nil)
+        }
+        return Check(name: "SSH (--ssh)", status: "warning", detail: found.joined(separator: "; "),
+                     fix: "the built-in SSH (swift-nio-ssh 0.15) signs only with Ed25519 and ECDSA key files: make one (ssh-keygen -t ed25519) and add it to the server, or log in with --ssh-password-file")
+    }
+
+    /// The QUIC libraries punktfunk loads on first use, and this device's identity.
+    private func punktfunkCheck(_ state: StateDirectory) -> Check {
+        let identity = FileManager.default.fileExists(atPath: state.path + "/punktfunk/client-cert.pem")
+            ? "client identity in \(state.path)/punktfunk" : "client identity made on first connect"
+        do {
+            try QUICLibraries.load()
+            return Check(name: "punktfunk", status: "ok", detail: "ngtcp2 and GnuTLS load; \(identity)", fix: nil)
+        } catch {
+            return Check(name: "punktfunk", status: "warning", detail: describe(error), fix: "`farcast punktfunk` needs ngtcp2 and GnuTLS (apt install libngtcp2-9 libngtcp2-crypto-gnutls2 libgnutls30)")
+        }
+    }
+
+    /// The Jellyfin servers and users remembered by `farcast jellyfin login`.
+    private func jellyfinCheck(_ state: StateDirectory) -> Check {
+        do {
+            let remembered = try FileCredentialStore(directory: state).load()
+            guard let current = remembered.server(matching: nil) else {
+                return Check(name: "Jellyfin", status: "ok", detail: "no server signed in to (farcast jellyfin login URL)", fix: nil)
+            }
+            let users = remembered.servers.reduce(0) { $0 + $1.users.count }
+            return Check(name: "Jellyfin", status: "ok",
+                         detail: "\(remembered.servers.count) server(s), \(users) user(s) remembered; current: \(current.name) at \(current.url)", fix: nil)
+        } catch {
+            return Check(name: "Jellyfin", status: "warning", detail: "the remembered servers cannot be read: \(describe(error))",
+                         fix: "remove \(state.path)/jellyfin/servers.json and sign in again with farcast jellyfin login")
+        }
+    }
+
+    /// A display for windows (`vnc view`) and SDL2 to draw on it.
+    private func displayCheck() -> Check {
+        let environment = ProcessInfo.processInfo.environment
+        let displays = [("WAYLAND_DISPLAY", "Wayland"), ("DISPLAY", "X11")].compactMap { key, name in
+            environment[key].flatMap { $0.isEmpty ? nil : "\(name) (\(key)=\($0))" }
+        }
+        var library = "SDL2 loads"
+        do { try ViewerWindow.loadLibraries() } catch {
+            return Check(name: "display", status: "warning", detail: describe(error), fix: "windows (farcast vnc view) need SDL2: apt install libsdl2-2.0-0 libsdl2-ttf-2.0-0")
+        }
+        guard !displays.isEmpty else {
+            library += "; no display: neither DISPLAY nor WAYLAND_DISPLAY is set"
+            return Check(name: "display", status: "warning", detail: library,
+                         fix: "run farcast vnc view in a desktop session (or with DISPLAY set to an X server); the other commands need no display")
+        }
+        return Check(name: "display", status: "ok", detail: "\(library); \(displays.joined(separator: ", "))", fix: nil)
     }
 
     /// Whether this process has capability `bit` in its effective set (Linux).

@@ -58,6 +58,12 @@ struct TunDeviceOptions: ParsableArguments {
         do { try TunDevice.validate(name: name) } catch { throw ValidationError("\(error)") }
         var prefixes: [IPPrefix] = []
         for text in addresses {
+            // Without a prefix the kernel would take a /32 (or /128) and route nothing into the
+            // device: every ping to a neighbour would fail with "Network is unreachable".
+            guard text.contains("/") else {
+                let example = text.contains(":") ? "\(text)/64" : "\(text)/24"
+                throw ValidationError("--address \(text) needs a prefix length, e.g. \(example): the kernel routes that prefix into the device")
+            }
             do { prefixes.append(try IPPrefix(text)) } catch { throw ValidationError("--address: \(error)") }
         }
         var extra: [IPPrefix] = []

@@ -42,6 +42,46 @@ import Testing
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
     }
 
+    /// doctor looks at what each protocol needs beyond the basics: SSH keys and the agent, the
+    /// QUIC libraries, the remembered Jellyfin servers and a display (it checked none of them).
+    @Test func doctorChecksSSHPunktfunkJellyfinAndADisplay() throws {
+        let folder = try TemporaryFolder()
+        let home = folder.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: home + "/.ssh/id_rsa", contents: Data("not read".utf8))
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = folder.path
+        env["HOME"] = home
+        env["SSH_AUTH_SOCK"] = folder.path + "/agent.sock"
+        env.removeValue(forKey: "DISPLAY")
+        env.removeValue(forKey: "WAYLAND_DISPLAY")
+        func checks() throws -> [String: [String: Any]] {
+            let result = try run(try farcastBinary(), ["doctor", "--json"], environment: env)
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            let list = object?["checks"] as? [[String: Any]] ?? []
+            return Dictionary(list.map { ($0["name"] as? String ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+        }
+        var found = try checks()
+        #expect(found["SSH (--ssh)"]?["status"] as? String == "warning", "\(found)")
+        #expect((found["SSH (--ssh)"]?["detail"] as? String)?.contains("~/.ssh/id_rsa (not usable by the built-in SSH)") == true, "\(found)")
+        #expect((found["SSH (--ssh)"]?["detail"] as? String)?.contains("ssh-agent") == true, "\(found)")
+        #expect(found["punktfunk"]?["status"] as? String == "ok", "\(found)")
+        #expect((found["Jellyfin"]?["detail"] as? String)?.contains("no server signed in") == true, "\(found)")
+        #expect(found["display"]?["status"] as? String == "warning", "\(found)")
+        #expect((found["display"]?["detail"] as? String)?.contains("neither DISPLAY nor WAYLAND_DISPLAY") == true, "\(found)")
+
+        // An Ed25519 key, no agent, a display named: those two are fine.
+        _ = FileManager.default.createFile(atPath: home + "/.ssh/id_ed25519", contents: Data("not read".utf8))
+        env.removeValue(forKey: "SSH_AUTH_SOCK")
+        env["DISPLAY"] = ":99"
+        found = try checks()
+        #expect(found["SSH (--ssh)"]?["status"] as? String == "ok", "\(found)")
+        #expect(found["display"]?["status"] as? String == "ok", "\(found)")
+        let text = try run(try farcastBinary(), ["doctor"], environment: env)
+        #expect(text.stdout.contains("SSH (--ssh)") && text.stdout.contains("punktfunk") && text.stdout.contains("Jellyfin"), "\(text.stdout)")
+    }
+
     @Test func failureIsOneLineOnStderrWithNonZeroExit() throws {
         let folder = try TemporaryFolder()
         // A regular file where the state folder must go: doctor cannot create it.
@@ -65,6 +105,18 @@ import Testing
             #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains("--help`"), "\(arguments): \(result.stderr)")
         }
+    }
+
+    /// A refused value's message states the range that is accepted (0 Mbit/s was refused as
+    /// outside "0…3000"), and the help says the same limits.
+    @Test func speedtestLimitsAreStatedAsEnforced() throws {
+        let bin = try farcastBinary()
+        let zero = try run(bin, ["punktfunk", "speedtest", "127.0.0.1", "--target-mbps", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--target-mbps must be above 0 and at most 3000"), "\(zero.stderr)")
+        let long = try run(bin, ["punktfunk", "speedtest", "127.0.0.1", "--duration-ms", "6000"])
+        #expect(long.status == 2 && long.stderr.contains("--duration-ms must be within 100…5000"), "\(long.stderr)")
+        let help = try run(bin, ["punktfunk", "speedtest", "--help"])
+        #expect(help.stdout.contains("100–5000 ms") && !help.stdout.contains("clamps"), "\(help.stdout)")
     }
 
     @Test func helpOfEveryGroupExitsZero() throws {

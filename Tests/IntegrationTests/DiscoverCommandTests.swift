@@ -90,6 +90,21 @@ struct DiscoverCommandTests {
         #expect(server.url == "jellyfin://127.0.0.1:8096")
         #expect(responder.log.lines.withLock { $0 } == ["who is JellyfinServer?"])
     }
+
+    /// With no Avahi daemon to ask, every mDNS browse fails alike: one warning line names them
+    /// all (it was printed once per service type), and what did answer is still listed.
+    @Test func withoutAvahiTheWarningIsOneLine() async throws {
+        let responder = try JellyfinResponder(id: "0123456789abcdef0123456789abcdef", name: "Den", address: "http://127.0.0.1:8096")
+        defer { responder.stop() }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/system_bus_socket"
+        let result = try run(try farcastBinary(), ["discover", "--jellyfin-target", "127.0.0.1", "--seconds", "1"], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Den"), "\(result.stdout)")
+        let warnings = result.stderr.split(separator: "\n").filter { $0.hasPrefix("farcast: warning:") }
+        #expect(warnings.count == 1, "\(result.stderr)")
+        #expect(warnings.first.map { $0.contains("_rfb._tcp") && $0.contains("_punktfunk._udp") } == true, "\(result.stderr)")
+    }
 }
 
 /// Answers Jellyfin's discovery datagram on 127.0.0.1:7359 as the server's AutoDiscoveryHost

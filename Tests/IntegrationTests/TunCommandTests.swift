@@ -270,7 +270,9 @@ struct TunCommandTests {
                           ["tun", "pipe", "ftok0", "--peer", "192.0.2.1:7000", "--listen", "7000", "--batch", "0"],
                           // A frame that no UDP datagram can carry (this trapped in the worker threads).
                           ["tun", "pipe", "ftok0", "--tap", "--mtu", "65500", "--peer", "192.0.2.1:7000", "--listen", "7000"],
-                          ["tun", "up", "ftok0", "--route", "10.0.0.0/8x"]] {
+                          ["tun", "up", "ftok0", "--route", "10.0.0.0/8x"],
+                          // No prefix: a /32 would route nothing into the device (issue 36).
+                          ["tun", "echo", "ftok0", "--address", "10.9.0.1"]] {
             let result = try run(farcast, arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
             #expect(result.stderr.hasPrefix("farcast: "), "\(arguments): \(result.stderr)")
@@ -278,6 +280,8 @@ struct TunCommandTests {
             #expect(result.stderr.contains("(see `farcast tun \(arguments[1]) --help`)"), "\(arguments): \(result.stderr)")
             #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
         }
+        let bare = try run(farcast, ["tun", "echo", "ftok0", "--address", "fd09::1"])
+        #expect(bare.stderr.contains("--address fd09::1 needs a prefix length, e.g. fd09::1/64"), "\(bare.stderr)")
     }
 
     @Test func jsonIsOneObjectOnStdoutAndQuietLeavesStderrEmpty() throws {

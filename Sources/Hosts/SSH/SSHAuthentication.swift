@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 import Logging
 import NIOCore
@@ -28,6 +29,20 @@ public struct SSHPrompts: Sendable {
 /// why) and the code waiting for the handshake (which only sees the channel close).
 final class SSHFailureRecord: Sendable {
     private let state = Mutex<(failure: SSHTunnelError?, prompting: Int)>((nil, 0))
+    private let firstBytes = Mutex<[UInt8]>([])
+
+    /// Keeps the first bytes the server sent (up to 64), to name what answered when it was not SSH.
+    func heard(_ bytes: some Collection<UInt8>) {
+        firstBytes.withLock { if $0.count < 64 { $0 += bytes.prefix(64 - $0.count) } }
+    }
+
+    /// What the server greeted with, when that was not an SSH banner ("a VNC server (it greeted
+    /// with …)"); nil when it spoke SSH or said nothing.
+    var foreignGreeting: String? {
+        let bytes = firstBytes.withLock { $0 }
+        guard !bytes.starts(with: Array("SSH-".utf8)) else { return nil }
+        return ForeignGreeting.describe(bytes)
+    }
 
     func record(_ failure: SSHTunnelError) {
         state.withLock { if $0.failure == nil { $0.failure = failure } }
@@ -211,10 +226,28 @@ final class TunnelUserAuthenticator: NIOSSHClientUserAuthenticationDelegate, Sen
             state.withLock { $0.notes.append("no password source (use --ssh-password-file or FARCAST_SSH_PASSWORD, or run on a terminal)") }
         }
         let failure = state.withLock { state in
-            SSHTunnelError.authenticationFailed(user: user, host: host, offered: state.offered, tried: state.tried, notes: state.notes)
+            SSHTunnelError.authenticationFailed(user: user, host: host, offered: state.offered, tried: state.tried,
+                                                notes: state.notes + Self.unusableKeyNotes(besides: state.explicitFiles))
         }
         failures.record(failure)
         throw failure
+    }
+
+    /// What the person has that swift-nio-ssh 0.15 cannot use, so a failure names it instead
+    /// of saying there was nothing to offer: OpenSSH's default RSA and DSA key files, and an
+    /// ssh-agent (SSH_AUTH_SOCK).
+    static func unusableKeyNotes(besides explicit: Set<String>, environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        var notes: [String] = []
+        for (file, kind) in [("id_rsa", "an RSA key"), ("id_dsa", "a DSA key")] {
+            let path = SSHPaths.home + "/.ssh/" + file
+            if !explicit.contains(path), FileManager.default.fileExists(atPath: path) {
+                notes.append("\(path) is \(kind), which swift-nio-ssh 0.15 cannot sign with")
+            }
+        }
+        if let agent = environment["SSH_AUTH_SOCK"], !agent.isEmpty {
+            notes.append("keys held by ssh-agent (SSH_AUTH_SOCK) cannot be used: swift-nio-ssh 0.15 cannot sign through an agent")
+        }
+        return notes
     }
 
     /// Reads a key file, asking for its passphrase when it has one. A missing default file is

@@ -134,7 +134,8 @@ public final class SSHConnection: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         let handler = sshHandler(for: route, options: options, prompts: prompts, failures: failures, logger: logger,
                                                  allocator: channel.allocator)
-                        try channel.pipeline.syncOperations.addHandlers([handler, AuthenticationWatcher(failures: failures)])
+                        try channel.pipeline.syncOperations.addHandlers([GreetingRecorder(failures: failures), handler,
+                                                                         AuthenticationWatcher(failures: failures)])
                     }
                 }
                 .connect(host: route.hostName, port: route.port).get()
@@ -151,7 +152,8 @@ public final class SSHConnection: Sendable {
         let failures = SSHFailureRecord()
         let child = try await jump.openDirectTCPIP(host: route.hostName, port: route.port) { child in
             let handler = sshHandler(for: route, options: options, prompts: prompts, failures: failures, logger: logger, allocator: child.allocator)
-            try child.pipeline.syncOperations.addHandlers([SSHChannelDataBridge(), handler, AuthenticationWatcher(failures: failures)])
+            try child.pipeline.syncOperations.addHandlers([SSHChannelDataBridge(), GreetingRecorder(failures: failures), handler,
+                                                           AuthenticationWatcher(failures: failures)])
         }
         let connection = SSHConnection(channel: child, jump: jump, route: route, logger: logger)
         try await connection.waitForAuthentication(failures: failures, timeout: options.connectTimeout)
@@ -167,7 +169,7 @@ public final class SSHConnection: Sendable {
             }.get()
         } catch {
             // The connection ended before we looked: the delegates know why.
-            throw failures.failure ?? SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
+            throw notSSH(failures) ?? failures.failure ?? SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
         }
         // The handshake timeout does not run while a prompt waits for the person.
         let deadline = MovingDeadline(NIODeadline.now() + TimeAmount(timeout))
@@ -195,10 +197,18 @@ public final class SSHConnection: Sendable {
         } catch {
             channel.close(promise: nil)
             if Task.isCancelled { throw CancellationError() }
+            // A server that greeted with something other than SSH explains any failure after it
+            // (a timeout while it waited for the RFB client to speak, a close).
+            if let failure = notSSH(failures) { throw failure }
             if let failure = failures.failure { throw failure }
             if let failure = error as? SSHTunnelError { throw failure }
             throw SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
         }
+    }
+
+    /// The failure to report when what answered was not an SSH server.
+    private func notSSH(_ failures: SSHFailureRecord) -> SSHTunnelError? {
+        failures.foreignGreeting.map { SSHTunnelError.notSSH(host: "\(route.hostName):\(route.port)", what: $0) }
     }
 
     /// Opens a direct-tcpip channel to `host:port` as resolved and connected from the server's
@@ -273,6 +283,26 @@ public final class SSHConnection: Sendable {
         }
         if error is ChannelError { return "the connection closed" }
         return describeNetworkError(error)
+    }
+}
+
+/// Passes the server's bytes on unchanged, keeping the first few, so a server that is not SSH
+/// (a VNC or web server on the port given) can be named by its greeting.
+final class GreetingRecorder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    let failures: SSHFailureRecord
+    private var seen = 0
+
+    init(failures: SSHFailureRecord) { self.failures = failures }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if seen < 64 {
+            let buffer = unwrapInboundIn(data)
+            let bytes = buffer.getBytes(at: buffer.readerIndex, length: min(buffer.readableBytes, 64 - seen)) ?? []
+            seen += bytes.count
+            failures.heard(bytes)
+        }
+        context.fireChannelRead(data)
     }
 }
 

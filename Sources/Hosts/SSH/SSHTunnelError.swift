@@ -25,6 +25,8 @@ public enum SSHTunnelError: Error, Sendable, Equatable, CustomStringConvertible 
     case timedOut(host: String, what: String, seconds: Int)
     /// A malformed route (`user@host:port`).
     case invalidRoute(String, reason: String)
+    /// Something other than an SSH server answered (`what` names it by its greeting).
+    case notSSH(host: String, what: String)
 
     public var description: String {
         switch self {
@@ -40,9 +42,11 @@ public enum SSHTunnelError: Error, Sendable, Equatable, CustomStringConvertible 
         case .hostKeyRevoked(let host, let keyType, let fingerprint, let knownHosts, let line):
             return "the \(keyType) key \(fingerprint) of SSH host \(host) is marked @revoked in \(knownHosts) (line \(line)); farcast refuses to connect"
         case .authenticationFailed(let user, let host, let offered, let tried, let notes):
-            var text = "SSH authentication as \(user)@\(host) failed"
+            // `host` is the route as shown ("user@host:port"), which may name the user already.
+            var text = "SSH authentication as \(host.hasPrefix(user + "@") ? host : "\(user)@\(host)") failed"
             text += offered.isEmpty ? "" : "; the server accepts: \(offered.joined(separator: ", "))"
-            text += tried.isEmpty ? "; farcast had nothing to offer" : "; farcast tried: \(tried.joined(separator: ", "))"
+            text += tried.isEmpty ? (notes.isEmpty ? "; farcast had nothing to offer" : "; farcast had nothing it could offer")
+                                  : "; farcast tried: \(tried.joined(separator: ", "))"
             if !notes.isEmpty { text += " (\(notes.joined(separator: "; ")))" }
             return text
         case .keyUnusable(let path, let reason):
@@ -57,6 +61,8 @@ public enum SSHTunnelError: Error, Sendable, Equatable, CustomStringConvertible 
             return "no \(what) from the SSH server \(host) within \(seconds) s"
         case .invalidRoute(let text, let reason):
             return "cannot read '\(text)' as an SSH route (\(reason)); use user@host or user@host:port"
+        case .notSSH(let host, let what):
+            return "\(host) is not an SSH server: it is \(what); check the --ssh port"
         }
     }
 
