@@ -362,6 +362,8 @@ struct TunPipeCommand: AsyncParsableCommand {
         var sendCalls: Int
         var receiveCalls: Int
         var udpDropped: Int
+        /// Packets over the path's size answered with ICMP "fragmentation needed" / "packet too big".
+        var tooBigAnswered: Int
         /// The same per queue, in queue order (the totals above are their sums).
         var perQueue: [QueueReport]
 
@@ -375,7 +377,7 @@ struct TunPipeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let (_, _, _) = try device.parsed(tap: tap)
+            let (_, prefixes, _) = try device.parsed(tap: tap)
             guard (1...65535).contains(listen), listen + device.queues - 1 <= 65535 else {
                 throw ValidationError("--listen must be a UDP port within 1–65535, with queue i using PORT+i (\(device.queues) queue\(device.queues == 1 ? "" : "s"))")
             }
@@ -392,12 +394,29 @@ struct TunPipeCommand: AsyncParsableCommand {
             }
             FileHandleOutput.stderr("farcast: WARNING: tun pipe is UNENCRYPTED and UNAUTHENTICATED: packets cross the network in clear text and anyone on the path can read or inject them. Use it for tests and benchmarks only.\n")
 
+            // The MTU that fits the path, as wg-quick derives WireGuard's: the MTU of the route to
+            // the peer less what each packet gains on the way (outer IP and UDP headers, and the
+            // Ethernet header of a TAP frame). A larger --mtu is kept, and packets over the path's
+            // size get the "fragmentation needed" / "packet too big" answer (PacketTooBig) so the
+            // sender's path MTU discovery finds the size, instead of a silent drop.
+            let gained = (remote.address.isIPv4 ? 28 : 48) + (tap ? 14 : 0)
+            let pathMTU = remote.pathMTU()
+            let fits = pathMTU.map { $0 - gained }
+            var options = device
+            if options.mtu == nil, let fits {
+                let floor = prefixes.contains { !$0.address.isIPv4 } ? 1280 : 576
+                options.mtu = max(fits, floor)
+            }
+            if let fits, let pathMTU, let mtu = options.mtu, mtu > fits {
+                FileHandleOutput.stderr("farcast: warning: the path to \(remote) carries \(pathMTU)-byte packets, so the device's MTU \(mtu) is more than fits (\(fits)); \(tap ? "larger frames are sent in fragments" : "larger packets get ICMP \"too big\" answers (IPv4 ones that allow fragmentation are sent in fragments)")\n")
+            }
+
             // Watch for SIGINT/SIGTERM before the device exists: a signal during its
             // configuration then ends the command the graceful way (exit 0) as soon as it is up.
             let latch = StopLatch()
             let signals = SignalWatcher { _ in latch.stop(signalled: true) }
             defer { signals.cancel() }
-            let tun = try device.open(tap: tap)
+            let tun = try options.open(tap: tap)
             defer { tun.close() }
             var sockets: [UDPBatchSocket] = []
             do {
@@ -412,18 +431,39 @@ struct TunPipeCommand: AsyncParsableCommand {
             defer { for s in sockets { s.close() } }
             let workers = WorkerThreads()
             // A TAP frame is the MTU plus an Ethernet header and up to two VLAN tags.
-            let slot = max(device.mtu ?? 1500, 576) + frameOverhead
+            let slot = max(options.mtu ?? 1500, 576) + frameOverhead
             let useGRO = device.offload && !noGRO
             let batchSize = batch
+            // Only a TUN device whose MTU is over what fits can hand over packets too big.
+            let tooBigOver = fits.flatMap { fits in !tap && (options.mtu ?? 1500) > fits ? fits : nil }
+            let tooBigAnswered = Atomic<Int>(0)
             let start = ContinuousClock.now
             for (i, queue) in tun.queues.enumerated() {
                 let socket = sockets[i]
                 workers.start("tun-pipe-out-\(i)") {
                     let packets = PacketBatch(capacity: batchSize, slotSize: slot)
+                    let answers = PacketBatch(capacity: batchSize, slotSize: PacketTooBig.maximumReplyLength)
                     do {
                         while true {
                             packets.removeAll()
                             _ = try queue.readPackets(into: packets, timeout: nil)
+                            if let limit = tooBigOver {
+                                answers.removeAll()
+                                packets.removeAll { index in
+                                    guard packets.length(at: index) > limit else { return false }
+                                    var answered = false
+                                    answers.append { reply in
+                                        let n = PacketTooBig.reply(to: UnsafeRawBufferPointer(packets[index]), mtu: limit, into: reply) ?? 0
+                                        answered = n > 0
+                                        return n
+                                    }
+                                    return answered
+                                }
+                                if !answers.isEmpty {
+                                    tooBigAnswered.add(answers.count, ordering: .relaxed)
+                                    try queue.writePackets(answers, coalescingWith: nil)
+                                }
+                            }
                             try socket.send(packets)
                         }
                     } catch TunnelError.interrupted {
@@ -449,7 +489,8 @@ struct TunPipeCommand: AsyncParsableCommand {
                 }
             }
             if !global.quiet {
-                FileHandleOutput.stderr("\(tun.name) piped to \(remote) from UDP port \(listen) (\(tun.queues.count) queue\(tun.queues.count == 1 ? "" : "s"), offload \(tun.offload), GRO \(useGRO ? "on" : "off"), UDP GSO \(sockets[0].segmentationOffload ? "on" : "off"), UDP GRO \(sockets[0].receiveOffload ? "on" : "off"))\n")
+                let mtuNote = options.mtu.map { mtu in device.mtu == nil && pathMTU != nil ? "MTU \(mtu) (the path's \(pathMTU!) less \(gained))" : "MTU \(mtu)" } ?? "MTU 1500"
+                FileHandleOutput.stderr("\(tun.name) piped to \(remote) from UDP port \(listen) (\(mtuNote), \(tun.queues.count) queue\(tun.queues.count == 1 ? "" : "s"), offload \(tun.offload), GRO \(useGRO ? "on" : "off"), UDP GSO \(sockets[0].segmentationOffload ? "on" : "off"), UDP GRO \(sockets[0].receiveOffload ? "on" : "off"))\n")
             }
             await latch.wait(duration: device.duration)
             let seconds = (ContinuousClock.now - start).inSeconds
@@ -460,7 +501,7 @@ struct TunPipeCommand: AsyncParsableCommand {
             let q = tun.queues.map(\.statistics)
             let u = sockets.map(\.statistics)
             let report = Report(
-                device: tun.summary(device), peer: "\(remote)", listenPort: listen, encrypted: false, gro: useGRO,
+                device: tun.summary(options), peer: "\(remote)", listenPort: listen, encrypted: false, gro: useGRO,
                 udpSegmentationOffload: sockets[0].segmentationOffload, udpReceiveOffload: sockets[0].receiveOffload,
                 seconds: seconds,
                 packetsFromDevice: q.map(\.packetsRead).reduce(0, +), superPacketsSplit: q.map(\.superPacketsRead).reduce(0, +),
@@ -468,13 +509,13 @@ struct TunPipeCommand: AsyncParsableCommand {
                 malformedDropped: q.map(\.malformedDropped).reduce(0, +), deviceWriteDropped: q.map(\.writeDropped).reduce(0, +),
                 datagramsSent: u.map(\.datagramsSent).reduce(0, +), datagramsReceived: u.map(\.datagramsReceived).reduce(0, +),
                 sendCalls: u.map(\.sendCalls).reduce(0, +), receiveCalls: u.map(\.receiveCalls).reduce(0, +),
-                udpDropped: u.map(\.dropped).reduce(0, +),
+                udpDropped: u.map(\.dropped).reduce(0, +), tooBigAnswered: tooBigAnswered.load(ordering: .relaxed),
                 perQueue: zip(q, u).map { Report.QueueReport(packetsFromDevice: $0.packetsRead, packetsToDevice: $0.packetsWritten,
                                                              datagramsSent: $1.datagramsSent, datagramsReceived: $1.datagramsReceived) })
             if global.json {
                 try printJSON(report)
             } else if !global.quiet {
-                print("\(report.packetsFromDevice) packets to the peer in \(report.datagramsSent) datagrams (\(report.superPacketsSplit) super-packets split); \(report.packetsToDevice) packets from the peer (\(report.superPacketsWritten) coalesced writes); dropped: \(report.malformedDropped) malformed, \(report.deviceWriteDropped) refused by the device, \(report.udpDropped) by UDP")
+                print("\(report.packetsFromDevice) packets to the peer in \(report.datagramsSent) datagrams (\(report.superPacketsSplit) super-packets split); \(report.packetsToDevice) packets from the peer (\(report.superPacketsWritten) coalesced writes); dropped: \(report.malformedDropped) malformed, \(report.deviceWriteDropped) refused by the device, \(report.udpDropped) by UDP; \(report.tooBigAnswered) too big for the path answered with ICMP")
             }
         }
     }

@@ -98,6 +98,21 @@ public final class PacketBatch {
     /// Forgets every packet (keeps the memory).
     public func removeAll() { count = 0 }
 
+    /// Drops the packets `shouldRemove` picks (it is given each index in order, and may read the
+    /// packet there), moving the others down so slots `0..<count` stay filled, in their order.
+    public func removeAll(where shouldRemove: (Int) throws -> Bool) rethrows {
+        var kept = 0
+        for index in 0..<count {
+            if try shouldRemove(index) { continue }
+            if kept != index {
+                (storage + kept * stride + headroom).copyMemory(from: storage + index * stride + headroom, byteCount: lengths[index])
+                lengths[kept] = lengths[index]
+            }
+            kept += 1
+        }
+        count = kept
+    }
+
     /// Fills the next free slot through `body`, which returns the packet length it wrote (0 to
     /// leave the slot free). Returns false when the batch is full.
     @discardableResult

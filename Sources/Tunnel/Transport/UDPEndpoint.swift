@@ -58,3 +58,27 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension UDPEndpoint {
+    /// The MTU of the path to this endpoint as the kernel knows it now: the MTU of the device its
+    /// route leaves by, or a smaller one learned from ICMP since (Linux: IP_MTU / IPV6_MTU of a
+    /// UDP socket connected to it; nothing is sent). nil when there is no route or the system
+    /// cannot say.
+    public func pathMTU() -> Int? {
+        #if os(Linux)
+        let family = address.isIPv4 ? AF_INET : AF_INET6
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard withSocketAddress({ connect(fd, $0, $1) }) == 0 else { return nil }
+        var mtu: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        let level = address.isIPv4 ? Int32(IPPROTO_IP) : Int32(IPPROTO_IPV6)
+        let option = address.isIPv4 ? IP_MTU : IPV6_MTU
+        guard getsockopt(fd, level, option, &mtu, &length) == 0, mtu > 0 else { return nil }
+        return Int(mtu)
+        #else
+        return nil
+        #endif
+    }
+}
