@@ -24,7 +24,7 @@ RFB:
   rfb-reason-garbage  offer no security types with a reason length of 1970170232 bytes (what
                       x11vnc -unixpw sends on a failure)
   rfb-flood-at-prompt offer VNC authentication, send the challenge, then 64 MiB of zeros while
-                      the client is still getting the password
+                      the client is still getting the password, printing "sent N MiB" after each
   rfb-resize-forwarded
                       a 64x64 desktop with ExtendedDesktopSize that answers SetDesktopSize with
                       status 4 ("forwarded") and makes the change 0.5 s later
@@ -193,8 +193,9 @@ def handle(conn, mode):
             conn.recv(1)
             conn.sendall(os.urandom(16))           # the challenge
             chunk = bytes(1 << 20)
-            for _ in range(64):
+            for sent in range(1, 65):
                 conn.sendall(chunk)
+                print(f"sent {sent} MiB", flush=True)   # how far the client let it get
             hold(conn)
         elif mode == "rfb-empty-updates":
             rfb_none_handshake(conn, 0, 0)

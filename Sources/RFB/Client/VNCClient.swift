@@ -105,7 +105,9 @@ public actor VNCClient {
     private var deferredInput: [ByteBuffer] = []
     private var deferredBytes = 0
     private var readingPaused = false
-    private var awaitingWhat = ""
+    /// Reading is switched off until the waiting step is done (more than `deferredInputLimit`
+    /// arrived meanwhile).
+    private var heldForStep = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     private let tlsOutcome = TLSOutcome()
     private var input = InputTracker()
@@ -781,21 +783,27 @@ public actor VNCClient {
     fileprivate func received(_ buffer: ByteBuffer) {
         guard !ended else { return }
         if awaitingStep {
-            // A server waits while the client starts TLS or asks for a password; one that keeps
-            // sending meanwhile is not kept in memory without bound (a prompt can stay open).
-            deferredBytes += buffer.readableBytes
-            guard deferredBytes <= Self.deferredInputLimit else {
-                deferredInput = []
-                return finish(.protocolViolation("the server sent more than \(Self.deferredInputLimit >> 20) MiB while the client was \(awaitingWhat) — no VNC server does that"))
-            }
+            // A live server waits while the client starts TLS or asks for a password, but one
+            // that sends ahead (a replay writing a whole recorded session at once) must not be
+            // held in memory without bound while a prompt stays open, nor fail for a slow
+            // typist: past the limit the socket is read no further until the step is done —
+            // TCP's own back-pressure. (Set again on every read while over: over SSH the relay
+            // switches reading back on when its own backlog drains.)
             deferredInput.append(buffer)
+            deferredBytes += buffer.readableBytes
+            if deferredBytes > Self.deferredInputLimit { holdReadingForStep() }
             return
         }
         consume(buffer)
     }
 
-    /// What the server may send while a step waits (real servers send nothing then).
+    /// How much input may wait while a step waits before reading stops.
     static let deferredInputLimit = 1 << 20
+
+    private func holdReadingForStep() {
+        heldForStep = true
+        channel?.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+    }
 
     private func consume(_ buffer: ByteBuffer) {
         if discardingInput { return }
@@ -822,9 +830,8 @@ public actor VNCClient {
             return failRead(error)
         }
         if writer.pendingBytes > Self.sendQueueLimit { pauseReading() }
-        guard let waiting = rest.first else { return }
+        guard !rest.isEmpty else { return }
         awaitingStep = true
-        awaitingWhat = if case .startTLS = waiting { "starting TLS" } else { "waiting for credentials" }
         Task { await self.continueRead(rest) }
     }
 
@@ -868,7 +875,21 @@ public actor VNCClient {
         while !awaitingStep, !ended, !deferredInput.isEmpty {
             consume(deferredInput.removeFirst())
         }
-        if !awaitingStep { resumeDrainWaiters() }
+        if awaitingStep {
+            // Another step began (TLS, then a password): what still waits counts toward it.
+            deferredBytes = deferredInput.reduce(0) { $0 + $1.readableBytes }
+            if deferredBytes > Self.deferredInputLimit { holdReadingForStep() }
+            return
+        }
+        resumeDrainWaiters()
+        if heldForStep {
+            heldForStep = false
+            // Unless the send queue's own back-pressure holds reading off.
+            if !readingPaused, !ended, let channel {
+                channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                channel.read()
+            }
+        }
     }
 
     private func failRead(_ error: any Error) {
