@@ -112,7 +112,7 @@ struct DiscoverCommand: AsyncParsableCommand {
             }
             for line in lines where !global.quiet { FileHandleOutput.stderr("farcast: warning: \(line)\n") }
             if global.json {
-                try printJSON(found)
+                try printJSONList(found)
                 return
             }
             if found.isEmpty {

@@ -192,7 +192,7 @@ struct HostsListCommand: AsyncParsableCommand {
             let hosts: [SavedHost]
             do { hosts = try openHostBook().all() } catch let failure as CommandFailure { throw failure } catch { throw CommandFailure(message: describe(error)) }
             if global.json {
-                try printJSON(hosts.map { HostReport($0) })
+                try printJSONList(hosts.map { HostReport($0) })
                 return
             }
             if hosts.isEmpty {

@@ -189,8 +189,12 @@ struct ItemRow: Encodable {
     var type: String
     var year: Int?
     var series: String?
+    /// An episode's season and number, a season's number.
     var season: Int?
     var episode: Int?
+    /// A track's disc and number.
+    var disc: Int?
+    var track: Int?
     var runtimeSeconds: Double?
     var played: Bool?
     var favourite: Bool?
@@ -200,7 +204,7 @@ struct ItemRow: Encodable {
 
     // Spelled as the JSON shows them (listing writes thousands of rows: no key conversion per row).
     enum CodingKeys: String, CodingKey {
-        case id, name, type, year, series, season, episode, played, favourite
+        case id, name, type, year, series, season, episode, disc, track, played, favourite
         case runtimeSeconds = "runtime_seconds", positionSeconds = "position_seconds", childCount = "child_count"
         case collectionType = "collection_type"
     }
@@ -211,8 +215,13 @@ struct ItemRow: Encodable {
         type = item.kind.rawValue
         year = item.productionYear
         series = item.seriesName
-        season = item.parentIndexNumber
-        episode = item.indexNumber
+        // The two index numbers mean different things by kind; other kinds carry neither.
+        switch item.kind {
+        case .episode: (season, episode) = (item.parentIndexNumber, item.indexNumber)
+        case .season: season = item.indexNumber
+        case .audio: (disc, track) = (item.parentIndexNumber, item.indexNumber)
+        default: break
+        }
         runtimeSeconds = item.runTimeTicks.map { Double($0) / 10_000_000 }
         played = item.userData?.played
         favourite = item.userData?.isFavorite
@@ -321,7 +330,7 @@ struct JellyfinDiscoverCommand: AsyncParsableCommand {
             let discovery = targets.isEmpty ? UDPBroadcastDiscovery() : UDPBroadcastDiscovery(targets: targets)
             let servers = try await discovery.discover(timeout: JellyfinCLI.duration(timeout))
             if global.json {
-                try printJSON(servers.map { DiscoveredRow(id: $0.id, name: $0.name, address: $0.address, answeredFrom: $0.endpointAddress) })
+                try printJSONList(servers.map { DiscoveredRow(id: $0.id, name: $0.name, address: $0.address, answeredFrom: $0.endpointAddress) })
             } else if servers.isEmpty {
                 FileHandleOutput.stderr("no Jellyfin server answered within \(timeout.formatted()) s\n")
             } else {
@@ -518,7 +527,7 @@ struct JellyfinServersCommand: AsyncParsableCommand {
                 ServerRow(id: server.id, name: server.name, url: server.url, ssh: server.ssh, current: server.id == remembered.current,
                           users: server.users.map { UserRow(id: $0.id, name: $0.name, current: $0.id == server.currentUser) })
             }
-            if global.json { try printJSON(rows); return }
+            if global.json { try printJSONList(rows); return }
             guard !rows.isEmpty else { print("no servers remembered; sign in with `farcast jellyfin login URL`"); return }
             // The SSH route has a column of its own: appended to the URL it was cut at the
             // column's width, port and all.
@@ -565,7 +574,7 @@ struct JellyfinLibrariesCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let views = try await target.session().views()
-            if global.json { try printJSON(views.map(ItemRow.init)); return }
+            if global.json { try printJSONList(views.map(ItemRow.init)); return }
             printTable(["ID", "NAME", "KIND"], views.map { [$0.id, $0.name, $0.collectionType ?? $0.kind.rawValue] })
         }
     }
@@ -706,7 +715,7 @@ struct JellyfinSearchCommand: AsyncParsableCommand {
         try await reportingFailures {
             let hints = try await target.session().searchHints(text, limit: limit)
             if global.json {
-                try printJSON(hints.map { HintRow(id: $0.id, name: $0.name, type: $0.kind.rawValue, year: $0.productionYear, series: $0.series, album: $0.album) })
+                try printJSONList(hints.map { HintRow(id: $0.id, name: $0.name, type: $0.kind.rawValue, year: $0.productionYear, series: $0.series, album: $0.album) })
             } else if hints.isEmpty {
                 print("(nothing matches '\(text)')")
             } else {
@@ -866,7 +875,7 @@ struct JellyfinResumeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let items = try await target.session().resumeItems(limit: limit)
-            if global.json { try printJSON(items.map(ItemRow.init)) } else if items.isEmpty { print("(nothing to resume)") } else { itemTable(items) }
+            if global.json { try printJSONList(items.map(ItemRow.init)) } else if items.isEmpty { print("(nothing to resume)") } else { itemTable(items) }
         }
     }
 }
@@ -899,7 +908,7 @@ struct JellyfinNextUpCommand: AsyncParsableCommand {
             var seriesId: String?
             if let series { seriesId = try await JellyfinCLI.resolveItem(series, in: session).id }
             let items = try await session.nextUp(limit: limit, seriesId: seriesId)
-            if global.json { try printJSON(items.map(ItemRow.init)) } else if items.isEmpty { print("(nothing up next)") } else { itemTable(items) }
+            if global.json { try printJSONList(items.map(ItemRow.init)) } else if items.isEmpty { print("(nothing up next)") } else { itemTable(items) }
         }
     }
 }
@@ -1042,7 +1051,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
         commandName: "events",
         abstract: "Print the live session's messages (sessions, user data, library changes, remote-control commands).",
         discussion: """
-            Connects the WebSocket (/socket with ApiKey=), posts this client's capabilities so it can be remote-controlled, keeps the connection alive as the server asks and reconnects with back-off when it drops. Runs until Ctrl-C, --count messages or --duration seconds. With --json one array of all events is printed at the end.
+            Connects the WebSocket (/socket with ApiKey=), posts this client's capabilities so it can be remote-controlled, keeps the connection alive as the server asks and reconnects with back-off when it drops. Runs until Ctrl-C, --count messages or --duration seconds. With --json one object whose items array holds every event is printed at the end.
 
             Examples:
               farcast jellyfin events
@@ -1118,7 +1127,7 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
                 stopSink.finish()
                 return first
             }
-            if json { try printJSON(collected.value) }
+            if json { try printJSONList(collected.value) }
             if let failure { throw CommandFailure(message: failure) }
         }
     }

@@ -5,6 +5,16 @@ func printJSON<T: Encodable>(_ value: T) throws {
     print(try jsonString(value))
 }
 
+/// Prints a list the one way every command does (docs/cli.md): an object whose `items` array
+/// holds the entries, so a listing can gain fields (a total, a cursor) without changing shape.
+func printJSONList<T: Encodable>(_ items: [T]) throws {
+    try printJSON(JSONList(items: items))
+}
+
+struct JSONList<Item: Encodable>: Encodable {
+    var items: [Item]
+}
+
 func jsonString<T: Encodable>(_ value: T, pretty: Bool = false) throws -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]

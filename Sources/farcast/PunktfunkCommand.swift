@@ -282,7 +282,7 @@ struct PunktfunkDiscoverCommand: AsyncParsableCommand {
                       fingerprint: $0.fingerprint, pairing: $0.pairing.rawValue, mgmtPort: $0.managementPort, mac: $0.macAddresses, os: $0.os)
             }
             if global.json {
-                try printJSON(entries)
+                try printJSONList(entries)
             } else if entries.isEmpty {
                 FileHandleOutput.stderr("no punktfunk host answered within \(seconds) s\n")
             } else {
@@ -563,7 +563,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
         var clockOffsetUs: Double
         var datagrams: UInt64
         var bytes: UInt64
-        var goodputMbps: Double
+        /// Kbit/s, as every bitrate farcast reports (bitrate_kbps, speedtest's goodput_kbps).
+        var goodputKbps: Double
         var dropped: Dropped
         var audioFrames: UInt64
         var ended: String
@@ -657,7 +658,7 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
                               latencyUs: Latency(p50: us(s.latency.percentile(50)), p95: us(s.latency.percentile(95)), p99: us(s.latency.percentile(99)),
                                                  samples: s.latency.count, skewed: s.latency.skewed),
                               clockOffsetUs: Double(s.clockOffsetNs) / 1000, datagrams: r.datagrams, bytes: r.bytes,
-                              goodputMbps: elapsed > 0 ? Double(r.bytes) * 8 / elapsed / 1e6 : 0,
+                              goodputKbps: elapsed > 0 ? Double(r.bytes) * 8 / elapsed / 1e3 : 0,
                               dropped: Dropped(late: r.late, duplicate: r.duplicate, authenticationFailed: r.authenticationFailed,
                                                malformed: r.malformed, stale: r.staleShards, overBudget: r.overBudget),
                               audioFrames: audioFrames.withLock { $0 }, ended: ended)

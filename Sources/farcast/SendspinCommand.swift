@@ -447,7 +447,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
             try await reportingFailures {
                 let servers = PlayerStore(directory: try StateDirectory.resolve()).pairedServers()
                 if global.json {
-                    try printJSON(servers.map { ["server_id": $0.serverID, "psk_id": $0.pskID, "created_at": ISO8601DateFormatter().string(from: $0.createdAt)] })
+                    try printJSONList(servers.map { ["server_id": $0.serverID, "psk_id": $0.pskID, "created_at": ISO8601DateFormatter().string(from: $0.createdAt)] })
                 } else if servers.isEmpty {
                     print("not paired with any server")
                 } else {

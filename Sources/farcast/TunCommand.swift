@@ -215,8 +215,13 @@ struct TunUpCommand: AsyncParsableCommand {
                 FileHandleOutput.stderr("\(tun.name) is up (\(device.addresses.joined(separator: ", "))); SIGINT or SIGTERM removes it\n")
             }
             await latch.wait(duration: device.duration)
-            if global.json { try printJSON(tun.summary(device)) }
+            // The device under `device`, as echo and pipe report it.
+            if global.json { try printJSON(Report(device: tun.summary(device))) }
         }
+    }
+
+    struct Report: Codable {
+        var device: TunDeviceSummary
     }
 }
 

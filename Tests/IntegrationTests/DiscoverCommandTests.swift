@@ -23,7 +23,7 @@ struct DiscoverCommandTests {
     static func decode(_ text: String) throws -> [Listed] {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return try decoder.decode([Listed].self, from: Data(text.utf8))
+        return try decoder.decode(JSONItems<Listed>.self, from: Data(text.utf8)).items
     }
 
     @Test func avahiPublishedServicesOfEveryTypeAreListedWithTheirFields() async throws {

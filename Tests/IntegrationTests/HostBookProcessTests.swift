@@ -32,7 +32,7 @@ struct HostBookProcessTests {
         }
         let listed = try run(farcast, ["hosts", "ls", "--json"], environment: environment)
         #expect(listed.status == 0, "\(listed.stderr)")
-        let hosts = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]] ?? []
+        let hosts = try jsonItems(listed.stdout)
         #expect(hosts.count == 50)
         #expect(Set(hosts.compactMap { $0["name"] as? String }).count == 50)
         let integrity = try await DatabaseQueue(path: folder.path + "/data/farcast/hosts.sqlite").read {

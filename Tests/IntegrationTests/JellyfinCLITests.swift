@@ -38,6 +38,13 @@ struct JellyfinCLITests {
             return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
         }
 
+        /// Runs a listing with --json: its `items` (the shape is checked too).
+        func items(_ arguments: [String]) throws -> [[String: Any]]? {
+            let result = try farcast(arguments + ["--json"])
+            #expect(result.status == 0, "farcast jellyfin \(arguments.joined(separator: " ")): \(result.stderr)")
+            return try jsonItems(result.stdout)
+        }
+
         func login(_ server: JellyfinStandInServer) throws {
             let result = try farcast(["login", server.url, "--user", "demo", "--password-file", try server.passwordFile(in: folder)])
             #expect(result.status == 0, "login: \(result.stderr)")
@@ -56,7 +63,7 @@ struct JellyfinCLITests {
         let mode = (try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? NSNumber)?.intValue
         #expect(mode == 0o600)
 
-        let servers = try user.json(["servers"]) as? [[String: Any]]
+        let servers = try user.items(["servers"])
         #expect(servers?.count == 1)
         #expect(servers?.first?["url"] as? String == server.url)
         #expect((servers?.first?["users"] as? [[String: Any]])?.first?["name"] as? String == "demo")
@@ -65,7 +72,7 @@ struct JellyfinCLITests {
         #expect(serversText.stdout.contains("Farcast Stand-in") && !serversText.stdout.contains("token"))
 
         // libraries
-        let libraries = try user.json(["libraries"]) as? [[String: Any]]
+        let libraries = try user.items(["libraries"])
         #expect(libraries?.compactMap { $0["name"] as? String } == ["Movies", "Shows", "Music"])
         let librariesText = try user.farcast(["libraries"])
         #expect(librariesText.stdout.contains("tvshows"))
@@ -92,9 +99,18 @@ struct JellyfinCLITests {
         let album = try user.json(["ls", "Test Tones"]) as? [String: Any]
         #expect((album?["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String } == ["Audio", "Audio", "Audio"])
         #expect((album?["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["A 220", "E 330", "A 440"])
+        // The index numbers by kind: a track's disc and number, an episode's season and number,
+        // a season's number (audio items carried "season" and "episode" before).
+        let tracks = album?["items"] as? [[String: Any]] ?? []
+        #expect(tracks.compactMap { $0["track"] as? Int } == [1, 2, 3] && tracks.allSatisfy { $0["disc"] as? Int == 1 })
+        #expect(tracks.allSatisfy { $0["season"] == nil && $0["episode"] == nil }, "\(tracks)")
+        let episodeRows = seasonOne?["items"] as? [[String: Any]] ?? []
+        #expect(episodeRows.compactMap { $0["episode"] as? Int } == [1, 2, 3] && episodeRows.allSatisfy { $0["season"] as? Int == 1 && $0["track"] == nil })
+        let seasonRows = seasons?["items"] as? [[String: Any]] ?? []
+        #expect(seasonRows.compactMap { $0["season"] as? Int } == [1, 2] && seasonRows.allSatisfy { $0["episode"] == nil })
 
         // search
-        let hits = try user.json(["search", "signal"]) as? [[String: Any]]
+        let hits = try user.items(["search", "signal"])
         #expect(hits?.first?["name"] as? String == "Signal Tests")
         #expect(hits?.first?["type"] as? String == "Series")
         let noHits = try user.farcast(["search", "zzzz-nothing"])
@@ -116,7 +132,7 @@ struct JellyfinCLITests {
         // mark, resume, next-up
         let played = try user.json(["mark", "Pilot Tone", "played"]) as? [String: Any]
         #expect(played?["played"] as? Bool == true)
-        let nextUp = try user.json(["next-up"]) as? [[String: Any]]
+        let nextUp = try user.items(["next-up"])
         #expect(nextUp?.first?["name"] as? String == "Carrier Wave")
         let favourite = try user.json(["mark", "Test Pattern", "favourite"]) as? [String: Any]
         #expect(favourite?["favourite"] as? Bool == true)
@@ -126,7 +142,7 @@ struct JellyfinCLITests {
         #expect(unplayed?["played"] as? Bool == false)
         let colourBars = try user.json(["info", "Colour Bars"]) as? [String: Any]
         try server.hook("/StandIn/Position?item=\(colourBars?["id"] as? String ?? "")&ticks=10000000")
-        let resume = try user.json(["resume"]) as? [[String: Any]]
+        let resume = try user.items(["resume"])
         #expect(resume?.first?["name"] as? String == "Colour Bars")
         #expect(resume?.first?["position_seconds"] as? Double == 1)
         let resumeText = try user.farcast(["resume"])
@@ -184,7 +200,7 @@ struct JellyfinCLITests {
         let login = try user.farcast(["login", "media", "--user", "demo", "--password-file", try server.passwordFile(in: user.folder)], timeout: 20)
         #expect(login.status == 0, "login media: \(login.stderr)")
         #expect(login.stdout.contains("signed in to Farcast Stand-in as demo"), "stdout: \(login.stdout)")
-        let servers = try user.json(["servers"]) as? [[String: Any]]
+        let servers = try user.items(["servers"])
         #expect(servers?.first?["url"] as? String == server.url, "remembered by the server's own URL")
 
         for name in ["media", "jellyfin://127.0.0.1:\(port)", server.url] {
@@ -244,7 +260,7 @@ struct JellyfinCLITests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(seen)\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
         #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("as demo"))
-        let libraries = try user.json(["libraries"]) as? [[String: Any]]
+        let libraries = try user.items(["libraries"])
         #expect(libraries?.count == 3)
     }
 
@@ -344,7 +360,7 @@ struct JellyfinCLITests {
         #expect(result.status == 0, "\(result.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         #expect(object?["url"] as? String == "http://127.0.0.1:\(behindProxy.port)/jellyfin")
-        let libraries = try user.json(["libraries"]) as? [[String: Any]]
+        let libraries = try user.items(["libraries"])
         #expect(libraries?.count == 3)
     }
 
@@ -377,7 +393,7 @@ struct JellyfinCLITests {
         process.waitUntilExit()
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
-        let events = (try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [[String: Any]]) ?? []
+        let events = try jsonItems(stdout)
         let messages = events.filter { $0["event"] as? String == "message" }
         #expect(events.first?["event"] as? String == "connected")
         #expect(messages.compactMap { $0["message_type"] as? String } == ["Play", "UserDataChanged", "GeneralCommand"])
@@ -394,7 +410,7 @@ struct JellyfinCLITests {
         func messageTypes(_ arguments: [String]) throws -> [String] {
             let result = try user.farcast(["events", "--json", "--duration", "4"] + arguments)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
-            let events = (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]) ?? []
+            let events = try jsonItems(result.stdout)
             #expect(events.first?["event"] as? String == "connected", "\(arguments): \(result.stdout)")
             return events.compactMap { $0["message_type"] as? String }
         }

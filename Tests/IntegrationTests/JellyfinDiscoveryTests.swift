@@ -17,7 +17,7 @@ struct JellyfinDiscoveryTests {
         env["XDG_STATE_HOME"] = folder.path
         let result = try run(try farcastBinary(), ["jellyfin", "discover", "--json", "--timeout", "1.5"], environment: env)
         #expect(result.status == 0, "\(result.stderr)")
-        let found = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
+        let found: [[String: Any]]? = try jsonItems(result.stdout)
         #expect(found?.count == 1)
         #expect(found?.first?["name"] as? String == "Broadcast Box")
         #expect(found?.first?["address"] as? String == "http://127.0.0.1:\(server.port)")
@@ -39,6 +39,6 @@ struct JellyfinDiscoveryTests {
         // Nobody listens on this port.
         let result = try run(try farcastBinary(), ["jellyfin", "discover", "--json", "--timeout", "0.5", "--address", "127.0.0.1:17359"], environment: env)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"items":[]}"#)
     }
 }

@@ -322,6 +322,14 @@ struct PunktfunkSessionTests {
         #expect(report["ended"] as? String == "stalled" && report["access_units"] as? Int == 30, "\(report)")
         #expect((report["keyframe_requests"] as? Int ?? 0) >= 2, "\(report)")
         #expect(host.control("request_keyframe").count >= 2, "the host saw the requests")
+
+        // A host that sends no video at all (every video datagram dropped): not "0 access
+        // units" and exit 0, but exit 1 saying nothing came.
+        let silent = try PunktfunkStandInHost(stateDir: folder.path + "/silent-host", arguments: ["--mode", "1280x720x60", "--loss", "100"], folder: folder)
+        let nothing = try Self.farcast(["receive", silent.address, "--tofu", "--mode", "1280x720x60", "--seconds", "60", "--stall-limit", "3"],
+                                       state: folder.path + "/client", timeout: 60)
+        #expect(nothing.status == 1, "\(nothing.stderr)")
+        #expect(nothing.stderr.contains("farcast: the host sent no video at all (mode 1280x720x60); it may not serve that mode: nothing for 3 s"), "\(nothing.stderr)")
     }
 }
 
@@ -529,7 +537,7 @@ struct PunktfunkDiscoveryTests {
         for _ in 0..<3 where entry == nil {
             let result = try PunktfunkSessionTests.farcast(["discover", "--seconds", "3", "--json"], state: folder.path + "/client")
             #expect(result.status == 0, "\(result.stderr)")
-            let list = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+            let list = try jsonItems(result.stdout)
             entry = list.first { $0["name"] as? String == "farcast-pf-host" }
         }
         let found = try #require(entry, "not discovered:\n\(host.process.log)\n\(responder.logs)")

@@ -447,7 +447,7 @@ struct SSHTunnelTests {
         #expect(login.status == 0, "\(login.stderr)")
         let listed = try run(try farcastBinary(), ["jellyfin", "servers", "--json"], environment: environment)
         #expect(listed.status == 0, "\(listed.stderr)")
-        let servers = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]
+        let servers: [[String: Any]]? = try jsonItems(listed.stdout)
         #expect(servers?.first?["url"] as? String == url)
         #expect(servers?.first?["ssh"] as? String == route)
         // The table shows the route whole, port and all, beside the URL.
@@ -456,7 +456,7 @@ struct SSHTunnelTests {
         // No --ssh: the remembered route.
         let libraries = try farcast(["libraries", "--json"])
         #expect(libraries.status == 0, "\(libraries.stderr)")
-        let names = (try JSONSerialization.jsonObject(with: Data(libraries.stdout.utf8)) as? [[String: Any]])?.compactMap { $0["name"] as? String }
+        let names = try jsonItems(libraries.stdout).compactMap { $0["name"] as? String }
         #expect(names == ["Movies", "Shows", "Music"])
         // The live session's WebSocket too.
         let events = try farcast(["events", "--json", "--no-sessions", "--duration", "4"])

@@ -381,7 +381,9 @@ struct TunCommandTests {
         let up = try run(farcast, ["tun", "up", "ftjson0", "--address", "10.85.0.1/24", "--address", "fd85::1/64",
                                    "--duration", "0.3", "--json"])
         #expect(up.status == 0, "\(up.stderr)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(up.stdout.utf8)) as? [String: Any], "stdout: \(up.stdout)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(up.stdout.utf8)) as? [String: Any], "stdout: \(up.stdout)")
+        // The device under `device`, as echo and pipe report it.
+        let object = try #require(report["device"] as? [String: Any], "stdout: \(up.stdout)")
         #expect(object["name"] as? String == "ftjson0")
         #expect(object["addresses"] as? [String] == ["10.85.0.1/24", "fd85::1/64"])
         #expect(object["queues"] as? Int == 1 && object["layer"] as? String == "tun")
@@ -390,9 +392,9 @@ struct TunCommandTests {
         let echo = try run(farcast, ["tun", "echo", "ftjson1", "--address", "10.86.0.1/24", "--duration", "0.3", "--json", "--quiet"])
         #expect(echo.status == 0, "\(echo.stderr)")
         #expect(echo.stderr.isEmpty, "--quiet: \(echo.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(echo.stdout.utf8)) as? [String: Any], "stdout: \(echo.stdout)")
-        #expect(report["echo_requests_answered"] as? Int == 0)
-        #expect((report["device"] as? [String: Any])?["name"] as? String == "ftjson1")
+        let echoed = try #require(try JSONSerialization.jsonObject(with: Data(echo.stdout.utf8)) as? [String: Any], "stdout: \(echo.stdout)")
+        #expect(echoed["echo_requests_answered"] as? Int == 0)
+        #expect((echoed["device"] as? [String: Any])?["name"] as? String == "ftjson1")
         #expect(try run(try requireExecutable("ip", package: "iproute2"), ["link", "show", "dev", "ftjson1"]).status != 0)
     }
 
