@@ -1,5 +1,8 @@
 #if canImport(Glibc)
 import Glibc
+#if os(Linux)
+import CTunnelLinux   // socket constants (SOCK_DGRAM, IP_MTU) for pathMTU
+#endif
 #elseif canImport(Darwin)
 import Darwin
 #endif
