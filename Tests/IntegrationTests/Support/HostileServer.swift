@@ -24,8 +24,8 @@ final class HostileServer: @unchecked Sendable {
 
 /// A UDP port on 127.0.0.1 that receives and never answers (a host that has gone quiet), for as
 /// long as this object lives.
-final class SilentUDPPort: @unchecked Sendable {
-    // @unchecked: immutable after init; the process stops when it is released.
+final class SilentUDPPort: Sendable {
+    // Immutable after init; the process stops when it is released (BackgroundProcess's deinit).
     let port: Int
     let process: BackgroundProcess
 
