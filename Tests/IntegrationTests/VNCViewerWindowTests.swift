@@ -10,9 +10,7 @@ final class ViewerScreen: XDisplay, @unchecked Sendable {
 
     init(geometry: String = "1280x1024") throws {
         display = DisplayNumbers.allocate()
-        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
-                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
-        try waitUntil("Xvfb :\(display)", timeout: 10) { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") }
+        xvfb = try startXvfb(display: display, geometry: geometry)
     }
 
     /// The id of the viewer's window once it is connected (its title ends in "farcast").
@@ -39,7 +37,7 @@ final class ViewerScreen: XDisplay, @unchecked Sendable {
                 return false
             }
         } catch {
-            Issue.record("windows of class farcast were titled \(titles)")
+            Issue.record("windows of class farcast were titled \(titles); Xvfb :\(display) \(xvfb.isRunning ? "running" : "exited: \(xvfb.log)")")
             throw error
         }
         return id

@@ -71,4 +71,12 @@ done
 say "integration: clock-sensitive suites alone"
 status=0; group quiet 800 --filter "IntegrationTests\.($QUIET)\b" || status=$?
 report quiet $status
-if [ ${#FAILED[@]} -ne 0 ]; then say "integration groups that failed: ${FAILED[*]}"; exit 1; fi
+if [ ${#FAILED[@]} -ne 0 ]; then
+  # CI keeps only the tail of a long log: repeat what failed, group by group, last.
+  for name in "${FAILED[@]}"; do
+    say "what failed in group $name:"
+    grep -E -A2 '✘|Fatal error' "$RUNS/$name.log" | head -60 | sed 's/^/['"$name"'] /' >&2 || true
+  done
+  say "integration groups that failed: ${FAILED[*]}"
+  exit 1
+fi

@@ -331,6 +331,27 @@ struct PAMUser {
     }
 }
 
+/// Starts Xvfb on `display` and returns once an X client can open it. The socket file alone
+/// is not enough: it appears before the server has finished starting, and a client that comes
+/// in then can be refused (a viewer in CI once fell back to SDL's offscreen driver that way).
+/// Fails with Xvfb's own log if it exits or does not answer within `timeout`.
+func startXvfb(display: Int, geometry: String, timeout: TimeInterval = 15) throws -> BackgroundProcess {
+    let xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
+                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
+    let probe = try requireExecutable("xdpyinfo", package: "x11-utils")
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        guard xvfb.isRunning else { throw PeerFailed(name: "Xvfb :\(display)", log: xvfb.log) }
+        if FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)"),
+           (try? run(probe, ["-display", ":\(display)"], timeout: 10))?.status == 0 { return xvfb }
+        guard Date() < deadline else {
+            xvfb.stop()
+            throw PeerFailed(name: "Xvfb :\(display)", log: "no X client could open it within \(Int(timeout)) s\n" + xvfb.log)
+        }
+        usleep(50_000)
+    }
+}
+
 /// An X server killed before it could clean up leaves its lock file and socket behind; remove
 /// them once it is gone so display numbers do not pile up in /tmp.
 func removeStaleXFiles(_ display: Int) {
@@ -366,10 +387,7 @@ final class X11vncServer: XDisplay, @unchecked Sendable {
          pamUser: PAMUser? = nil) throws {
         display = DisplayNumbers.allocate()
         port = 5900 + DisplayNumbers.allocate()
-        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
-                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") && Date() < deadline { usleep(50_000) }
+        xvfb = try startXvfb(display: display, geometry: geometry)
         let x11vnc = try requireExecutable("x11vnc", package: "x11vnc")
         var arguments = ["-display", ":\(display)", "-rfbport", "\(port)", "-localhost", "-forever", "-shared", "-noxdamage", "-nopw"]
         if let password {
@@ -434,10 +452,7 @@ final class VinoServer: XDisplay, @unchecked Sendable {
             throw PeerFailed(name: "vino-server", log: "\(vino) is missing: install it with `apt-get install --no-install-recommends vino` (scripts/setup does)")
         }
         let dbus = try requireExecutable("dbus-run-session", package: "dbus-daemon")
-        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
-                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") && Date() < deadline { usleep(50_000) }
+        xvfb = try startXvfb(display: display, geometry: geometry)
         let config = folder.path + "/vino-\(display)"
         try FileManager.default.createDirectory(atPath: config + "/glib-2.0/settings", withIntermediateDirectories: true)
         let settings = """
@@ -628,10 +643,7 @@ final class X0vncServer: XDisplay, @unchecked Sendable {
         self.passwords = passwords
         display = DisplayNumbers.allocate()
         port = 5900 + DisplayNumbers.allocate()
-        xvfb = try BackgroundProcess(try requireExecutable("Xvfb", package: "xvfb"),
-                                     [":\(display)", "-screen", "0", "\(geometry)x24", "-nolisten", "tcp"], logName: "Xvfb")
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display)") && Date() < deadline { usleep(50_000) }
+        xvfb = try startXvfb(display: display, geometry: geometry)
         try start(securityTypes: securityTypes, rsaKey: rsaKey)
     }
 
