@@ -53,10 +53,14 @@ public struct HostAddress: Sendable, Hashable, Codable, CustomStringConvertible 
     /// Why a URL was refused.
     public enum ParseError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalid(String, reason: String)
+        /// Not a URL, and not `host[:port]` either.
+        case invalidHostPort(String, reason: String, kind: HostProtocol)
         public var description: String {
             switch self {
             case .invalid(let text, let reason):
                 return "cannot read '\(text)' as a host URL (\(reason)); use vnc://, vncs://, sendspin://, punktfunk://, jellyfin:// or jellyfins://host[:port], optionally with ?ssh=user@bastion"
+            case .invalidHostPort(let text, let reason, let kind):
+                return "cannot read '\(text)' as a \(kind) host (\(reason)); use HOST, HOST:PORT, [IPv6]:PORT, \(kind)://HOST[:PORT] or a saved host's name"
             }
         }
     }
@@ -100,6 +104,48 @@ public struct HostAddress: Sendable, Hashable, Codable, CustomStringConvertible 
             user = String(rest[..<at]).removingPercentEncoding()
             rest = rest[rest.index(after: at)...]
         }
+        let (host, port) = try Self.authority(rest, of: text)
+        if kind == .vnc, path != nil { throw .invalid(text, reason: "a VNC URL has no path") }
+        var ssh: SSHRoute?
+        for item in query.split(separator: "&") where !item.isEmpty {
+            let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = pair[0].lowercased()
+            let value = pair.count > 1 ? String(pair[1]).removingPercentEncoding() : ""
+            switch key {
+            case "ssh":
+                do { ssh = try SSHRoute(parsing: value) } catch { throw .invalid(text, reason: error.description) }
+            default:
+                throw .invalid(text, reason: "unknown parameter '\(key)' (only ssh= is understood)")
+            }
+        }
+        if ssh != nil, !kind.isTCP { throw .invalid(text, reason: "\(kind) runs over UDP, which an SSH tunnel cannot carry") }
+        if kind == .sendspin, path == nil { path = "/sendspin" }
+        self.init(kind: kind, host: host, port: port, user: user, tls: tls, path: path, ssh: ssh)
+    }
+
+    /// `host[:port]` or `[v6]:port` alone, for a protocol whose own address form is just that
+    /// (punktfunk's `gamebox:9777`): the port defaults to the protocol's. VNC's `host:display`
+    /// means something else and stays with `VNCEndpoint`.
+    public init(hostPort text: String, kind: HostProtocol) throws(ParseError) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        for character in ["/", "@", "?", "#"] where trimmed.contains(character) {
+            throw .invalidHostPort(text, reason: "'\(character)' has no place in HOST:PORT", kind: kind)
+        }
+        // A bare IPv6 address (two colons or more, no brackets) is a host on the default port.
+        if !trimmed.hasPrefix("["), trimmed.filter({ $0 == ":" }).count > 1 {
+            self.init(kind: kind, host: trimmed)
+            return
+        }
+        do {
+            let (host, port) = try Self.authority(trimmed[...], of: text)
+            self.init(kind: kind, host: host, port: port)
+        } catch .invalid(_, let reason) {
+            throw .invalidHostPort(text, reason: reason, kind: kind)
+        }
+    }
+
+    /// Splits `host[:port]` or `[v6][:port]`: the host non-empty and unbracketed, the port 1…65535.
+    static func authority(_ rest: Substring, of text: String) throws(ParseError) -> (host: String, port: Int?) {
         guard !rest.isEmpty else { throw .invalid(text, reason: "no host") }
         let host: String
         var port: Int?
@@ -124,22 +170,7 @@ public struct HostAddress: Sendable, Hashable, Codable, CustomStringConvertible 
         }
         guard !host.isEmpty else { throw .invalid(text, reason: "no host") }
         if let port, !(1...65535).contains(port) { throw .invalid(text, reason: "port \(port) is outside 1…65535") }
-        if kind == .vnc, path != nil { throw .invalid(text, reason: "a VNC URL has no path") }
-        var ssh: SSHRoute?
-        for item in query.split(separator: "&") where !item.isEmpty {
-            let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = pair[0].lowercased()
-            let value = pair.count > 1 ? String(pair[1]).removingPercentEncoding() : ""
-            switch key {
-            case "ssh":
-                do { ssh = try SSHRoute(parsing: value) } catch { throw .invalid(text, reason: error.description) }
-            default:
-                throw .invalid(text, reason: "unknown parameter '\(key)' (only ssh= is understood)")
-            }
-        }
-        if ssh != nil, !kind.isTCP { throw .invalid(text, reason: "\(kind) runs over UDP, which an SSH tunnel cannot carry") }
-        if kind == .sendspin, path == nil { path = "/sendspin" }
-        self.init(kind: kind, host: host, port: port, user: user, tls: tls, path: path, ssh: ssh)
+        return (host, port)
     }
 
     /// The canonical URL (what `farcast hosts` stores and prints).

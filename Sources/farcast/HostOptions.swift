@@ -35,16 +35,15 @@ struct HostOptions: ParsableArguments {
         }
     }
 
+    /// The one lookup of a server argument for every protocol (a saved name, a URL, or the
+    /// protocol's own form), failing as a usage error (exit 2).
+    static func lookUp(_ argument: String, kind: HostProtocol) throws -> HostArgument {
+        do { return try HostArgument.lookUp(argument, as: kind) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+    }
+
     /// A saved host named `argument`, if the argument is a name rather than an address.
     func savedHost(_ argument: String) throws -> SavedHost? {
-        guard !argument.contains("/"), !argument.contains(":"), !argument.contains("@"), !argument.contains("[") else { return nil }
-        let path = HostBook.defaultPath()
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        do {
-            return try HostBook(path: path).host(named: argument)
-        } catch {
-            throw CommandFailure(message: String(describing: error), exitCode: 2)
-        }
+        do { return try HostArgument.savedHost(named: argument) } catch { throw CommandFailure(message: error.description, exitCode: 2) }
     }
 
     /// The SSH route that applies: --ssh wins over a URL's ?ssh= and a saved host's route.
@@ -58,19 +57,7 @@ struct HostOptions: ParsableArguments {
     /// The argument as a host address: a saved host, or a URL of `kind`; nil for a protocol's
     /// own address forms (`host:1`), which the caller parses.
     func hostAddress(_ argument: String, kind: HostProtocol) throws -> HostAddress? {
-        if let saved = try savedHost(argument) {
-            guard saved.kind == kind else {
-                throw CommandFailure(message: "the saved host '\(saved.name)' is a \(saved.kind) host, not \(kind)", exitCode: 2)
-            }
-            return saved.hostAddress
-        }
-        guard HostAddress.looksLikeURL(argument) else { return nil }
-        let address: HostAddress
-        do { address = try HostAddress(parsing: argument) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
-        guard address.kind == kind else {
-            throw CommandFailure(message: "'\(argument)' is a \(address.kind) address; this command needs \(kind)", exitCode: 2)
-        }
-        return address
+        try Self.lookUp(argument, kind: kind).address
     }
 
     /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
@@ -146,8 +133,7 @@ struct HostOptions: ParsableArguments {
 
     /// Records a successful connection to a saved host (best effort: a read-only book is no failure).
     func markConnected(_ argument: String) {
-        guard (try? savedHost(argument)) != nil else { return }
-        try? HostBook(path: HostBook.defaultPath()).markConnected(named: argument)
+        HostArgument.markConnected(argument)
     }
 }
 

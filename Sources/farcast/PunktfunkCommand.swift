@@ -47,56 +47,27 @@ struct PunktfunkHostOptions: ParsableArguments {
         guard name.utf8.count <= 64 else { throw ValidationError("--name is at most 64 bytes") }
     }
 
-    /// Splits HOST[:PORT]; a `punktfunk://` URL or a saved host's name (the host book, read
-    /// locally before any network activity) gives its address and port instead.
+    /// The host as an address: a saved host's name or a `punktfunk://` URL (the one lookup every
+    /// protocol shares, `HostArgument`), else HOST[:PORT] (`HostAddress(hostPort:)`).
+    func address() throws -> HostAddress {
+        do {
+            if let found = try HostArgument.lookUp(host, as: .punktfunk).address { return found }
+            return try HostAddress(hostPort: host, kind: .punktfunk)
+        } catch let error as HostLookupError {
+            throw ValidationError(error.description)
+        } catch let error as HostAddress.ParseError {
+            throw ValidationError(error.description)
+        }
+    }
+
     func endpoint() throws -> (host: String, port: UInt16) {
-        if let saved = try Self.bookOrURL(host) { return saved }
-        var text = host
-        var port: UInt16 = 9777
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { throw ValidationError("unbalanced [ in \(host)") }
-            let rest = text[text.index(after: close)...]
-            if rest.hasPrefix(":") {
-                guard let p = UInt16(rest.dropFirst()), p > 0 else { throw ValidationError("invalid port in \(host)") }
-                port = p
-            } else if !rest.isEmpty { throw ValidationError("unexpected text after ] in \(host)") }
-            text = String(text[text.index(after: text.startIndex)..<close])
-        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
-            guard let p = UInt16(text[text.index(after: colon)...]), p > 0 else { throw ValidationError("invalid port in \(host)") }
-            port = p
-            text = String(text[..<colon])
-        }
-        guard !text.isEmpty else { throw ValidationError("empty host name") }
-        return (text, port)
+        let address = try address()
+        return (address.host, UInt16(address.port))   // HostAddress keeps the port within 1…65535
     }
 
-    static func bookOrURL(_ argument: String) throws -> (host: String, port: UInt16)? {
-        let address: HostAddress
-        if HostAddress.looksLikeURL(argument) {
-            do { address = try HostAddress(parsing: argument) } catch { throw ValidationError(String(describing: error)) }
-        } else {
-            guard !argument.contains(":"), !argument.contains("/"), !argument.contains("["),
-                  FileManager.default.fileExists(atPath: HostBook.defaultPath()) else { return nil }
-            let saved: SavedHost?
-            do { saved = try HostBook(path: HostBook.defaultPath()).host(named: argument) } catch { throw ValidationError(String(describing: error)) }
-            guard let saved else { return nil }
-            guard saved.kind == .punktfunk else { throw ValidationError("the saved host '\(saved.name)' is a \(saved.kind) host, not punktfunk") }
-            address = saved.hostAddress
-        }
-        guard address.kind == .punktfunk else {
-            throw ValidationError("'\(argument)' is a \(address.kind) address; this command needs a punktfunk host")
-        }
-        guard let port = UInt16(exactly: address.port), port > 0 else { throw ValidationError("invalid port in \(argument)") }
-        return (address.host, port)
-    }
-
-    /// Records a successful connection when the host was named by the book (best effort, as
-    /// for every protocol: a read-only book is no failure).
+    /// Records a successful connection when the host was named by the book.
     func markConnected() {
-        guard !host.contains(":"), !host.contains("/"), !host.contains("["),
-              FileManager.default.fileExists(atPath: HostBook.defaultPath()),
-              let book = try? HostBook(path: HostBook.defaultPath()), (try? book.host(named: host)) != nil else { return }
-        try? book.markConnected(named: host)
+        HostArgument.markConnected(host)
     }
 
     func clientOptions(pairing: Bool = false) throws -> PunktfunkClient.Options {
