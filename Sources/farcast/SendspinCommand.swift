@@ -366,9 +366,10 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
                     throw CommandFailure(message: failure.description)
                 }
             }
-            let how = stopping.withLock { $0 } == SIGTERM ? "SIGTERM" : "interrupted"
-            logger.notice("stopped (\(how))")
-            if global.json { try printJSON(["stopped": how == "SIGTERM" ? "sigterm" : "sigint"]) }
+            let signal = stopping.withLock { $0 } ?? SIGINT
+            // Worded as every interrupted command is; exit 0, as a daemon's stop is its normal end.
+            logger.notice("stopped (interrupted by \(Signals.name(signal)))")
+            if global.json { try printJSON(["stopped": Signals.name(signal).lowercased()]) }
         }
     }
 }

@@ -273,6 +273,8 @@ struct FaultInjectionTests {
         #expect(daemon.waitForExit(timeout: 10))
         #expect(Date().timeIntervalSince(start) < 2)
         #expect(daemon.terminationStatus == 0, "daemon: \(daemon.log)")
+        // Worded as every interrupted command is (it said "stopped (SIGTERM)" / "(interrupted)").
+        #expect(daemon.log.contains("stopped (interrupted by SIGTERM)"), "daemon: \(daemon.log)")
     }
 
     /// punktfunk's handshake waits as long as --timeout says (the QUIC idle timer ended it at 8 s
