@@ -131,10 +131,46 @@ struct HostBookProcessTests {
             #expect(result.status == 1, "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains(address), "\(arguments): \(result.stderr)")
         }
-        for arguments in [["punktfunk", "probe", "office"], ["vnc", "info", "gamebox"], ["sendspin", "play", "office"]] {
+        for arguments in [["punktfunk", "probe", "office"], ["vnc", "info", "gamebox"], ["sendspin", "play", "office"],
+                          ["punktfunk", "probe", "me@gamebox"], ["punktfunk", "probe", "gamebox:0"]] {
             let result = try run(farcast, arguments, environment: environment)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         }
+    }
+
+    /// docs/hosts.md's "Every protocol by a saved name, on one machine", run exactly as written
+    /// (bash -e from the checkout, this build's farcast first on PATH): each protocol's real
+    /// peer or stand-in is reached by a saved name, and the book shows what using them left.
+    @Test func theDocsRecipeReachesEveryProtocolByASavedName() throws {
+        let docs = try String(contentsOf: packageRoot.appendingPathComponent("docs/hosts.md"), encoding: .utf8)
+        let section = try #require(docs.range(of: "### Every protocol by a saved name, on one machine"), "docs/hosts.md lost its recipe")
+        let rest = docs[section.upperBound...]
+        let open = try #require(rest.range(of: "```\n"))
+        let close = try #require(rest[open.upperBound...].range(of: "```"))
+        let folder = try TemporaryFolder()
+        try FileManager.default.createSymbolicLink(atPath: folder.path + "/farcast", withDestinationPath: try farcastBinary())
+        try String(rest[open.upperBound..<close.lowerBound]).write(toFile: folder.path + "/recipe.sh", atomically: true, encoding: .utf8)
+        _ = try requireExecutable("Xvnc", package: "tigervnc-standalone-server")
+        var environment = ProcessInfo.processInfo.environment
+        environment["PATH"] = folder.path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        environment["TMPDIR"] = folder.path     // where the recipe's mktemp -d goes, so its files can be checked
+        // Its own session, so whatever it started is ended with it even if it fails half-way.
+        let recipe = try BackgroundProcess("/bin/bash", ["-c", "cd \"$1\" && exec bash -e \"$2\"", "recipe", packageRoot.path, folder.path + "/recipe.sh"],
+                                           environment: environment, logName: "hosts-recipe", newSession: true)
+        defer { kill(-recipe.pid, SIGKILL) }
+        #expect(recipe.waitForExit(timeout: 150), "the recipe did not finish within 150 s: \(recipe.log)")
+        let output = recipe.log
+        #expect(recipe.terminationStatus == 0, "\(output)")
+        for line in ["saved desk: vnc://127.0.0.1:5957", "saved kitchen: sendspin://127.0.0.1:8927", "saved gamebox: punktfunk://127.0.0.1:9777",
+                     "saved media: jellyfin://127.0.0.1:8096", "desk.png: 640x480", "(pinned_on_first_use)", "pin           tls 127.0.0.1:9777",
+                     "signed in to Farcast Stand-in as demo", "Movies", "saved office: vnc://127.0.0.1:5957", "size              640x480",
+                     "removed office"] {
+            #expect(output.contains(line), "no \"\(line)\" in:\n\(output)")
+        }
+        #expect(!output.contains("last used     never"), "probing gamebox by its name marks it used: \(output)")
+        let demo = try #require(try FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasPrefix("tmp.") })
+        try SendspinServerTests.expectUnbrokenTone(folder.path + "/" + demo + "/kitchen.wav")
+        #expect(FileManager.default.fileExists(atPath: folder.path + "/" + demo + "/desk.png"))
     }
 }
