@@ -25,6 +25,9 @@ public struct SSHRoute: Sendable, Hashable, Codable, CustomStringConvertible {
             guard let user, !user.isEmpty else { throw .invalidRoute(text, reason: "empty user name") }
         }
         let (host, port) = try Self.hostAndPort(rest, original: text)
+        // Either would be read as an option by an ssh program (`-oProxyCommand=…`).
+        if host.hasPrefix("-") { throw .invalidRoute(text, reason: "a host name cannot begin with '-'") }
+        if let user, user.hasPrefix("-") { throw .invalidRoute(text, reason: "a user name cannot begin with '-'") }
         self.init(user: user, host: host, port: port)
     }
 

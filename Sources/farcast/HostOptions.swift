@@ -13,6 +13,9 @@ struct HostOptions: ParsableArguments {
     @Option(name: .customLong("ssh"), help: ArgumentHelp("Carry the connection through this SSH server, as `ssh -L` does (the target is resolved on its side); ~/.ssh/config applies (HostName, User, Port, IdentityFile, ProxyJump).", valueName: "user@host[:port]"))
     var ssh: String?
 
+    @Option(name: .customLong("ssh-via"), help: ArgumentHelp("Which SSH client carries --ssh: openssh (your own ssh: agent, RSA keys, one-time codes, certificates, ProxyJump chains, ControlMaster; FARCAST_SSH_COMMAND sets the program and its first arguments), builtin (farcast's own, for machines without ssh), or auto: openssh when an ssh program is on PATH, else builtin.", valueName: "auto|openssh|builtin"))
+    var sshVia: SSHVia = .auto
+
     @Flag(name: .customLong("accept-new"), help: "Accept an SSH host key that ~/.ssh/known_hosts does not list yet, and add it there (a changed key is still refused).")
     var acceptNew = false
 
@@ -60,15 +63,63 @@ struct HostOptions: ParsableArguments {
         try Self.lookUp(argument, kind: kind).address
     }
 
-    /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
-    func openTunnel(_ route: SSHRoute, to host: String, port: Int, listenHost: String = "127.0.0.1", listenPort: Int = 0,
-                    timeout: Duration, logger: Logger) async throws -> SSHLocalForwarder {
-        var options = SSHTunnelOptions()
-        options.identityFiles = sshIdentity
+    /// The SSH client that carries this command: --ssh-via, or for `auto` the user's OpenSSH
+    /// when an ssh program exists and no secret file or variable is given that only the built-in
+    /// client can use; one line at -v says which and why.
+    func transportChoice(logger: Logger) throws -> OpenSSHCommand? {
+        let command: OpenSSHCommand?
+        do { command = try OpenSSHCommand.find() } catch { throw CommandFailure(message: error.description, exitCode: 2) }
+        let environment = ProcessInfo.processInfo.environment
+        let builtinSecrets = [(sshPasswordFile != nil, "--ssh-password-file"), (sshPassphraseFile != nil, "--ssh-passphrase-file"),
+                              (environment["FARCAST_SSH_PASSWORD"] != nil, "FARCAST_SSH_PASSWORD"),
+                              (environment["FARCAST_SSH_PASSPHRASE"] != nil, "FARCAST_SSH_PASSPHRASE")].filter(\.0).map(\.1)
+        switch sshVia {
+        case .builtin:
+            logger.debug("SSH: the built-in client (--ssh-via builtin)")
+            return nil
+        case .openssh:
+            guard let command else {
+                throw CommandFailure(message: "--ssh-via openssh: no ssh program on PATH (apt install openssh-client) and FARCAST_SSH_COMMAND is not set", exitCode: 2)
+            }
+            if let secret = builtinSecrets.first {
+                throw CommandFailure(message: "\(secret) is for the built-in SSH client; OpenSSH asks at the terminal or through SSH_ASKPASS (or use --ssh-via builtin)", exitCode: 2)
+            }
+            logger.debug("SSH: OpenSSH \(command.program) (--ssh-via openssh)")
+            return command
+        case .auto:
+            guard let command else {
+                logger.debug("SSH: the built-in client, because no ssh program is on PATH (FARCAST_SSH_COMMAND is not set either)")
+                return nil
+            }
+            if let secret = builtinSecrets.first {
+                logger.debug("SSH: the built-in client, because \(secret) is given, which only it reads")
+                return nil
+            }
+            logger.debug("SSH: OpenSSH \(command.program) (found on PATH; --ssh-via builtin for farcast's own client)")
+            return command
+        }
+    }
+
+    /// Opens the SSH route with the client `transportChoice` picks.
+    func openTransport(_ route: SSHRoute, timeout: Duration, logger: Logger) async throws -> any SSHTransport {
+        guard var command = try transportChoice(logger: logger) else { return try await openSSH(route, timeout: timeout, logger: logger) }
+        command.leadingArguments += sshIdentity.flatMap { ["-i", $0] }
+        var options = OpenSSHTransport.Options()
         options.acceptNewHostKeys = acceptNew
         options.connectTimeout = timeout
-        return try await SSHLocalForwarder.open(through: route, to: host, port: port, listenHost: listenHost, listenPort: listenPort,
-                                                options: options, prompts: prompts(logger: logger), logger: logger)
+        return try await OpenSSHTransport.start(route: route, command: command, options: options, logger: logger)
+    }
+
+    /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
+    func openTunnel(_ route: SSHRoute, to host: String, port: Int, listenHost: String = "127.0.0.1", listenPort: Int = 0,
+                    timeout: Duration, logger: Logger) async throws -> any SSHForwarding {
+        let transport = try await openTransport(route, timeout: timeout, logger: logger)
+        do {
+            return try await transport.forward(to: host, port: port, listenHost: listenHost, listenPort: listenPort, logger: logger)
+        } catch {
+            await transport.close()
+            throw error
+        }
     }
 
     /// Connects to the SSH server of `route` with the secrets this command allows.
@@ -157,7 +208,7 @@ extension HostOptions {
     /// `direct-tcpip` channel of that SSH connection, carrying RFB directly) and applies a saved
     /// host's preferences the command line left at their defaults.
     func prepareVNC(_ argument: String, endpoint: VNCEndpoint, options: inout VNCClient.Options, timeout: Duration,
-                    logger: Logger) async throws -> SSHConnection? {
+                    logger: Logger) async throws -> (any SSHTransport)? {
         let saved = try savedHost(argument)
         if let preferences = saved?.preferences {
             if preferences.viewOnly == true { options.configuration.viewOnly = true }
@@ -168,11 +219,12 @@ extension HostOptions {
             }
         }
         guard let route = try route(for: try hostAddress(argument, kind: .vnc)) else { return nil }
-        let connection = try await openSSH(route, timeout: timeout, logger: logger)
+        let transport = try await openTransport(route, timeout: timeout, logger: logger)
         let (host, port) = (endpoint.host, endpoint.port)
-        options.openChannel = { try await connection.openByteStream(host: host, port: port, prepare: $0) }
-        logger.info("VNC through SSH", metadata: ["via": "\(connection.route.display)", "target": "\(host):\(port)"])
-        return connection
+        // An RFB server speaks first: a transport that cannot see the channel open waits for that.
+        options.openChannel = { try await transport.openByteStream(host: host, port: port, peerSpeaksFirst: true, prepare: $0) }
+        logger.info("VNC through SSH", metadata: ["via": "\(transport.via)", "target": "\(host):\(port)"])
+        return transport
     }
 }
 
@@ -181,7 +233,7 @@ extension HostOptions {
 extension HostOptions {
     /// The Sendspin server argument as the WebSocket URL to dial: a saved host, a `sendspin://`
     /// URL or a `ws://` URL, through the tunnel when a route applies.
-    func sendspinURL(_ argument: String, timeout: Duration, logger: Logger) async throws -> (url: String, tunnel: SSHLocalForwarder?) {
+    func sendspinURL(_ argument: String, timeout: Duration, logger: Logger) async throws -> (url: String, tunnel: (any SSHForwarding)?) {
         // A WebSocket URL without --ssh is dialled exactly as given (wss:// and its path included).
         let lower = argument.lowercased()
         if ssh == nil, lower.hasPrefix("ws://") || lower.hasPrefix("wss://") { return (argument, nil) }
@@ -190,7 +242,12 @@ extension HostOptions {
         }
         guard let route = try route(for: address) else { return (address.protocolURL(), nil) }
         let forwarder = try await openTunnel(route, to: address.host, port: address.port, timeout: timeout, logger: logger)
-        logger.info("Sendspin through SSH", metadata: ["via": "\(forwarder.connection.route.display)", "local": "127.0.0.1:\(forwarder.localPort)"])
+        logger.info("Sendspin through SSH", metadata: ["via": "\(forwarder.via)", "local": "127.0.0.1:\(forwarder.localPort)"])
         return (address.protocolURL(host: "127.0.0.1", port: forwarder.localPort), forwarder)
     }
+}
+
+/// `--ssh-via`: which SSH client carries a route.
+enum SSHVia: String, CaseIterable, ExpressibleByArgument, Sendable {
+    case auto, openssh, builtin
 }

@@ -94,7 +94,7 @@ enum JellyfinCLI {
     static func store() throws -> FileCredentialStore { FileCredentialStore(directory: try state()) }
 
     /// SSH tunnels this process opened: kept open until it exits.
-    private static let tunnels = Mutex<[SSHLocalForwarder]>([])
+    private static let tunnels = Mutex<[any SSHForwarding]>([])
 
     /// The transport for a server, through an SSH tunnel when `route` is given. The tunnel's
     /// local end listens on a loopback address of its own at the server's own port, and requests

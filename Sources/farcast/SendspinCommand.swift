@@ -198,7 +198,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let target: String
-            var tunnel: SSHLocalForwarder?
+            var tunnel: (any SSHForwarding)?
             if let url {
                 (target, tunnel) = try await hosts.sendspinURL(url, timeout: .milliseconds(Int(connectTimeout * 1000)), logger: HostOptions.logger(global))
             } else {

@@ -175,6 +175,7 @@ struct SSHTunnelTests {
     /// (it said "fcssh@fcssh@127.0.0.1:…"), the default RSA key and the agent named as found but
     /// unusable (it said "farcast had nothing to offer"), and a port where no SSH server listens
     /// named by what answered (it said "the connection closed").
+    /// The built-in client's words (`--ssh-via builtin`; OpenSSH's are OpenSSHRouteTests').
     @Test func theCommandLineSaysWhatItFoundAndWhatAnswered() throws {
         let folder = try TemporaryFolder()
         let home = folder.path + "/home"
@@ -189,7 +190,7 @@ struct SSHTunnelTests {
         environment["SSH_AUTH_SOCK"] = folder.path + "/agent.sock"
         environment.removeValue(forKey: "FARCAST_SSH_PASSWORD")
         let route = "\(SSHServer.user)@127.0.0.1:\(server.port)"
-        let refused = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", route, "--accept-new"], environment: environment, stdin: Data())
+        let refused = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", route, "--ssh-via", "builtin", "--accept-new"], environment: environment, stdin: Data())
         #expect(refused.status == 1, "\(refused.stderr)")
         #expect(refused.stderr.contains("SSH authentication as \(route) failed"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("nothing to offer"), "\(refused.stderr)")
@@ -198,7 +199,7 @@ struct SSHTunnelTests {
         #expect(refused.stderr.split(separator: "\n").filter { $0.hasPrefix("farcast: ") }.count == 1, "\(refused.stderr)")
 
         let vnc = try HostileServer(mode: "rfb-banner-silent")
-        let wrongPort = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", "\(SSHServer.user)@127.0.0.1:\(vnc.port)", "--connect-timeout", "5"],
+        let wrongPort = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", "\(SSHServer.user)@127.0.0.1:\(vnc.port)", "--ssh-via", "builtin", "--connect-timeout", "5"],
                                 environment: environment, stdin: Data(), timeout: 30)
         #expect(wrongPort.status == 1, "\(wrongPort.stderr)")
         #expect(wrongPort.stderr.contains("127.0.0.1:\(vnc.port) is not an SSH server: it is a VNC server"), "\(wrongPort.stderr)")

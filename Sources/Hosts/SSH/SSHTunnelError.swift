@@ -27,6 +27,8 @@ public enum SSHTunnelError: Error, Sendable, Equatable, CustomStringConvertible 
     case invalidRoute(String, reason: String)
     /// Something other than an SSH server answered (`what` names it by its greeting).
     case notSSH(host: String, what: String)
+    /// The OpenSSH client failed: `said` is its own words (stderr), `hint` what to do.
+    case sshFailed(host: String, said: String, hint: String)
 
     public var description: String {
         switch self {
@@ -63,6 +65,8 @@ public enum SSHTunnelError: Error, Sendable, Equatable, CustomStringConvertible 
             return "cannot read '\(text)' as an SSH route (\(reason)); use user@host or user@host:port"
         case .notSSH(let host, let what):
             return "\(host) is not an SSH server: it is \(what); check the --ssh port"
+        case .sshFailed(let host, let said, let hint):
+            return "ssh to \(host) failed: \(said) — \(hint)"
         }
     }
 

@@ -135,7 +135,7 @@ for e in encodings:
     via_openssh.tunnels = []
     modes = {
         "direct": (None, lambda port: []),
-        "farcast_ssh": (None, lambda port: ["--ssh", f"root@127.0.0.1:{ssh_port}"]),
+        "farcast_ssh": (None, lambda port: ["--ssh", f"root@127.0.0.1:{ssh_port}", "--ssh-via", "builtin"]),
         "openssh_L": (via_openssh, lambda port: []),
     }
     for mode, (dial, extra) in modes.items():

@@ -1,0 +1,400 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The user's own OpenSSH as the transport: every connection is an `ssh -W host:port` child
+/// whose stdin and stdout are one end of a socket pair, so agent keys, RSA keys,
+/// keyboard-interactive and one-time codes, certificates, `ProxyJump` chains, `Match` and
+/// `Include` all work as they do for `ssh` itself.
+///
+/// One authentication per command: unless the user's own configuration runs a ControlMaster
+/// (which is then respected), farcast starts a master of its own first (`ControlMaster=yes`,
+/// its socket in a private 0700 folder) and carries each stream through it, so a password or
+/// code is asked once however many connections the command opens; `close()` ends the master
+/// with `-O exit`. At a terminal ssh asks its questions there itself; without one it runs with
+/// `BatchMode=yes` unless `SSH_ASKPASS` says how to ask.
+public final class OpenSSHTransport: SSHTransport {
+    public struct Options: Sendable {
+        /// Accept a host key seen for the first time (`StrictHostKeyChecking=accept-new`).
+        public var acceptNewHostKeys = false
+        /// ssh's `ConnectTimeout`, and how long a stream to a server that speaks first may stay silent.
+        public var connectTimeout: Duration = .seconds(15)
+        /// Whether ssh may ask questions: nil decides by whether a terminal or SSH_ASKPASS exists.
+        public var interactive: Bool?
+        public init() {}
+    }
+
+    public let route: SSHRoute
+    public let command: OpenSSHCommand
+    public var via: String { route.description }
+    /// farcast's own master, nil when the user's configuration decides (its ControlMaster).
+    let master: SSHChildProcess?
+    let controlFolder: String?
+    let settings: [String]
+    let connectTimeout: Duration
+    let logger: Logger
+    private let streams = Mutex<[pid_t: Stream]>([:])
+    private let closed = Mutex(false)
+
+    var controlPath: String? { controlFolder.map { $0 + "/master" } }
+
+    private init(route: SSHRoute, command: OpenSSHCommand, master: SSHChildProcess?, controlFolder: String?, settings: [String],
+                 connectTimeout: Duration, logger: Logger) {
+        self.route = route
+        self.command = command
+        self.master = master
+        self.controlFolder = controlFolder
+        self.settings = settings
+        self.connectTimeout = connectTimeout
+        self.logger = logger
+    }
+
+    /// Prepares the route: asks ssh for its configuration (`-G`), and unless that runs a
+    /// ControlMaster, starts farcast's own master and waits until it has authenticated; a
+    /// failure there (host key, authentication, DNS, refused port) is reported in ssh's words.
+    public static func start(route: SSHRoute, command: OpenSSHCommand, options: Options = Options(),
+                             logger: Logger = Logger(label: "farcast.ssh")) async throws -> OpenSSHTransport {
+        let interactive = options.interactive ?? hasTerminal()
+        var settings = ["-o", "ConnectTimeout=\(max(1, Int(options.connectTimeout.components.seconds)))"]
+        if !interactive { settings += ["-o", "BatchMode=yes"] }
+        if options.acceptNewHostKeys { settings += ["-o", "StrictHostKeyChecking=accept-new"] }
+        logger.debug("OpenSSH", metadata: ["program": "\(command.program)", "leading": "\(command.leadingArguments)",
+                                           "interactive": "\(interactive)"])
+
+        let configuration = try await capture(try command.configurationQuery(route))
+        guard configuration.status == 0 else {
+            throw OpenSSHCommand.failure(stderr: configuration.stderr, status: configuration.status, via: route.description, target: nil)
+        }
+        let effective = Dictionary(configuration.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 ? (parts[0].lowercased(), String(parts[1])) : nil
+        }, uniquingKeysWith: { first, _ in first })
+        if let own = effective["controlmaster"], own != "false", own != "no" {
+            logger.debug("the user's ssh configuration runs a ControlMaster: using it", metadata: ["controlmaster": "\(own)",
+                                                                                                      "controlpath": "\(effective["controlpath"] ?? "")"])
+            return OpenSSHTransport(route: route, command: command, master: nil, controlFolder: nil, settings: settings,
+                                    connectTimeout: options.connectTimeout, logger: logger)
+        }
+
+        let folder = try makeControlFolder()
+        let controlPath = folder + "/master"
+        let master: SSHChildProcess
+        do {
+            // In farcast's own process group: at a terminal it may ask for a password or code.
+            master = try await SSHChildProcess.spawn(try command.master(route, controlPath: controlPath, settings: settings),
+                                                     stdio: nil, ownGroup: false)
+        } catch {
+            rmdir(folder)
+            throw error
+        }
+        let transport = OpenSSHTransport(route: route, command: command, master: master, controlFolder: folder, settings: settings,
+                                         connectTimeout: options.connectTimeout, logger: logger)
+        // The socket appears once the master has authenticated. At a terminal a person may be
+        // typing a password or a code: no deadline then beyond ssh's own.
+        let deadline = ContinuousClock.now + options.connectTimeout + .seconds(5)
+        do {
+            while !FileManager.default.fileExists(atPath: controlPath) {
+                if let status = master.exitStatus {
+                    throw OpenSSHCommand.failure(stderr: master.stderr, status: status, via: route.description, target: nil)
+                }
+                if !interactive && ContinuousClock.now > deadline {
+                    throw SSHTunnelError.timedOut(host: route.description, what: "authenticated session (ssh: \(master.stderr.suffix(200)))",
+                                                  seconds: Int(options.connectTimeout.components.seconds) + 5)
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        } catch {
+            await transport.close()
+            throw error
+        }
+        logger.debug("OpenSSH master ready", metadata: ["via": "\(route)", "pid": "\(master.pid)"])
+        return transport
+    }
+
+    /// Whether ssh can ask a person: a controlling terminal, or SSH_ASKPASS set.
+    static func hasTerminal() -> Bool {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        if fd >= 0 {
+            closeDescriptor(fd)
+            return true
+        }
+        return ProcessInfo.processInfo.environment["SSH_ASKPASS"].map { !$0.isEmpty } ?? false
+    }
+
+    /// A 0700 folder for the master's socket: in XDG_RUNTIME_DIR when there is one (and the
+    /// path stays within a socket address's 108 bytes), else in /tmp.
+    static func makeControlFolder() throws(SSHTunnelError) -> String {
+        var bases = ["/tmp"]
+        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), runtime.utf8.count < 60 {
+            bases.insert(runtime, at: 0)
+        }
+        for base in bases {
+            var template = Array("\(base)/farcast-ssh-XXXXXX".utf8CString)
+            if let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) {
+                return String(cString: made)
+            }
+        }
+        throw .connectionLost(host: "OpenSSH", reason: "cannot make a private folder for the SSH master: \(String(cString: strerror(errno)))")
+    }
+
+    /// Runs a short ssh command to its end, with its stdout.
+    static func capture(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let (ours, theirs) = try socketPair()
+        defer { closeDescriptor(ours) }
+        let child: SSHChildProcess
+        do {
+            child = try await SSHChildProcess.spawn(arguments, stdio: theirs, ownGroup: true)
+        } catch {
+            closeDescriptor(theirs)
+            throw error
+        }
+        closeDescriptor(theirs)
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        _ = fcntl(ours, F_SETFL, fcntl(ours, F_GETFL) | O_NONBLOCK)
+        while true {
+            let count = read(ours, &buffer, buffer.count)
+            if count > 0 { output += buffer[0..<count]; continue }
+            if count == 0 { break }
+            if child.exitStatus != nil, errno == EAGAIN { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let status = await child.waitForExit()
+        return (status, String(decoding: output, as: UTF8.self), child.stderr)
+    }
+
+    static func socketPair() throws(SSHTunnelError) -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        #if os(Linux)
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        #else
+        let type = SOCK_STREAM
+        #endif
+        guard socketpair(AF_UNIX, type, 0, &fds) == 0 else {
+            throw .connectionLost(host: "OpenSSH", reason: "cannot make a socket pair: \(String(cString: strerror(errno)))")
+        }
+        #if !os(Linux)
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        #endif
+        return (fds[0], fds[1])
+    }
+
+    /// Starts `ssh -W host:port`; returns farcast's end of its stdin/stdout and the child.
+    func openStream(to host: String, port: Int) async throws -> (Int32, Stream) {
+        guard !closed.withLock({ $0 }) else { throw SSHTunnelError.connectionLost(host: via, reason: "the SSH route was closed") }
+        let arguments = try command.stream(route, to: host, port: port, controlPath: controlPath, settings: settings)
+        let (ours, theirs) = try Self.socketPair()
+        let mark = master?.stderrWritten ?? 0
+        let child: SSHChildProcess
+        do {
+            // Through farcast's master a stream never asks anything: a group of its own. Without
+            // one, the stream may be the one that authenticates and must reach the terminal.
+            child = try await SSHChildProcess.spawn(arguments, stdio: theirs, ownGroup: master != nil)
+        } catch {
+            closeDescriptor(ours)
+            closeDescriptor(theirs)
+            throw error
+        }
+        closeDescriptor(theirs)
+        let stream = Stream(child: child, masterMark: mark, target: "\(host):\(port)")
+        streams.withLock { $0[child.pid] = stream }
+        logger.debug("OpenSSH stream", metadata: ["target": "\(host):\(port)", "pid": "\(child.pid)"])
+        return (ours, stream)
+    }
+
+    /// A running `-W` child, with where the master's stderr stood when it started.
+    struct Stream: Sendable {
+        let child: SSHChildProcess
+        let masterMark: Int
+        let target: String
+    }
+
+    /// Why a stream's ssh ended, in the words of whoever knows: through a master, the stream
+    /// itself only hears "Stdio forwarding request failed: Session open refused by peer", while
+    /// the master logs the server's reason ("open failed: administratively prohibited").
+    func failure(of stream: Stream, status: Int32) async -> SSHTunnelError {
+        var text = stream.child.stderr
+        if let master {
+            let mark = stream.masterMark
+            // The master writes its line before it answers the stream; its reader may lag a little.
+            for _ in 0..<30 where !master.stderr(since: mark).contains("open failed") { try? await Task.sleep(for: .milliseconds(10)) }
+            text = master.stderr(since: mark) + "\n" + text
+        }
+        return OpenSSHCommand.failure(stderr: text, status: status, via: via, target: stream.target)
+    }
+
+    /// Follows a stream to its end; a failure nobody else reports (a forwarded connection's) is
+    /// logged in ssh's words.
+    private func follow(_ stream: Stream, reported: Bool) {
+        Task { [self] in
+            let status = await stream.child.waitForExit()
+            // 128 + SIGTERM/SIGKILL is farcast ending it; anything else non-zero is worth saying.
+            if !reported && status != 0 && status != 128 + SIGTERM && status != 128 + SIGKILL {
+                let reason = await failure(of: stream, status: status)
+                logger.warning("SSH: \(reason)")
+            }
+            streams.withLock { _ = $0.removeValue(forKey: stream.child.pid) }
+        }
+    }
+
+    public func openByteStream(host: String, port: Int, peerSpeaksFirst: Bool,
+                               prepare: @escaping @Sendable (any Channel) throws -> Void) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+        let (fd, stream) = try await openStream(to: host, port: port)
+        let child = stream.child
+        // Its failure is this call's error (or the client's, once it runs): not logged as well.
+        follow(stream, reported: true)
+        do {
+            if peerSpeaksFirst { try await waitForFirstByte(fd, from: stream) }
+            let stream = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.allowRemoteHalfClosure, value: true)
+                .withConnectedSocket(fd) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try prepare(channel)
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            stream.channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
+            return stream
+        } catch {
+            closeDescriptor(fd)
+            await child.terminate()
+            throw error
+        }
+    }
+
+    /// Waits until the target has said something through the stream, or ssh has ended (then
+    /// its stderr says why), or the connect timeout has passed.
+    func waitForFirstByte(_ fd: Int32, from stream: Stream) async throws {
+        let child = stream.child
+        let deadline = ContinuousClock.now + connectTimeout
+        while true {
+            try Task.checkCancellation()
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 0) > 0 {
+                var byte: UInt8 = 0
+                if recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) > 0 { return }
+                // EOF: ssh closed its end, and is exiting.
+                let status = await child.waitForExit()
+                throw await failure(of: stream, status: status)
+            }
+            if let status = child.exitStatus {
+                throw await failure(of: stream, status: status)
+            }
+            if ContinuousClock.now > deadline {
+                throw SSHTunnelError.timedOut(host: via, what: "greeting from \(stream.target) through ssh", seconds: Int(connectTimeout.components.seconds))
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    public func forward(to host: String, port: Int, listenHost: String, listenPort: Int, logger: Logger) async throws -> any SSHForwarding {
+        let listener: any Channel
+        do {
+            listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 16)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
+                .childChannelInitializer { [self] local in
+                    let glue = TunnelGlue(name: "local")
+                    let bound = NIOLoopBound(glue, eventLoop: local.eventLoop)
+                    return local.eventLoop.makeCompletedFuture {
+                        try local.pipeline.syncOperations.addHandler(glue)
+                        let loop = local.eventLoop
+                        Task { await self.carry(bound, on: loop, to: host, port: port, logger: logger) }
+                    }
+                }
+                .bind(host: listenHost, port: listenPort).get()
+        } catch {
+            throw SSHTunnelError.connectionLost(host: listenHost, reason: "cannot listen for the tunnel on \(listenHost):\(listenPort): \(SSHConnection.describe(error))")
+        }
+        guard let bound = listener.localAddress?.port else {
+            listener.close(promise: nil)
+            throw SSHTunnelError.connectionLost(host: listenHost, reason: "the tunnel's listener has no port")
+        }
+        logger.debug("SSH tunnel listening (OpenSSH)", metadata: ["local": "\(listenHost):\(bound)", "target": "\(host):\(port)", "via": "\(via)"])
+        return OpenSSHForwarder(transport: self, listener: listener, localHost: listenHost, localPort: bound)
+    }
+
+    /// Carries one accepted local connection: a stream of its own, glued to it on its event loop.
+    private func carry(_ local: NIOLoopBound<TunnelGlue>, on loop: any EventLoop, to host: String, port: Int, logger: Logger) async {
+        do {
+            let (fd, stream) = try await openStream(to: host, port: port)
+            let child = stream.child
+            follow(stream, reported: false)
+            do {
+                let channel = try await ClientBootstrap(group: loop)
+                    .channelOption(.allowRemoteHalfClosure, value: true)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(TunnelGlue(name: "ssh") { glue in local.value.attach(glue) })
+                        }
+                    }
+                    .withConnectedSocket(fd).get()
+                channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
+            } catch {
+                closeDescriptor(fd)
+                await child.terminate()
+                throw error
+            }
+        } catch {
+            logger.warning("SSH tunnel: \(error)")
+            loop.execute { local.value.closeAll() }
+        }
+    }
+
+    public func close() async {
+        guard closed.withLock({ let was = $0; $0 = true; return !was }) else { return }
+        let running = streams.withLock { $0.values.map(\.child) }
+        await withTaskGroup(of: Void.self) { group in
+            for child in running { group.addTask { await child.terminate() } }
+        }
+        if let master, let controlPath {
+            if master.exitStatus == nil, let exit = try? command.exitMaster(route, controlPath: controlPath) {
+                _ = try? await Self.capture(exit)
+            }
+            await master.terminate()
+        }
+        if let controlFolder {
+            if let controlPath { unlink(controlPath) }
+            rmdir(controlFolder)
+        }
+    }
+}
+
+/// close(2), named apart from the `close()` methods around it.
+func closeDescriptor(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
+}
+
+/// A local listener whose connections each ride an `ssh -W` stream of an `OpenSSHTransport`.
+final class OpenSSHForwarder: SSHForwarding {
+    let transport: OpenSSHTransport
+    let listener: any Channel
+    let localHost: String
+    let localPort: Int
+    var via: String { transport.via }
+
+    init(transport: OpenSSHTransport, listener: any Channel, localHost: String, localPort: Int) {
+        self.transport = transport
+        self.listener = listener
+        self.localHost = localHost
+        self.localPort = localPort
+    }
+
+    func stop() async {
+        try? await listener.close().get()
+        await transport.close()
+    }
+}

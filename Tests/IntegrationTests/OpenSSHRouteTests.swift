@@ -1,0 +1,222 @@
+import Foundation
+import Testing
+
+/// `--ssh` through the user's own OpenSSH (`--ssh-via openssh`, and `auto` where an ssh program
+/// exists): Debian's ssh client against Debian's sshd on loopback, with what the built-in
+/// client cannot do — an RSA key, a key only ssh-agent holds — one authentication for a whole
+/// command, ssh's own words for each failure, and no ssh process left behind however farcast
+/// ends.
+///
+/// OpenSSH reads ~/.ssh from the password database, not $HOME, so each test gives it a
+/// configuration file of its own through FARCAST_SSH_COMMAND ("ssh -F FILE"), as a user with a
+/// second configuration would.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct OpenSSHRouteTests {
+    /// A test's sshd, its client configuration and an environment that reads nothing of the machine's ~/.ssh.
+    struct Setup {
+        let folder: TemporaryFolder
+        let server: SSHServer
+        let config: String
+        var environment: [String: String]
+        var route: String { "\(SSHServer.user)@127.0.0.1:\(server.port)" }
+
+        /// `clientLines`: ssh_config lines for every host (IdentityFile, PasswordAuthentication…).
+        init(authorizedKeys: [String] = [], serverConfig: String = "", allowTcpForwarding: Bool = true, clientLines: [String],
+             knownHost: Bool = true, folder: TemporaryFolder? = nil) throws {
+            let folder = try folder ?? TemporaryFolder()
+            self.folder = folder
+            server = try SSHServer(in: folder, authorizedKeys: authorizedKeys, allowTcpForwarding: allowTcpForwarding, extraConfig: serverConfig)
+            if knownHost { try (server.knownHostsLine + "\n").write(toFile: folder.path + "/known_hosts", atomically: true, encoding: .utf8) }
+            config = folder.path + "/ssh_config"
+            try (["Host *", "  UserKnownHostsFile \(folder.path)/known_hosts", "  GlobalKnownHostsFile /dev/null", "  StrictHostKeyChecking yes"]
+                 + clientLines.map { "  " + $0 }).joined(separator: "\n").appending("\n").write(toFile: config, atomically: true, encoding: .utf8)
+            var environment = ProcessInfo.processInfo.environment
+            for name in ["SSH_AUTH_SOCK", "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", "DISPLAY", "FARCAST_SSH_PASSWORD", "FARCAST_SSH_PASSPHRASE"] {
+                environment.removeValue(forKey: name)
+            }
+            environment["FARCAST_SSH_COMMAND"] = "ssh -F '\(config)'"
+            environment["XDG_STATE_HOME"] = folder.path + "/state"
+            environment["XDG_DATA_HOME"] = folder.path + "/data"
+            environment["XDG_CONFIG_HOME"] = folder.path + "/config"
+            environment["XDG_CACHE_HOME"] = folder.path + "/cache"
+            self.environment = environment
+        }
+
+        /// Runs farcast without a terminal (a session of its own), to its end.
+        func farcast(_ arguments: [String], timeout: TimeInterval = 60) throws -> (status: Int32, log: String) {
+            let process = try BackgroundProcess(try farcastBinary(), arguments, environment: environment, logName: "farcast-openssh", newSession: true)
+            guard process.waitForExit(timeout: timeout) else {
+                process.stop()
+                throw PeerFailed(name: "farcast \(arguments.joined(separator: " "))", log: "did not finish within \(Int(timeout)) s\n" + process.log)
+            }
+            return (process.terminationStatus, process.log)
+        }
+    }
+
+    /// ssh processes of this test whose command line contains `marker` (the test's folder is in
+    /// every one of them, through -F).
+    static func sshProcesses(_ marker: String) -> [String] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.compactMap { pid -> String? in
+            guard Int32(pid) != nil, let raw = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+            let words = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard let program = words.first, program.hasSuffix("ssh") || program.hasSuffix("setpriv"),
+                  words.contains(where: { $0.contains(marker) }) else { return nil }
+            return "\(pid): \(words.joined(separator: " "))"
+        }
+    }
+
+    /// An RSA key (which the built-in client cannot sign with) through OpenSSH: the screenshot is
+    /// the one taken directly, byte for byte, and -v says which client carried it and why.
+    @Test func anRSAKeyCarriesVNCPixelForPixel() throws {
+        let folder = try TemporaryFolder()
+        let rsa = try SSHTestKey(type: "rsa", bits: 2048, in: folder)
+        let setup = try Setup(authorizedKeys: [rsa.publicLine], serverConfig: "PasswordAuthentication no",
+                              clientLines: ["IdentitiesOnly yes", "IdentityFile \(rsa.path)", "PasswordAuthentication no"], folder: folder)
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        let content = try xvnc.drawTestContent(in: folder)
+        defer { content.stop() }
+        let direct = try setup.farcast(["vnc", "screenshot", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "-o", folder.path + "/direct.png"])
+        #expect(direct.status == 0, "\(direct.log)")
+        let through = try setup.farcast(["vnc", "screenshot", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "-o", folder.path + "/ssh.png",
+                                         "--ssh", setup.route, "-v"])
+        #expect(through.status == 0, "\(through.log)\nsshd: \(setup.server.log.suffix(2000))")
+        #expect(through.log.contains("SSH: OpenSSH /usr/bin/ssh (found on PATH"), "\(through.log)")
+        #expect(FileManager.default.contents(atPath: folder.path + "/ssh.png") == FileManager.default.contents(atPath: folder.path + "/direct.png"),
+                "the picture through ssh differs from the direct one")
+        #expect(setup.server.log.contains("Accepted publickey for \(SSHServer.user)") && setup.server.log.contains("RSA SHA256:"), "\(setup.server.log.suffix(2000))")
+        #expect(Self.sshProcesses(folder.path).isEmpty, "left running: \(Self.sshProcesses(folder.path))")
+    }
+
+    /// A key only ssh-agent holds (its file deleted after ssh-add) logs in.
+    @Test func aKeyOnlyTheAgentHoldsLogsIn() throws {
+        let folder = try TemporaryFolder()
+        let key = try SSHTestKey(type: "ed25519", in: folder)
+        var setup = try Setup(authorizedKeys: [key.publicLine], serverConfig: "PasswordAuthentication no",
+                              clientLines: ["PasswordAuthentication no", "IdentityFile /nonexistent/none"], folder: folder)
+        let socket = folder.path + "/agent.sock"
+        let agent = try BackgroundProcess(try requireExecutable("ssh-agent", package: "openssh-client"), ["-D", "-a", socket], logName: "ssh-agent")
+        defer { agent.stop() }
+        try waitUntil("ssh-agent's socket", timeout: 10) { FileManager.default.fileExists(atPath: socket) }
+        var agentEnvironment = ProcessInfo.processInfo.environment
+        agentEnvironment["SSH_AUTH_SOCK"] = socket
+        let added = try run(try requireExecutable("ssh-add", package: "openssh-client"), [key.path], environment: agentEnvironment)
+        #expect(added.status == 0, "\(added.stderr)")
+        try FileManager.default.removeItem(atPath: key.path)
+        setup.environment["SSH_AUTH_SOCK"] = socket
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        let info = try setup.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", setup.route, "--json"])
+        #expect(info.status == 0, "\(info.log)\nsshd: \(setup.server.log.suffix(2000))")
+        #expect(info.log.contains("\"protocol_version\":\"3.8\""), "\(info.log)")
+        #expect(setup.server.log.contains("Accepted publickey for \(SSHServer.user)") && setup.server.log.contains("ED25519 SHA256:"), "\(setup.server.log.suffix(2000))")
+    }
+
+    /// A password-only bastion and a command that opens many connections (Jellyfin's sign-in and
+    /// listing, each HTTP connection its own stream): the password is asked once per command —
+    /// through SSH_ASKPASS, as without a terminal — and sshd accepts one password login each.
+    @Test func aPasswordIsAskedOncePerCommandHoweverManyConnections() throws {
+        let folder = try TemporaryFolder()
+        var setup = try Setup(clientLines: ["PubkeyAuthentication no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no"], folder: folder)
+        let jellyfin = try JellyfinStandInServer()
+        let asked = folder.path + "/asked"
+        let askpass = folder.path + "/askpass"
+        try "#!/bin/sh\necho \"$1\" >> '\(asked)'\nprintf '%s\\n' '\(SSHServer.password)'\n".write(toFile: askpass, atomically: true, encoding: .utf8)
+        chmod(askpass, 0o755)
+        setup.environment["SSH_ASKPASS"] = askpass
+        setup.environment["SSH_ASKPASS_REQUIRE"] = "force"
+        setup.environment.removeValue(forKey: "FARCAST_JELLYFIN_PASSWORD")
+        let url = "http://127.0.0.1:\(jellyfin.port)"
+        let login = try setup.farcast(["jellyfin", "login", url, "--user", "demo", "--password-file", try jellyfin.passwordFile(in: folder), "--ssh", setup.route])
+        #expect(login.status == 0, "\(login.log)\nsshd: \(setup.server.log.suffix(2000))")
+        let listed = try setup.farcast(["jellyfin", "ls", "--json", "--recursive"])
+        #expect(listed.status == 0, "\(listed.log)")
+        let questions = ((try? String(contentsOfFile: asked, encoding: .utf8)) ?? "").split(separator: "\n")
+        let accepted = setup.server.log.components(separatedBy: "Accepted password for \(SSHServer.user)").count - 1
+        #expect(questions.count == 2 && accepted == 2, "asked \(questions) for two commands; sshd accepted \(accepted) passwords")
+        let streams = setup.server.log.components(separatedBy: "target 127.0.0.1 port \(jellyfin.port)").count - 1
+        #expect(streams >= 2, "streams to the stand-in: \(streams)\n\(setup.server.log.suffix(3000))")
+        #expect(Self.sshProcesses(folder.path).isEmpty, "left running: \(Self.sshProcesses(folder.path))")
+    }
+
+    /// Each failure in one line with ssh's own words and what to do, exit 1 (2 for usage).
+    @Test func failuresAreSaidInSSHsWords() throws {
+        let folder = try TemporaryFolder()
+        let key = try SSHTestKey(type: "ed25519", in: folder)
+        let lines = ["IdentitiesOnly yes", "IdentityFile \(key.path)", "PasswordAuthentication no"]
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        func oneLine(_ log: String) -> String { log.split(separator: "\n").filter { $0.hasPrefix("farcast: ") }.joined(separator: "\n") }
+
+        // Forwarding disabled on the bastion.
+        let closed = try Setup(authorizedKeys: [key.publicLine], allowTcpForwarding: false, clientLines: lines, folder: folder)
+        let prohibited = try closed.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", closed.route])
+        #expect(prohibited.status == 1 && oneLine(prohibited.log).contains("refused to forward to 127.0.0.1:\(xvnc.port)")
+                && prohibited.log.contains("administratively prohibited"), "\(prohibited.log)")
+        closed.server.stop()
+
+        let setup = try Setup(authorizedKeys: [key.publicLine], clientLines: lines, folder: try TemporaryFolder())
+        // The target's port closed on the bastion's side.
+        let port = try RefusingTCPPort()
+        let refused = try setup.farcast(["vnc", "info", "127.0.0.1::\(port.port)", "--password-file", passwords.plain, "--ssh", setup.route])
+        #expect(refused.status == 1 && oneLine(refused.log).contains("cannot reach 127.0.0.1:\(port.port): connection refused"), "\(refused.log)")
+
+        // An unknown host key without a terminal: ssh cannot ask, and says so.
+        var unknown = setup
+        try "".write(toFile: setup.folder.path + "/known_hosts", atomically: true, encoding: .utf8)
+        unknown.environment["FARCAST_SSH_COMMAND"] = "ssh -F \(setup.config)"
+        let strange = try unknown.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", setup.route])
+        #expect(strange.status == 1 && oneLine(strange.log).contains("Host key verification failed") && strange.log.contains("--accept-new"), "\(strange.log)")
+        // --accept-new takes it, as StrictHostKeyChecking accept-new does.
+        let accepted = try unknown.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", setup.route, "--accept-new"])
+        #expect(accepted.status == 0, "\(accepted.log)")
+
+        // A destination that ssh would read as an option: refused before anything runs.
+        for route in ["-oProxyCommand=sh", "-oProxyCommand=x@host", "me@-oProxyCommand=x"] {
+            // `--ssh=VALUE`: as a separate word, the parser already refuses it as a missing value.
+            let injected = try setup.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--ssh=\(route)", "--ssh-via", "openssh"])
+            #expect(injected.status == 2 && injected.log.contains("cannot begin with '-'"), "\(route): \(injected.log)")
+        }
+
+        // No ssh program: auto takes the built-in client and says why; openssh is a usage error.
+        var bare = setup
+        bare.environment.removeValue(forKey: "FARCAST_SSH_COMMAND")
+        bare.environment["PATH"] = setup.folder.path + "/empty-bin"
+        let auto = try bare.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", setup.route, "-v",
+                                     "--ssh-identity", key.path, "--accept-new"])
+        #expect(auto.log.contains("SSH: the built-in client, because no ssh program is on PATH"), "\(auto.log)")
+        #expect(auto.status == 0, "\(auto.log)")
+        let forced = try bare.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--ssh", setup.route, "--ssh-via", "openssh"])
+        #expect(forced.status == 2 && forced.log.contains("no ssh program on PATH"), "\(forced.log)")
+        #expect(Self.sshProcesses(setup.folder.path).isEmpty, "left running: \(Self.sshProcesses(setup.folder.path))")
+    }
+
+    /// However farcast ends mid-session — Ctrl-C, SIGTERM, SIGKILL — no ssh process of its
+    /// stays (the master and every stream), checked in the process table.
+    @Test func noSSHOutlivesFarcast() throws {
+        let folder = try TemporaryFolder()
+        let key = try SSHTestKey(type: "ed25519", in: folder)
+        let setup = try Setup(authorizedKeys: [key.publicLine], clientLines: ["IdentitiesOnly yes", "IdentityFile \(key.path)"], folder: folder)
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        for signal in [SIGINT, SIGTERM, SIGKILL] {
+            let recording = try BackgroundProcess(try farcastBinary(), ["vnc", "record", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain,
+                                                                        "--duration", "60", "-o", folder.path + "/rec-\(signal).rfb", "--ssh", setup.route],
+                                                  environment: setup.environment, logName: "farcast-record", newSession: true)
+            defer { recording.stop() }
+            try waitUntil("a master and a stream of farcast's", timeout: 20) {
+                guard recording.isRunning else { throw PeerFailed(name: "farcast vnc record", log: recording.log) }
+                let running = Self.sshProcesses(folder.path)
+                return running.contains { $0.contains("ControlMaster=yes") } && running.contains { $0.contains(" -W ") }
+            }
+            recording.signal(signal)
+            #expect(recording.waitForExit(timeout: 10), "farcast did not end on signal \(signal)")
+            do {
+                try waitUntil("no ssh left after signal \(signal)", timeout: 5) { Self.sshProcesses(folder.path).isEmpty }
+            } catch {
+                Issue.record("after signal \(signal), still running: \(Self.sshProcesses(folder.path))\nfarcast: \(recording.log)")
+            }
+        }
+    }
+}
