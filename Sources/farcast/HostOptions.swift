@@ -13,8 +13,8 @@ struct HostOptions: ParsableArguments {
     @Option(name: .customLong("ssh"), help: ArgumentHelp("Carry the connection through this SSH server, as `ssh -L` does (the target is resolved on its side); ~/.ssh/config applies (HostName, User, Port, IdentityFile, ProxyJump).", valueName: "user@host[:port]"))
     var ssh: String?
 
-    @Option(name: .customLong("ssh-via"), help: ArgumentHelp("Which SSH client carries --ssh: openssh (your own ssh: agent, RSA keys, one-time codes, certificates, ProxyJump chains, ControlMaster; FARCAST_SSH_COMMAND sets the program and its first arguments), builtin (farcast's own, for machines without ssh), or auto: openssh when an ssh program is on PATH, else builtin.", valueName: "auto|openssh|builtin"))
-    var sshVia: SSHVia = .auto
+    @Option(name: .customLong("ssh-via"), help: ArgumentHelp("Which SSH client carries --ssh: openssh (your own ssh: agent, RSA keys, one-time codes, certificates, ProxyJump chains, ControlMaster; FARCAST_SSH_COMMAND sets the program and its first arguments), builtin (farcast's own, for machines without ssh), or auto: openssh when an ssh program is on PATH, else builtin. Default: a saved host's choice, else auto.", valueName: "auto|openssh|builtin"))
+    var sshVia: SSHVia?
 
     @Flag(name: .customLong("accept-new"), help: "Accept an SSH host key that ~/.ssh/known_hosts does not list yet, and add it there (a changed key is still refused).")
     var acceptNew = false
@@ -66,25 +66,26 @@ struct HostOptions: ParsableArguments {
     /// The SSH client that carries this command: --ssh-via, or for `auto` the user's OpenSSH
     /// when an ssh program exists and no secret file or variable is given that only the built-in
     /// client can use; one line at -v says which and why.
-    func transportChoice(logger: Logger) throws -> OpenSSHCommand? {
+    func transportChoice(saved: SSHVia? = nil, logger: Logger) throws -> OpenSSHCommand? {
         let command: OpenSSHCommand?
         do { command = try OpenSSHCommand.find() } catch { throw CommandFailure(message: error.description, exitCode: 2) }
         let environment = ProcessInfo.processInfo.environment
         let builtinSecrets = [(sshPasswordFile != nil, "--ssh-password-file"), (sshPassphraseFile != nil, "--ssh-passphrase-file"),
                               (environment["FARCAST_SSH_PASSWORD"] != nil, "FARCAST_SSH_PASSWORD"),
                               (environment["FARCAST_SSH_PASSPHRASE"] != nil, "FARCAST_SSH_PASSPHRASE")].filter(\.0).map(\.1)
-        switch sshVia {
+        let source = sshVia != nil ? "--ssh-via" : "the saved host's ssh-via"
+        switch sshVia ?? saved ?? .auto {
         case .builtin:
-            logger.debug("SSH: the built-in client (--ssh-via builtin)")
+            logger.debug("SSH: the built-in client (\(source) builtin)")
             return nil
         case .openssh:
             guard let command else {
-                throw CommandFailure(message: "--ssh-via openssh: no ssh program on PATH (apt install openssh-client) and FARCAST_SSH_COMMAND is not set", exitCode: 2)
+                throw CommandFailure(message: "\(source) openssh: no ssh program on PATH (apt install openssh-client) and FARCAST_SSH_COMMAND is not set", exitCode: 2)
             }
             if let secret = builtinSecrets.first {
                 throw CommandFailure(message: "\(secret) is for the built-in SSH client; OpenSSH asks at the terminal or through SSH_ASKPASS (or use --ssh-via builtin)", exitCode: 2)
             }
-            logger.debug("SSH: OpenSSH \(command.program) (--ssh-via openssh)")
+            logger.debug("SSH: OpenSSH \(command.program) (\(source) openssh)")
             return command
         case .auto:
             guard let command else {
@@ -101,8 +102,8 @@ struct HostOptions: ParsableArguments {
     }
 
     /// Opens the SSH route with the client `transportChoice` picks.
-    func openTransport(_ route: SSHRoute, timeout: Duration, logger: Logger) async throws -> any SSHTransport {
-        guard var command = try transportChoice(logger: logger) else { return try await openSSH(route, timeout: timeout, logger: logger) }
+    func openTransport(_ route: SSHRoute, savedVia: SSHVia? = nil, timeout: Duration, logger: Logger) async throws -> any SSHTransport {
+        guard var command = try transportChoice(saved: savedVia, logger: logger) else { return try await openSSH(route, timeout: timeout, logger: logger) }
         command.leadingArguments += sshIdentity.flatMap { ["-i", $0] }
         var options = OpenSSHTransport.Options()
         options.acceptNewHostKeys = acceptNew
@@ -111,9 +112,9 @@ struct HostOptions: ParsableArguments {
     }
 
     /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
-    func openTunnel(_ route: SSHRoute, to host: String, port: Int, listenHost: String = "127.0.0.1", listenPort: Int = 0,
+    func openTunnel(_ route: SSHRoute, savedVia: SSHVia? = nil, to host: String, port: Int, listenHost: String = "127.0.0.1", listenPort: Int = 0,
                     timeout: Duration, logger: Logger) async throws -> any SSHForwarding {
-        let transport = try await openTransport(route, timeout: timeout, logger: logger)
+        let transport = try await openTransport(route, savedVia: savedVia, timeout: timeout, logger: logger)
         do {
             return try await transport.forward(to: host, port: port, listenHost: listenHost, listenPort: listenPort, logger: logger)
         } catch {
@@ -219,7 +220,7 @@ extension HostOptions {
             }
         }
         guard let route = try route(for: try hostAddress(argument, kind: .vnc)) else { return nil }
-        let transport = try await openTransport(route, timeout: timeout, logger: logger)
+        let transport = try await openTransport(route, savedVia: Self.via(of: saved), timeout: timeout, logger: logger)
         let (host, port) = (endpoint.host, endpoint.port)
         // An RFB server speaks first: a transport that cannot see the channel open waits for that.
         options.openChannel = { try await transport.openByteStream(host: host, port: port, peerSpeaksFirst: true, prepare: $0) }
@@ -241,9 +242,17 @@ extension HostOptions {
             throw CommandFailure(message: "'\(argument)' is neither a saved host nor a Sendspin URL (ws://HOST:8927/sendspin or sendspin://HOST)", exitCode: 2)
         }
         guard let route = try route(for: address) else { return (address.protocolURL(), nil) }
-        let forwarder = try await openTunnel(route, to: address.host, port: address.port, timeout: timeout, logger: logger)
+        let forwarder = try await openTunnel(route, savedVia: Self.via(of: try savedHost(argument)), to: address.host, port: address.port,
+                                             timeout: timeout, logger: logger)
         logger.info("Sendspin through SSH", metadata: ["via": "\(forwarder.via)", "local": "127.0.0.1:\(forwarder.localPort)"])
         return (address.protocolURL(host: "127.0.0.1", port: forwarder.localPort), forwarder)
+    }
+}
+
+extension HostOptions {
+    /// The SSH client a saved host's preferences name, if any.
+    static func via(of saved: SavedHost?) -> SSHVia? {
+        saved?.preferences.sshVia.flatMap(SSHVia.init(rawValue:))
     }
 }
 

@@ -40,6 +40,9 @@ struct HostPreferenceOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Bitrate in kbit/s (punktfunk, Jellyfin).", valueName: "kbps"))
     var bitrate: Int?
 
+    @Option(name: .customLong("ssh-via"), help: ArgumentHelp("Which SSH client carries this host's route: openssh, builtin, or auto (the command decides).", valueName: "auto|openssh|builtin"))
+    var sshVia: SSHVia?
+
     @Option(help: ArgumentHelp("Free text kept with the host.", valueName: "text"))
     var notes: String?
 
@@ -63,6 +66,7 @@ struct HostPreferenceOptions: ParsableArguments {
         if let viewOnly { preferences.viewOnly = viewOnly }
         if let outputDevice { preferences.outputDevice = outputDevice }
         if let bitrate { preferences.bitrateKbps = bitrate }
+        if let sshVia { preferences.sshVia = sshVia == .auto ? nil : sshVia.rawValue }
     }
 }
 

@@ -40,7 +40,14 @@ struct PunktfunkHostOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The device name the host shows.", valueName: "name"))
     var name: String = "farcast"
 
+    /// Taken only to refuse it with the reason (every other protocol's commands have it).
+    @Option(name: .customLong("ssh"), help: .hidden)
+    var ssh: String?
+
     func validate() throws {
+        if ssh != nil {
+            throw ValidationError("--ssh cannot carry punktfunk: it runs over QUIC (UDP), and an SSH tunnel carries TCP only; reach the host directly or through a VPN")
+        }
         _ = try endpoint()
         guard timeout > 0, timeout <= 600 else { throw ValidationError("--timeout must be within 0…600 seconds") }
         if tofu && trust { throw ValidationError("--tofu and --trust overlap: --trust alone accepts any certificate") }

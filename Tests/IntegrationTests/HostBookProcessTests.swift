@@ -132,10 +132,12 @@ struct HostBookProcessTests {
             #expect(result.stderr.contains(address), "\(arguments): \(result.stderr)")
         }
         for arguments in [["punktfunk", "probe", "office"], ["vnc", "info", "gamebox"], ["sendspin", "play", "office"],
-                          ["punktfunk", "probe", "me@gamebox"], ["punktfunk", "probe", "gamebox:0"]] {
+                          ["punktfunk", "probe", "me@gamebox"], ["punktfunk", "probe", "gamebox:0"],
+                          ["punktfunk", "probe", "gamebox", "--ssh", "me@bastion"]] {
             let result = try run(farcast, arguments, environment: environment)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            if arguments.contains("--ssh") { #expect(result.stderr.contains("UDP"), "\(result.stderr)") }
         }
     }
 

@@ -22,10 +22,11 @@ struct OpenSSHRouteTests {
 
         /// `clientLines`: ssh_config lines for every host (IdentityFile, PasswordAuthentication…).
         init(authorizedKeys: [String] = [], serverConfig: String = "", allowTcpForwarding: Bool = true, clientLines: [String],
-             knownHost: Bool = true, folder: TemporaryFolder? = nil) throws {
+             knownHost: Bool = true, keyboardInteractive: Bool = false, folder: TemporaryFolder? = nil) throws {
             let folder = try folder ?? TemporaryFolder()
             self.folder = folder
-            server = try SSHServer(in: folder, authorizedKeys: authorizedKeys, allowTcpForwarding: allowTcpForwarding, extraConfig: serverConfig)
+            server = try SSHServer(in: folder, authorizedKeys: authorizedKeys, allowTcpForwarding: allowTcpForwarding, extraConfig: serverConfig,
+                                   keyboardInteractive: keyboardInteractive)
             if knownHost { try (server.knownHostsLine + "\n").write(toFile: folder.path + "/known_hosts", atomically: true, encoding: .utf8) }
             config = folder.path + "/ssh_config"
             try (["Host *", "  UserKnownHostsFile \(folder.path)/known_hosts", "  GlobalKnownHostsFile /dev/null", "  StrictHostKeyChecking yes"]
@@ -218,5 +219,168 @@ struct OpenSSHRouteTests {
                 Issue.record("after signal \(signal), still running: \(Self.sshProcesses(folder.path))\nfarcast: \(recording.log)")
             }
         }
+    }
+
+    /// keyboard-interactive through PAM (what one-time codes use): answered at a terminal —
+    /// ssh asks there itself while farcast waits, the answer typed into tmux, not echoed — and
+    /// without one through SSH_ASKPASS.
+    @Test func keyboardInteractiveIsAnsweredAtTheTerminalOrThroughAskpass() throws {
+        let folder = try TemporaryFolder()
+        var setup = try Setup(clientLines: ["PubkeyAuthentication no", "PasswordAuthentication no", "KbdInteractiveAuthentication yes"],
+                              keyboardInteractive: true, folder: folder)
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        let arguments = ["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", setup.route, "--json"]
+
+        // Without a terminal: SSH_ASKPASS answers the PAM question, once.
+        let asked = folder.path + "/asked"
+        let askpass = folder.path + "/askpass"
+        try "#!/bin/sh\necho \"$1\" >> '\(asked)'\nprintf '%s\\n' '\(SSHServer.password)'\n".write(toFile: askpass, atomically: true, encoding: .utf8)
+        chmod(askpass, 0o755)
+        var withAskpass = setup
+        withAskpass.environment["SSH_ASKPASS"] = askpass
+        withAskpass.environment["SSH_ASKPASS_REQUIRE"] = "force"
+        let answered = try withAskpass.farcast(arguments)
+        #expect(answered.status == 0, "\(answered.log)\nsshd: \(setup.server.log.suffix(2000))")
+        let questions = ((try? String(contentsOfFile: asked, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(questions.count == 1 && questions.first?.contains("Password") == true, "askpass was asked \(questions)")
+        #expect(setup.server.log.contains("Accepted keyboard-interactive/pam for \(SSHServer.user)"), "\(setup.server.log.suffix(2000))")
+
+        // At a terminal (tmux): ssh asks there; what is typed is not shown.
+        let tmux = try requireExecutable("tmux", package: "tmux")
+        let socket = "farcast-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        setup.environment["TMUX"] = nil
+        let script = folder.path + "/at-terminal.sh"
+        let exports = setup.environment.map { "export \($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }.joined(separator: "\n")
+        try """
+            \(exports)
+            '\(try farcastBinary())' \(arguments.map { "'\($0)'" }.joined(separator: " ")) > '\(folder.path)/tty.out' 2> '\(folder.path)/tty.err'
+            echo $? > '\(folder.path)/tty.status'
+            sleep 30
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let started = try run(tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "40", "sh", script])
+        #expect(started.status == 0, "\(started.stderr)")
+        defer { _ = try? run(tmux, ["-L", socket, "kill-server"]) }
+        var pane = ""
+        try waitUntil("ssh's question on the terminal", timeout: 20) {
+            pane = try run(tmux, ["-L", socket, "capture-pane", "-p"]).stdout
+            return pane.contains("Password:")
+        }
+        _ = try run(tmux, ["-L", socket, "send-keys", "-l", SSHServer.password])
+        _ = try run(tmux, ["-L", socket, "send-keys", "Enter"])
+        try waitUntil("farcast to finish at the terminal", timeout: 30) { FileManager.default.fileExists(atPath: folder.path + "/tty.status") }
+        let status = try String(contentsOfFile: folder.path + "/tty.status", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let stdout = (try? String(contentsOfFile: folder.path + "/tty.out", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: folder.path + "/tty.err", encoding: .utf8)) ?? ""
+        #expect(status == "0" && stdout.contains("\"protocol_version\":\"3.8\""), "status \(status)\n\(stdout)\n\(stderr)")
+        pane = try run(tmux, ["-L", socket, "capture-pane", "-p"]).stdout
+        #expect(!pane.contains(SSHServer.password), "the password was echoed: \(pane)")
+        #expect(setup.server.log.components(separatedBy: "Accepted keyboard-interactive/pam").count - 1 == 2, "\(setup.server.log.suffix(2000))")
+    }
+
+    /// What only ssh_config expresses, from a configuration farcast never parses: a user
+    /// certificate signed by a CA the servers trust (no authorized key anywhere), a two-hop
+    /// ProxyJump chain, an `Include`d file and a `Match` block that names the key.
+    @Test func certificatesProxyJumpChainsMatchAndIncludeComeFromTheUsersConfig() throws {
+        let folder = try TemporaryFolder()
+        let keygen = try requireExecutable("ssh-keygen", package: "openssh-client")
+        let ca = try SSHTestKey(type: "ed25519", in: folder)
+        let user = try SSHTestKey(type: "ecdsa", bits: 256, in: folder)
+        let signed = try run(keygen, ["-q", "-s", ca.path, "-I", "farcast-test", "-n", SSHServer.user, "-V", "-5m:+1h", user.path + ".pub"])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let trust = "TrustedUserCAKeys \(ca.path).pub\nPasswordAuthentication no"
+        let jump1 = try SSHServer(in: folder, name: "jump1", extraConfig: trust)
+        let jump2 = try SSHServer(in: folder, name: "jump2", extraConfig: trust)
+        let setup = try Setup(serverConfig: trust, clientLines: ["Include \(folder.path)/included.conf"], folder: folder)
+        try ([jump1, jump2, setup.server].map(\.knownHostsLine).joined(separator: "\n") + "\n")
+            .write(toFile: folder.path + "/known_hosts", atomically: true, encoding: .utf8)
+        try """
+            Host desk-bastion
+              HostName 127.0.0.1
+              Port \(setup.server.port)
+              User \(SSHServer.user)
+              ProxyJump \(SSHServer.user)@127.0.0.1:\(jump1.port),\(SSHServer.user)@127.0.0.1:\(jump2.port)
+            Match host 127.0.0.1
+              IdentityFile \(user.path)
+              IdentitiesOnly yes
+            """.write(toFile: folder.path + "/included.conf", atomically: true, encoding: .utf8)
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        let info = try setup.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", "desk-bastion", "--json"])
+        #expect(info.status == 0, "\(info.log)\njump1: \(jump1.log.suffix(1500))\njump2: \(jump2.log.suffix(1500))\nbastion: \(setup.server.log.suffix(1500))")
+        #expect(jump1.log.contains("port \(jump2.port)"), "jump1 forwarded to jump2: \(jump1.log.suffix(2000))")
+        #expect(jump2.log.contains("port \(setup.server.port)"), "jump2 forwarded to the bastion: \(jump2.log.suffix(2000))")
+        #expect(setup.server.log.contains("target 127.0.0.1 port \(xvnc.port)"), "\(setup.server.log.suffix(2000))")
+        for (name, server) in [("jump1", jump1), ("jump2", jump2), ("bastion", setup.server)] {
+            #expect(server.log.contains("Accepted publickey for \(SSHServer.user)") && server.log.contains("ECDSA-CERT"), "\(name): \(server.log.suffix(1500))")
+        }
+    }
+
+    /// `ControlMaster auto` with `ControlPersist` in the user's configuration is used as it is:
+    /// the second command authenticates no more, and neither waits for the persisting master
+    /// (which keeps the stderr of the ssh that started it open).
+    @Test func theUsersControlMasterIsUsedAndFarcastStillEndsPromptly() throws {
+        let folder = try TemporaryFolder()
+        let key = try SSHTestKey(type: "ed25519", in: folder)
+        let control = folder.path + "/cm-%C"
+        let setup = try Setup(authorizedKeys: [key.publicLine], clientLines: ["IdentitiesOnly yes", "IdentityFile \(key.path)",
+                                                                              "ControlMaster auto", "ControlPath \(control)", "ControlPersist 60"],
+                              folder: folder)
+        let ssh = try requireExecutable("ssh", package: "openssh-client")
+        defer { _ = try? run(ssh, ["-F", setup.config, "-O", "exit", "-p", "\(setup.server.port)", "\(SSHServer.user)@127.0.0.1"]) }
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        for round in 1...2 {
+            let start = Date()
+            let info = try setup.farcast(["vnc", "info", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain, "--ssh", setup.route, "-v"], timeout: 30)
+            let seconds = Date().timeIntervalSince(start)
+            #expect(info.status == 0, "round \(round): \(info.log)")
+            #expect(seconds < 5, "round \(round) took \(seconds) s")
+            #expect(info.log.contains("the user's ssh configuration runs a ControlMaster"), "\(info.log)")
+        }
+        let logins = setup.server.log.components(separatedBy: "Accepted publickey for \(SSHServer.user)").count - 1
+        #expect(logins == 1, "two commands through the user's master authenticated \(logins) times")
+        let check = try run(ssh, ["-F", setup.config, "-O", "check", "-p", "\(setup.server.port)", "\(SSHServer.user)@127.0.0.1"])
+        #expect(check.status == 0, "the user's master persists as configured: \(check.stderr)")
+    }
+
+    /// Sendspin's WebSocket through OpenSSH: the tone arrives unbroken.
+    @Test func sendspinPlaysThroughOpenSSH() throws {
+        let folder = try TemporaryFolder()
+        let key = try SSHTestKey(type: "ed25519", in: folder)
+        let setup = try Setup(authorizedKeys: [key.publicLine], clientLines: ["IdentitiesOnly yes", "IdentityFile \(key.path)"], folder: folder)
+        let server = try SendspinServer(name: "through-ssh")
+        let played = try setup.farcast(["sendspin", "play", "sendspin://127.0.0.1:\(server.port)?ssh=\(setup.route)", "--duration", "4",
+                                        "--output", "wav:\(folder.path)/heard.wav"])
+        #expect(played.status == 0, "\(played.log)")
+        try SendspinServerTests.expectUnbrokenTone(folder.path + "/heard.wav")
+        #expect(setup.server.log.contains("target 127.0.0.1 port \(server.port)"), "\(setup.server.log.suffix(2000))")
+        #expect(Self.sshProcesses(folder.path).isEmpty, "left running: \(Self.sshProcesses(folder.path))")
+    }
+
+    /// A saved host remembers which SSH client carries its route; --ssh-via on a command wins.
+    @Test func aSavedHostRemembersWhichClientCarriesIt() throws {
+        let folder = try TemporaryFolder()
+        let key = try SSHTestKey(type: "ed25519", in: folder)
+        var setup = try Setup(authorizedKeys: [key.publicLine], clientLines: ["IdentitiesOnly yes", "IdentityFile \(key.path)"], folder: folder)
+        // The built-in client reads ~/.ssh from HOME: the test's own.
+        setup.environment["HOME"] = folder.path + "/home"
+        try FileManager.default.createDirectory(atPath: folder.path + "/home/.ssh", withIntermediateDirectories: true)
+        try (setup.server.knownHostsLine + "\n").write(toFile: folder.path + "/home/.ssh/known_hosts", atomically: true, encoding: .utf8)
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        let added = try setup.farcast(["hosts", "add", "desk", "vnc://127.0.0.1:\(xvnc.port)?ssh=\(setup.route)", "--ssh-via", "builtin",
+                                       "--password-file", passwords.plain])
+        #expect(added.status == 0, "\(added.log)")
+        let builtin = try setup.farcast(["vnc", "info", "desk", "-v", "--ssh-identity", key.path])
+        #expect(builtin.status == 0 && builtin.log.contains("SSH: the built-in client (the saved host's ssh-via builtin)"), "\(builtin.log)")
+        let overridden = try setup.farcast(["vnc", "info", "desk", "-v", "--ssh-via", "openssh"])
+        #expect(overridden.status == 0 && overridden.log.contains("(--ssh-via openssh)"), "\(overridden.log)")
+        let edited = try setup.farcast(["hosts", "edit", "desk", "--ssh-via", "openssh"])
+        #expect(edited.status == 0, "\(edited.log)")
+        let openssh = try setup.farcast(["vnc", "info", "desk", "-v"])
+        #expect(openssh.status == 0 && openssh.log.contains("(the saved host's ssh-via openssh)"), "\(openssh.log)")
+        let shown = try setup.farcast(["hosts", "show", "desk"])
+        #expect(shown.log.contains("openssh"), "\(shown.log)")
     }
 }

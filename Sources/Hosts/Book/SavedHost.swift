@@ -19,9 +19,11 @@ public struct HostPreferences: Codable, Sendable, Equatable {
     public var outputDevice: String?
     /// punktfunk / Jellyfin: bitrate in kbit/s.
     public var bitrateKbps: Int?
+    /// Which SSH client carries the route: "openssh" or "builtin" (nil: the command's choice).
+    public var sshVia: String?
 
     public init(encodings: [String]? = nil, quality: Int? = nil, scaling: String? = nil, monitor: Int? = nil, viewOnly: Bool? = nil,
-                outputDevice: String? = nil, bitrateKbps: Int? = nil) {
+                outputDevice: String? = nil, bitrateKbps: Int? = nil, sshVia: String? = nil) {
         self.encodings = encodings
         self.quality = quality
         self.scaling = scaling
@@ -29,6 +31,7 @@ public struct HostPreferences: Codable, Sendable, Equatable {
         self.viewOnly = viewOnly
         self.outputDevice = outputDevice
         self.bitrateKbps = bitrateKbps
+        self.sshVia = sshVia
     }
 
     public var isEmpty: Bool { self == HostPreferences() }

@@ -28,8 +28,11 @@ final class SSHServer: @unchecked Sendable {
     /// - Parameter names: host names only this server resolves (`[name: address]`, added to an
     ///   /etc/hosts seen by sshd alone), so a target reached by such a name was reached from the
     ///   server's side, never directly.
+    /// - Parameter keyboardInteractive: the password asked through PAM by keyboard-interactive
+    ///   (pam_unix against the shadow copy, a PAM stack of the test's own bind-mounted over
+    ///   /etc/pam.d/sshd), and no plain password authentication.
     init(in parent: TemporaryFolder, name: String = "sshd", authorizedKeys: [String] = [], allowTcpForwarding: Bool = true,
-         extraConfig: String = "", names: [String: String] = [:]) throws {
+         extraConfig: String = "", names: [String: String] = [:], keyboardInteractive: Bool = false) throws {
         let sshd = try requireExecutable("/usr/sbin/sshd", package: "openssh-server")
         let keygen = try requireExecutable("ssh-keygen", package: "openssh-client")
         let unshare = try requireExecutable("unshare", package: "util-linux")
@@ -76,9 +79,9 @@ final class SSHServer: @unchecked Sendable {
             PidFile none
             AuthorizedKeysFile \(authorized)
             StrictModes no
-            UsePAM no
-            PasswordAuthentication yes
-            KbdInteractiveAuthentication no
+            UsePAM \(keyboardInteractive ? "yes" : "no")
+            PasswordAuthentication \(keyboardInteractive ? "no" : "yes")
+            KbdInteractiveAuthentication \(keyboardInteractive ? "yes" : "no")
             PubkeyAuthentication yes
             PermitRootLogin no
             AllowUsers \(Self.user)
@@ -89,14 +92,25 @@ final class SSHServer: @unchecked Sendable {
         // A configuration mistake ends sshd at once; waitForTCPPort then reports its log.
         let script = """
             mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/shadow && mount --bind "$3" /etc/hosts \
-            && mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && shift 3 && exec "$@"
+            && { [ -z "$4" ] || mount --bind "$4" /etc/pam.d/sshd; } \
+            && mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && shift 4 && exec "$@"
             """
+        var pam = ""
+        if keyboardInteractive {
+            guard FileManager.default.fileExists(atPath: "/etc/pam.d/sshd") else {
+                throw PeerFailed(name: "sshd", log: "/etc/pam.d/sshd is missing: apt-get install openssh-server (scripts/setup does)")
+            }
+            pam = folder + "/pam-sshd"
+            try "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_permit.so\npassword required pam_deny.so\n"
+                .write(toFile: pam, atomically: true, encoding: .utf8)
+            chmod(pam, 0o644)
+        }
         let hosts = folder + "/hosts"
         try ((try? String(contentsOfFile: "/etc/hosts", encoding: .utf8)) ?? "127.0.0.1 localhost\n")
             .appending(names.map { "\($0.value) \($0.key)\n" }.joined())
             .write(toFile: hosts, atomically: true, encoding: .utf8)
         chmod(hosts, 0o644)
-        process = try BackgroundProcess(unshare, ["-m", "sh", "-c", script, "sh", passwd, shadow, hosts, sshd, "-D", "-e", "-f", config],
+        process = try BackgroundProcess(unshare, ["-m", "sh", "-c", script, "sh", passwd, shadow, hosts, pam, sshd, "-D", "-e", "-f", config],
                                         logName: name)
         try waitForTCPPort(port, process: process)
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# VNC through an SSH tunnel: farcast's own forwarder (--ssh) beside OpenSSH's `ssh -L`, on the
-# same recorded stream in the same run. Called by scripts/bench inside `unshare -n`; do not run
+# VNC through an SSH tunnel: farcast's built-in client (--ssh --ssh-via builtin) and the user's
+# OpenSSH carrying farcast (--ssh-via openssh: `ssh -W` through farcast's own master) beside
+# OpenSSH's `ssh -L`, on the same recorded stream in the same run. Called by scripts/bench inside `unshare -n`; do not run
 # directly.
 #   1. Xvnc at 1920x1080 on 127.0.0.1; `farcast vnc record` records the workload (text, photos,
 #      fills, mixed) once per encoding (raw: the most bytes; zrle: what a real session sends)
@@ -71,9 +72,11 @@ echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$WORK/ssh/host_ed25519.pub")" > "
 python3 - "$FARCAST" "$WORK" "$JSON" "$RUNS" "$SSH_PORT" "${ENCODINGS[@]}" <<'PY'
 import json, os, resource, socket, statistics, subprocess, sys, time
 farcast, work, as_json, runs, ssh_port, encodings = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:]
-env = dict(os.environ, HOME=f"{work}/home")
 replay = os.path.join(os.getcwd(), "scripts/lib/rfb_replay_server.py")
 cipher = "aes256-gcm@openssh.com"
+# --ssh-via openssh runs the same ssh as the -L row, with the same cipher, key and known_hosts.
+env = dict(os.environ, HOME=f"{work}/home",
+           FARCAST_SSH_COMMAND=f"ssh -c {cipher} -o UserKnownHostsFile={work}/home/.ssh/known_hosts -i {work}/home/.ssh/id_ed25519")
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
@@ -136,6 +139,7 @@ for e in encodings:
     modes = {
         "direct": (None, lambda port: []),
         "farcast_ssh": (None, lambda port: ["--ssh", f"root@127.0.0.1:{ssh_port}", "--ssh-via", "builtin"]),
+        "farcast_openssh": (None, lambda port: ["--ssh", f"root@127.0.0.1:{ssh_port}", "--ssh-via", "openssh"]),
         "openssh_L": (via_openssh, lambda port: []),
     }
     for mode, (dial, extra) in modes.items():
@@ -153,11 +157,15 @@ for e in encodings:
         totals = [s[0] + s[1] for s in samples]
         results[mode] = {"wall_s": statistics.median(walls), "with_setup_s": statistics.median(totals),
                          "cpu_s": statistics.median(s[2] for s in samples), "sha256": samples[0][3].get("sha256"), "walls": walls}
-    ours, theirs, direct = results["farcast_ssh"], results["openssh_L"], results["direct"]
+    ours, theirs, direct, via = results["farcast_ssh"], results["openssh_L"], results["direct"], results["farcast_openssh"]
     rows.append({
         "encoding": e, "capture_bytes": size,
         "direct_mb_s": round(size / direct["wall_s"] / 1e6, 1),
         "farcast_ssh_mb_s": round(size / ours["wall_s"] / 1e6, 1),
+        "farcast_openssh_mb_s": round(size / via["wall_s"] / 1e6, 1),
+        "openssh_route_ratio_vs_openssh_L": round(theirs["with_setup_s"] / via["wall_s"], 2),
+        "openssh_route_minus_openssh_L_s": round(via["wall_s"] - theirs["with_setup_s"], 3),
+        "farcast_openssh_client_cpu_s": round(via["cpu_s"], 3),
         "openssh_L_mb_s": round(size / theirs["with_setup_s"] / 1e6, 1),
         "ratio_vs_openssh": round(theirs["with_setup_s"] / ours["wall_s"], 2),
         "openssh_L_tunnel_up_before_mb_s": round(size / theirs["wall_s"] / 1e6, 1),
@@ -165,7 +173,7 @@ for e in encodings:
         "openssh_L_setup_s": round(theirs["with_setup_s"] - theirs["wall_s"], 3),
         "farcast_ssh_wall_s": round(ours["wall_s"], 3), "openssh_L_wall_s": round(theirs["wall_s"], 3), "direct_wall_s": round(direct["wall_s"], 3),
         "farcast_ssh_client_cpu_s": round(ours["cpu_s"], 3), "openssh_L_watch_cpu_s": round(theirs["cpu_s"], 3),
-        "same_pixels": ours["sha256"] == theirs["sha256"] == direct["sha256"],
+        "same_pixels": ours["sha256"] == theirs["sha256"] == direct["sha256"] == via["sha256"],
         "cipher": cipher, "runs": runs,
     })
 if as_json:
@@ -180,4 +188,10 @@ else:
         print(f"{r['encoding']:<9}{r['capture_bytes']/1e6:>11.1f}{r['direct_mb_s']:>13.1f}{r['farcast_ssh_mb_s']:>20.1f}{r['openssh_L_mb_s']:>13.1f}"
               f"{r['ratio_vs_openssh']:>7.2f}{r['openssh_L_tunnel_up_before_mb_s']:>19.1f}{r['ratio_vs_openssh_tunnel_up_before']:>7.2f}"
               f"{r['openssh_L_setup_s']:>12.3f}{'yes' if r['same_pixels'] else 'NO':>13}")
+    print()
+    print("--ssh-via openssh (farcast over `ssh -W` through its own master, the same ssh and cipher) against ssh -L, both with set-up timed")
+    print(f"{'encoding':<9}{'--ssh-via openssh MB/s':>24}{'ssh -L MB/s':>13}{'ratio':>7}{'extra s vs -L':>15}{'CPU s (farcast+ssh)':>21}")
+    for r in rows:
+        print(f"{r['encoding']:<9}{r['farcast_openssh_mb_s']:>24.1f}{r['openssh_L_mb_s']:>13.1f}{r['openssh_route_ratio_vs_openssh_L']:>7.2f}"
+              f"{r['openssh_route_minus_openssh_L_s']:>15.3f}{r['farcast_openssh_client_cpu_s']:>21.3f}")
 PY
