@@ -1,4 +1,5 @@
 import ArgumentParser
+import Hosts
 import FarcastSupport
 import Foundation
 
@@ -32,6 +33,8 @@ struct Farcast: AsyncParsableCommand {
     /// The entry point: parse, run the command as a task that a signal can cancel, and turn
     /// every way of ending into the policy's exit code and one line (docs/cli.md).
     static func main() async {
+        // Started by ssh as its SSH_ASKPASS (farcast asks ssh's questions in a viewer window).
+        if let status = OpenSSHAskpass.answerIfAsked() { Glibc.exit(status) }
         Signals.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
         let command: any ParsableCommand

@@ -4,6 +4,7 @@ import Foundation
 import Hosts
 import Logging
 import RFB
+import Synchronization
 
 /// How a command that connects reaches its host: `--ssh user@bastion[:port]` (a local forwarder
 /// like `ssh -L`), `--accept-new` for an SSH host key seen for the first time, and where SSH
@@ -101,14 +102,42 @@ struct HostOptions: ParsableArguments {
         }
     }
 
-    /// Opens the SSH route with the client `transportChoice` picks.
-    func openTransport(_ route: SSHRoute, savedVia: SSHVia? = nil, timeout: Duration, logger: Logger) async throws -> any SSHTransport {
+    /// Opens the SSH route with the client `transportChoice` picks. `ask`: where ssh's
+    /// questions go when there is no terminal (a viewer window's prompt).
+    func openTransport(_ route: SSHRoute, savedVia: SSHVia? = nil, timeout: Duration, logger: Logger,
+                       ask: (@Sendable (String, Bool) async -> String?)? = nil) async throws -> any SSHTransport {
         guard var command = try transportChoice(saved: savedVia, logger: logger) else { return try await openSSH(route, timeout: timeout, logger: logger) }
         command.leadingArguments += sshIdentity.flatMap { ["-i", $0] }
         var options = OpenSSHTransport.Options()
         options.acceptNewHostKeys = acceptNew
         options.connectTimeout = timeout
+        options.ask = ask
+        options.askpassProgram = Self.ownExecutable
         return try await OpenSSHTransport.start(route: route, command: command, options: options, logger: logger)
+    }
+
+    /// This program's own path, for ssh to run as its askpass.
+    static let ownExecutable: String? = {
+        #if os(Linux)
+        let resolved = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        #else
+        let resolved = Bundle.main.executablePath
+        #endif
+        return resolved.flatMap { FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil }
+    }()
+
+    /// Routes a command keeps open for its later connections (a viewer's reconnects), so they
+    /// do not authenticate again.
+    private static let openRoutes = Mutex<[String: any SSHTransport]>([:])
+
+    /// The transport already open for `route`, else a new one (kept for the command's life).
+    func sharedTransport(_ route: SSHRoute, savedVia: SSHVia?, timeout: Duration, logger: Logger,
+                         ask: (@Sendable (String, Bool) async -> String?)?) async throws -> any SSHTransport {
+        let key = "\(route)|\(sshVia ?? savedVia ?? .auto)"
+        if let open = Self.openRoutes.withLock({ $0[key] }), open.isOpen { return open }
+        let transport = try await openTransport(route, savedVia: savedVia, timeout: timeout, logger: logger, ask: ask)
+        Self.openRoutes.withLock { $0[key] = transport }
+        return transport
     }
 
     /// Opens the tunnel to `host:port` through `route`, with the secrets this command allows.
@@ -209,7 +238,7 @@ extension HostOptions {
     /// `direct-tcpip` channel of that SSH connection, carrying RFB directly) and applies a saved
     /// host's preferences the command line left at their defaults.
     func prepareVNC(_ argument: String, endpoint: VNCEndpoint, options: inout VNCClient.Options, timeout: Duration,
-                    logger: Logger) async throws -> (any SSHTransport)? {
+                    logger: Logger, ask: (@Sendable (String, Bool) async -> String?)? = nil) async throws -> (any SSHTransport)? {
         let saved = try savedHost(argument)
         if let preferences = saved?.preferences {
             if preferences.viewOnly == true { options.configuration.viewOnly = true }
@@ -220,7 +249,7 @@ extension HostOptions {
             }
         }
         guard let route = try route(for: try hostAddress(argument, kind: .vnc)) else { return nil }
-        let transport = try await openTransport(route, savedVia: Self.via(of: saved), timeout: timeout, logger: logger)
+        let transport = try await sharedTransport(route, savedVia: Self.via(of: saved), timeout: timeout, logger: logger, ask: ask)
         let (host, port) = (endpoint.host, endpoint.port)
         // An RFB server speaks first: a transport that cannot see the channel open waits for that.
         options.openChannel = { try await transport.openByteStream(host: host, port: port, peerSpeaksFirst: true, prepare: $0) }

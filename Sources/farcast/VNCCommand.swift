@@ -129,7 +129,7 @@ struct VNCConnectionOptions: ParsableArguments {
     func connect(_ endpoint: VNCEndpoint, options: VNCClient.Options, logger: Logger, promptAttempts: Int = 1,
                  ask: Asker? = nil) async throws -> VNCClient {
         var options = options
-        _ = try await route.prepareVNC(server, endpoint: endpoint, options: &options, timeout: options.connectTimeout, logger: logger)
+        _ = try await route.prepareVNC(server, endpoint: endpoint, options: &options, timeout: options.connectTimeout, logger: logger, ask: ask)
         var attempt = 1
         while true {
             let source = PasswordSource()

@@ -383,4 +383,30 @@ struct OpenSSHRouteTests {
         let shown = try setup.farcast(["hosts", "show", "desk"])
         #expect(shown.log.contains("openssh"), "\(shown.log)")
     }
+
+    /// A viewer started without a terminal (from a desktop menu): ssh's password question is
+    /// asked in the window's own prompt (farcast is ssh's SSH_ASKPASS), the desktop appears
+    /// once it is answered, and the answer is asked once.
+    @Test func theViewerAsksSSHsQuestionsInItsWindow() throws {
+        let folder = try TemporaryFolder()
+        var setup = try Setup(clientLines: ["PubkeyAuthentication no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no"], folder: folder)
+        let passwords = try PasswordFiles(in: folder)
+        let xvnc = try XvncServer(passwords: passwords)
+        let screen = try ViewerScreen()
+        setup.environment["DISPLAY"] = ":\(screen.display)"
+        let viewer = try BackgroundProcess(try farcastBinary(), ["vnc", "view", "127.0.0.1::\(xvnc.port)", "--password-file", passwords.plain,
+                                                                "--ssh", setup.route, "--no-clipboard", "--scale", "1:1", "--duration", "8", "--json"],
+                                           environment: setup.environment, logName: "farcast-view-ssh", newSession: true)
+        defer { viewer.stop() }
+        let asking = try screen.window(titled: " — password$", of: viewer)
+        try screen.x("xdotool", ["windowfocus", "--sync", asking], package: "xdotool")
+        try screen.x("xdotool", ["type", "--delay", "30", SSHServer.password], package: "xdotool")
+        try screen.x("xdotool", ["key", "Return"], package: "xdotool")
+        _ = try screen.viewerWindow(viewer)
+        #expect(viewer.waitForExit(timeout: 20) && viewer.terminationStatus == 0, "\(viewer.log)")
+        #expect(viewer.log.contains("\"frames_presented\""), "\(viewer.log)")
+        let accepted = setup.server.log.components(separatedBy: "Accepted password for \(SSHServer.user)").count - 1
+        #expect(accepted == 1, "sshd accepted \(accepted) passwords\n\(setup.server.log.suffix(2000))")
+        #expect(Self.sshProcesses(folder.path).isEmpty, "left running: \(Self.sshProcesses(folder.path))")
+    }
 }

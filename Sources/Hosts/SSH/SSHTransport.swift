@@ -21,6 +21,9 @@ public protocol SSHTransport: Sendable {
     /// forwarding ends this transport too.
     func forward(to host: String, port: Int, listenHost: String, listenPort: Int, logger: Logger) async throws -> any SSHForwarding
 
+    /// Whether new streams can still be opened (the SSH session is up).
+    var isOpen: Bool { get }
+
     /// Ends every connection carried and the SSH session itself.
     func close() async
 }
@@ -37,6 +40,7 @@ public protocol SSHForwarding: Sendable {
 
 extension SSHConnection: SSHTransport {
     public var via: String { route.display }
+    public var isOpen: Bool { isActive }
 
     public func openByteStream(host: String, port: Int, peerSpeaksFirst: Bool,
                                prepare: @escaping @Sendable (any Channel) throws -> Void) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {

@@ -28,6 +28,11 @@ public final class OpenSSHTransport: SSHTransport {
         public var connectTimeout: Duration = .seconds(15)
         /// Whether ssh may ask questions: nil decides by whether a terminal or SSH_ASKPASS exists.
         public var interactive: Bool?
+        /// Where to ask when there is no terminal (a viewer window's prompt): ssh's questions
+        /// come here through SSH_ASKPASS, with `askpassProgram` (farcast's own executable, which
+        /// answers through `OpenSSHAskpass.answerIfAsked`) as the askpass program.
+        public var ask: (@Sendable (_ question: String, _ secret: Bool) async -> String?)?
+        public var askpassProgram: String?
         public init() {}
     }
 
@@ -36,21 +41,29 @@ public final class OpenSSHTransport: SSHTransport {
     public var via: String { route.description }
     /// farcast's own master, nil when the user's configuration decides (its ControlMaster).
     let master: SSHChildProcess?
+    /// A private 0700 folder for the master's socket and the askpass socket, when either exists.
     let controlFolder: String?
+    let askpass: OpenSSHAskpassServer?
+    /// Variables every ssh child gets (SSH_ASKPASS when farcast answers its questions).
+    let environment: [String: String]
     let settings: [String]
     let connectTimeout: Duration
     let logger: Logger
     private let streams = Mutex<[pid_t: Stream]>([:])
     private let closed = Mutex(false)
 
-    var controlPath: String? { controlFolder.map { $0 + "/master" } }
+    public var isOpen: Bool { !closed.withLock { $0 } && master?.exitStatus == nil }
 
-    private init(route: SSHRoute, command: OpenSSHCommand, master: SSHChildProcess?, controlFolder: String?, settings: [String],
-                 connectTimeout: Duration, logger: Logger) {
+    var controlPath: String? { master == nil ? nil : controlFolder.map { $0 + "/master" } }
+
+    private init(route: SSHRoute, command: OpenSSHCommand, master: SSHChildProcess?, controlFolder: String?, askpass: OpenSSHAskpassServer?,
+                 environment: [String: String], settings: [String], connectTimeout: Duration, logger: Logger) {
         self.route = route
         self.command = command
         self.master = master
         self.controlFolder = controlFolder
+        self.askpass = askpass
+        self.environment = environment
         self.settings = settings
         self.connectTimeout = connectTimeout
         self.logger = logger
@@ -61,7 +74,9 @@ public final class OpenSSHTransport: SSHTransport {
     /// failure there (host key, authentication, DNS, refused port) is reported in ssh's words.
     public static func start(route: SSHRoute, command: OpenSSHCommand, options: Options = Options(),
                              logger: Logger = Logger(label: "farcast.ssh")) async throws -> OpenSSHTransport {
-        let interactive = options.interactive ?? hasTerminal()
+        let terminal = hasTerminal()
+        let inWindow = options.interactive == nil && !terminal && options.ask != nil && options.askpassProgram != nil
+        let interactive = options.interactive ?? (terminal || inWindow)
         var settings = ["-o", "ConnectTimeout=\(max(1, Int(options.connectTimeout.components.seconds)))"]
         if !interactive { settings += ["-o", "BatchMode=yes"] }
         if options.acceptNewHostKeys { settings += ["-o", "StrictHostKeyChecking=accept-new"] }
@@ -76,26 +91,42 @@ public final class OpenSSHTransport: SSHTransport {
             let parts = line.split(separator: " ", maxSplits: 1)
             return parts.count == 2 ? (parts[0].lowercased(), String(parts[1])) : nil
         }, uniquingKeysWith: { first, _ in first })
-        if let own = effective["controlmaster"], own != "false", own != "no" {
-            logger.debug("the user's ssh configuration runs a ControlMaster: using it", metadata: ["controlmaster": "\(own)",
+        let usersMaster = effective["controlmaster"].map { $0 != "false" && $0 != "no" } ?? false
+        var folder: String?
+        var askpass: OpenSSHAskpassServer?
+        var environment: [String: String] = [:]
+        if !usersMaster || inWindow { folder = try makeControlFolder() }
+        if inWindow, let folder, let ask = options.ask, let program = options.askpassProgram {
+            do {
+                askpass = try OpenSSHAskpassServer(socketPath: folder + "/askpass", ask: ask)
+            } catch {
+                rmdir(folder)
+                throw error
+            }
+            environment = ["SSH_ASKPASS": program, "SSH_ASKPASS_REQUIRE": "force", OpenSSHAskpass.socketVariable: folder + "/askpass"]
+            logger.debug("ssh's questions are asked in the window (SSH_ASKPASS)")
+        }
+        if usersMaster {
+            logger.debug("the user's ssh configuration runs a ControlMaster: using it", metadata: ["controlmaster": "\(effective["controlmaster"] ?? "")",
                                                                                                       "controlpath": "\(effective["controlpath"] ?? "")"])
-            return OpenSSHTransport(route: route, command: command, master: nil, controlFolder: nil, settings: settings,
-                                    connectTimeout: options.connectTimeout, logger: logger)
+            return OpenSSHTransport(route: route, command: command, master: nil, controlFolder: folder, askpass: askpass, environment: environment,
+                                    settings: settings, connectTimeout: options.connectTimeout, logger: logger)
         }
 
-        let folder = try makeControlFolder()
-        let controlPath = folder + "/master"
+        let controlFolder = folder ?? ""
+        let controlPath = controlFolder + "/master"
         let master: SSHChildProcess
         do {
             // In farcast's own process group: at a terminal it may ask for a password or code.
             master = try await SSHChildProcess.spawn(try command.master(route, controlPath: controlPath, settings: settings),
-                                                     stdio: nil, ownGroup: false)
+                                                     stdio: nil, ownGroup: false, environment: environment)
         } catch {
-            rmdir(folder)
+            askpass?.close()
+            rmdir(controlFolder)
             throw error
         }
-        let transport = OpenSSHTransport(route: route, command: command, master: master, controlFolder: folder, settings: settings,
-                                         connectTimeout: options.connectTimeout, logger: logger)
+        let transport = OpenSSHTransport(route: route, command: command, master: master, controlFolder: controlFolder, askpass: askpass,
+                                         environment: environment, settings: settings, connectTimeout: options.connectTimeout, logger: logger)
         // The socket appears once the master has authenticated. At a terminal a person may be
         // typing a password or a code: no deadline then beyond ssh's own.
         let deadline = ContinuousClock.now + options.connectTimeout + .seconds(5)
@@ -196,7 +227,7 @@ public final class OpenSSHTransport: SSHTransport {
         do {
             // Through farcast's master a stream never asks anything: a group of its own. Without
             // one, the stream may be the one that authenticates and must reach the terminal.
-            child = try await SSHChildProcess.spawn(arguments, stdio: theirs, ownGroup: master != nil)
+            child = try await SSHChildProcess.spawn(arguments, stdio: theirs, ownGroup: master != nil, environment: environment)
         } catch {
             closeDescriptor(ours)
             closeDescriptor(theirs)
@@ -362,6 +393,7 @@ public final class OpenSSHTransport: SSHTransport {
             }
             await master.terminate()
         }
+        askpass?.close()
         if let controlFolder {
             if let controlPath { unlink(controlPath) }
             rmdir(controlFolder)

@@ -58,7 +58,8 @@ final class SSHChildProcess: Sendable {
     /// Starts `arguments` (the program's absolute path first). `stdio`: the descriptor to give
     /// as stdin and stdout (it stays open here; the caller closes its copy), else /dev/null.
     /// `ownGroup`: a process group of its own (signals for farcast's terminal do not reach it).
-    static func spawn(_ arguments: [String], stdio: Int32?, ownGroup: Bool) async throws(SSHTunnelError) -> SSHChildProcess {
+    /// `environment`: variables set for the child beyond farcast's own.
+    static func spawn(_ arguments: [String], stdio: Int32?, ownGroup: Bool, environment: [String: String] = [:]) async throws(SSHTunnelError) -> SSHChildProcess {
         let shared = Shared()
         let started: Result<pid_t, SSHTunnelError> = await withCheckedContinuation { continuation in
             let thread = Thread {
@@ -69,7 +70,7 @@ final class SSHChildProcess: Sendable {
                 }
                 var launched = arguments
                 if let setpriv { launched = [setpriv, "--pdeathsig", "TERM", "--"] + arguments }
-                let spawned = posixSpawn(launched, stdio: stdio, stderr: errorPipe.write, ownGroup: ownGroup)
+                let spawned = posixSpawn(launched, stdio: stdio, stderr: errorPipe.write, ownGroup: ownGroup, environment: environment)
                 close(errorPipe.write)
                 switch spawned {
                 case .failure(let error):
@@ -195,7 +196,8 @@ final class SSHChildProcess: Sendable {
         return (fds[0], fds[1])
     }
 
-    private static func posixSpawn(_ arguments: [String], stdio: Int32?, stderr: Int32, ownGroup: Bool) -> Result<pid_t, SSHTunnelError> {
+    private static func posixSpawn(_ arguments: [String], stdio: Int32?, stderr: Int32, ownGroup: Bool,
+                                   environment extra: [String: String]) -> Result<pid_t, SSHTunnelError> {
         #if os(Linux)
         var actions = posix_spawn_file_actions_t()
         var attributes = posix_spawnattr_t()
@@ -230,7 +232,7 @@ final class SSHChildProcess: Sendable {
             posix_spawnattr_setpgroup(&attributes, 0)
         }
         posix_spawnattr_setflags(&attributes, Int16(flags))
-        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        let environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }.map { "\($0.key)=\($0.value)" }
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer {
