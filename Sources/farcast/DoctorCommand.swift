@@ -21,7 +21,7 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check what farcast needs on this machine, protocol by protocol, and how to fix what is missing.",
         discussion: """
-            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), /dev/net/tun with the right to use it (farcast tun), the SSH keys and agent the built-in SSH can and cannot use (--ssh), the QUIC libraries and client identity (farcast punktfunk), the remembered Jellyfin servers, and a display with SDL2 for windows (farcast vnc view). Exits 1 only when the state directory is unusable; the rest are warnings.
+            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), /dev/net/tun with the right to use it (farcast tun), which SSH client carries --ssh (your OpenSSH, else the built-in one and the keys and agent it can and cannot use), the QUIC libraries and client identity (farcast punktfunk), the remembered Jellyfin servers, and a display with SDL2 for windows (farcast vnc view). Exits 1 only when the state directory is unusable; the rest are warnings.
 
             Example: farcast doctor --json | jq '.checks[] | select(.status != "ok")'
             """
@@ -125,8 +125,14 @@ struct DoctorCommand: AsyncParsableCommand {
                      fix: admin ? nil : "`farcast tun` needs root or CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \(CommandLine.arguments[0]))")
     }
 
-    /// The keys `--ssh` finds in ~/.ssh and whether the built-in SSH can sign with them.
+    /// Which SSH client `--ssh` uses: the user's OpenSSH when there is one (it can use whatever
+    /// ssh can), else the built-in client with the keys it finds in ~/.ssh and can sign with.
     private func sshCheck() -> Check {
+        if let command = try? OpenSSHCommand.find() {
+            return Check(name: "SSH (--ssh)", status: "ok",
+                         detail: "OpenSSH \(command.program) carries --ssh: your agent, keys, one-time codes and ~/.ssh/config work as with ssh (--ssh-via builtin for farcast's own client)",
+                         fix: nil)
+        }
         let folder = SSHPaths.home + "/.ssh/"
         let exists = { FileManager.default.fileExists(atPath: folder + $0) }
         let usable = ["id_ecdsa", "id_ed25519"].filter(exists)
@@ -136,11 +142,12 @@ struct DoctorCommand: AsyncParsableCommand {
         if usable.isEmpty { found.append("no Ed25519 or ECDSA key in ~/.ssh") }
         if !unusable.isEmpty { found.append("~/.ssh/" + unusable.joined(separator: ", ~/.ssh/") + " (not usable by the built-in SSH)") }
         if agent { found.append("ssh-agent (not usable by the built-in SSH)") }
+        let builtin = "no ssh program on PATH, so the built-in client carries --ssh: "
         guard usable.isEmpty, !unusable.isEmpty || agent else {
-            return Check(name: "SSH (--ssh)", status: "ok", detail: found.joined(separator: "; ") + "; passwords work too", fix: nil)
+            return Check(name: "SSH (--ssh)", status: "ok", detail: builtin + found.joined(separator: "; ") + "; passwords work too", fix: nil)
         }
-        return Check(name: "SSH (--ssh)", status: "warning", detail: found.joined(separator: "; "),
-                     fix: "the built-in SSH (swift-nio-ssh 0.15) signs only with Ed25519 and ECDSA key files: make one (ssh-keygen -t ed25519) and add it to the server, or log in with --ssh-password-file")
+        return Check(name: "SSH (--ssh)", status: "warning", detail: builtin + found.joined(separator: "; "),
+                     fix: "install OpenSSH's client (apt install openssh-client), which uses the agent and RSA keys; or make a key the built-in SSH can sign with (ssh-keygen -t ed25519) and add it to the server, or log in with --ssh-password-file")
     }
 
     /// The QUIC libraries punktfunk loads on first use, and this device's identity.

@@ -53,6 +53,10 @@ import Testing
         env["XDG_STATE_HOME"] = folder.path
         env["HOME"] = home
         env["SSH_AUTH_SOCK"] = folder.path + "/agent.sock"
+        // No ssh program: the built-in client and what it can use.
+        let withSSH = env["PATH"]
+        env["PATH"] = folder.path + "/empty-bin"
+        env.removeValue(forKey: "FARCAST_SSH_COMMAND")
         env.removeValue(forKey: "DISPLAY")
         env.removeValue(forKey: "WAYLAND_DISPLAY")
         func checks() throws -> [String: [String: Any]] {
@@ -80,6 +84,13 @@ import Testing
         #expect(found["display"]?["status"] as? String == "ok", "\(found)")
         let text = try run(try farcastBinary(), ["doctor"], environment: env)
         #expect(text.stdout.contains("SSH (--ssh)") && text.stdout.contains("punktfunk") && text.stdout.contains("Jellyfin"), "\(text.stdout)")
+
+        // With ssh on PATH, it carries --ssh whatever the keys.
+        env["PATH"] = withSSH
+        env["SSH_AUTH_SOCK"] = folder.path + "/agent.sock"
+        found = try checks()
+        #expect(found["SSH (--ssh)"]?["status"] as? String == "ok", "\(found)")
+        #expect((found["SSH (--ssh)"]?["detail"] as? String)?.contains("OpenSSH /usr/bin/ssh carries --ssh") == true, "\(found)")
     }
 
     @Test func failureIsOneLineOnStderrWithNonZeroExit() throws {
