@@ -283,6 +283,13 @@ public final class OpenSSHTransport: SSHTransport {
         follow(stream, reported: true)
         do {
             if peerSpeaksFirst { try await waitForFirstByte(fd, from: stream) }
+        } catch {
+            closeDescriptor(fd)
+            await child.terminate()
+            throw error
+        }
+        // From here NIO owns the descriptor (a failed channel closes it): never closed here too.
+        do {
             let stream = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .withConnectedSocket(fd) { channel in
@@ -294,7 +301,6 @@ public final class OpenSSHTransport: SSHTransport {
             stream.channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
             return stream
         } catch {
-            closeDescriptor(fd)
             await child.terminate()
             throw error
         }
@@ -371,7 +377,7 @@ public final class OpenSSHTransport: SSHTransport {
                     .withConnectedSocket(fd).get()
                 channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
             } catch {
-                closeDescriptor(fd)
+                // NIO owns the descriptor once handed over (a failed channel closes it).
                 await child.terminate()
                 throw error
             }
