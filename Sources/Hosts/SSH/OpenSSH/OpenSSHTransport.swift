@@ -119,7 +119,7 @@ public final class OpenSSHTransport: SSHTransport {
         do {
             // In farcast's own process group: at a terminal it may ask for a password or code.
             master = try await SSHChildProcess.spawn(try command.master(route, controlPath: controlPath, settings: settings),
-                                                     stdio: nil, ownGroup: false, environment: environment)
+                                                     ownGroup: false, environment: environment)
         } catch {
             askpass?.close()
             rmdir(controlFolder)
@@ -177,11 +177,11 @@ public final class OpenSSHTransport: SSHTransport {
 
     /// Runs a short ssh command to its end, with its stdout.
     static func capture(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let (ours, theirs) = try socketPair()
+        let (ours, theirs) = try pipe()
         defer { closeDescriptor(ours) }
         let child: SSHChildProcess
         do {
-            child = try await SSHChildProcess.spawn(arguments, stdio: theirs, ownGroup: true)
+            child = try await SSHChildProcess.spawn(arguments, stdout: theirs, ownGroup: true)
         } catch {
             closeDescriptor(theirs)
             throw error
@@ -201,43 +201,53 @@ public final class OpenSSHTransport: SSHTransport {
         return (status, String(decoding: output, as: UTF8.self), child.stderr)
     }
 
-    static func socketPair() throws(SSHTunnelError) -> (Int32, Int32) {
-        var fds: [Int32] = [-1, -1]
-        #if os(Linux)
-        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        #else
-        let type = SOCK_STREAM
-        #endif
-        guard socketpair(AF_UNIX, type, 0, &fds) == 0 else {
-            throw .connectionLost(host: "OpenSSH", reason: "cannot make a socket pair: \(String(cString: strerror(errno)))")
+    /// A pipe, both ends close-on-exec: (read, write).
+    static func pipe() throws(SSHTunnelError) -> (Int32, Int32) {
+        guard let pipe = SSHChildProcess.makePipe() else {
+            throw .connectionLost(host: "OpenSSH", reason: "cannot make a pipe: \(String(cString: strerror(errno)))")
         }
-        #if !os(Linux)
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        #endif
-        return (fds[0], fds[1])
+        return pipe
+    }
+
+    /// farcast's ends of a stream's pipes: what ssh writes arrives on `read`; `write` is ssh's stdin.
+    /// Pipes, not a socket pair: when the target closes, ssh exits with what farcast sent last
+    /// still unread, which a socket would turn into a reset instead of the end of the stream.
+    struct Ends {
+        let read: Int32
+        let write: Int32
+        func close() {
+            closeDescriptor(read)
+            closeDescriptor(write)
+        }
     }
 
     /// Starts `ssh -W host:port`; returns farcast's end of its stdin/stdout and the child.
-    func openStream(to host: String, port: Int) async throws -> (Int32, Stream) {
+    func openStream(to host: String, port: Int) async throws -> (Ends, Stream) {
         guard !closed.withLock({ $0 }) else { throw SSHTunnelError.connectionLost(host: via, reason: "the SSH route was closed") }
         let arguments = try command.stream(route, to: host, port: port, controlPath: controlPath, settings: settings)
-        let (ours, theirs) = try Self.socketPair()
+        let (stdinRead, stdinWrite) = try Self.pipe()
+        let stdoutRead: Int32, stdoutWrite: Int32
+        do { (stdoutRead, stdoutWrite) = try Self.pipe() } catch {
+            closeDescriptor(stdinRead)
+            closeDescriptor(stdinWrite)
+            throw error
+        }
         let mark = master?.stderrWritten ?? 0
         let child: SSHChildProcess
         do {
             // Through farcast's master a stream never asks anything: a group of its own. Without
             // one, the stream may be the one that authenticates and must reach the terminal.
-            child = try await SSHChildProcess.spawn(arguments, stdio: theirs, ownGroup: master != nil, environment: environment)
+            child = try await SSHChildProcess.spawn(arguments, stdin: stdinRead, stdout: stdoutWrite, ownGroup: master != nil, environment: environment)
         } catch {
-            closeDescriptor(ours)
-            closeDescriptor(theirs)
+            for fd in [stdinRead, stdinWrite, stdoutRead, stdoutWrite] { closeDescriptor(fd) }
             throw error
         }
-        closeDescriptor(theirs)
+        closeDescriptor(stdinRead)
+        closeDescriptor(stdoutWrite)
         let stream = Stream(child: child, masterMark: mark, target: "\(host):\(port)")
         streams.withLock { $0[child.pid] = stream }
         logger.debug("OpenSSH stream", metadata: ["target": "\(host):\(port)", "pid": "\(child.pid)"])
-        return (ours, stream)
+        return (Ends(read: stdoutRead, write: stdinWrite), stream)
     }
 
     /// A running `-W` child, with where the master's stderr stood when it started.
@@ -277,46 +287,50 @@ public final class OpenSSHTransport: SSHTransport {
 
     public func openByteStream(host: String, port: Int, peerSpeaksFirst: Bool,
                                prepare: @escaping @Sendable (any Channel) throws -> Void) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
-        let (fd, stream) = try await openStream(to: host, port: port)
+        let (ends, stream) = try await openStream(to: host, port: port)
         let child = stream.child
         // Its failure is this call's error (or the client's, once it runs): not logged as well.
         follow(stream, reported: true)
+        var first: [UInt8] = []
         do {
-            if peerSpeaksFirst { try await waitForFirstByte(fd, from: stream) }
+            if peerSpeaksFirst { first = try await waitForFirstBytes(ends.read, from: stream) }
         } catch {
-            closeDescriptor(fd)
+            ends.close()
             await child.terminate()
             throw error
         }
-        // From here NIO owns the descriptor (a failed channel closes it): never closed here too.
+        // From here NIO owns the descriptors (a failed channel closes them): never closed here too.
         do {
-            let stream = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            let channel = try await NIOPipeBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.allowRemoteHalfClosure, value: true)
-                .withConnectedSocket(fd) { channel in
+                .takingOwnershipOfDescriptors(input: ends.read, output: ends.write) { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        // What was read to see the stream open goes to the client first.
+                        if !first.isEmpty { try channel.pipeline.syncOperations.addHandler(BytesReadAhead(first)) }
                         try prepare(channel)
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
-            stream.channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
-            return stream
+            channel.channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
+            return channel
         } catch {
             await child.terminate()
             throw error
         }
     }
 
-    /// Waits until the target has said something through the stream, or ssh has ended (then
-    /// its stderr says why), or the connect timeout has passed.
-    func waitForFirstByte(_ fd: Int32, from stream: Stream) async throws {
+    /// Waits until the target has said something through the stream (and returns what it
+    /// said), or ssh has ended (then its stderr says why), or the connect timeout has passed.
+    func waitForFirstBytes(_ fd: Int32, from stream: Stream) async throws -> [UInt8] {
         let child = stream.child
         let deadline = ContinuousClock.now + connectTimeout
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             try Task.checkCancellation()
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&poller, 1, 0) > 0 {
-                var byte: UInt8 = 0
-                if recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) > 0 { return }
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 { return Array(buffer[0..<count]) }
+            if count == 0 || (errno != EAGAIN && errno != EINTR) {
                 // EOF: ssh closed its end, and is exiting.
                 let status = await child.waitForExit()
                 throw await failure(of: stream, status: status)
@@ -363,18 +377,18 @@ public final class OpenSSHTransport: SSHTransport {
     /// Carries one accepted local connection: a stream of its own, glued to it on its event loop.
     private func carry(_ local: NIOLoopBound<TunnelGlue>, on loop: any EventLoop, to host: String, port: Int, logger: Logger) async {
         do {
-            let (fd, stream) = try await openStream(to: host, port: port)
+            let (ends, stream) = try await openStream(to: host, port: port)
             let child = stream.child
             follow(stream, reported: false)
             do {
-                let channel = try await ClientBootstrap(group: loop)
+                let channel = try await NIOPipeBootstrap(group: loop)
                     .channelOption(.allowRemoteHalfClosure, value: true)
                     .channelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.addHandler(TunnelGlue(name: "ssh") { glue in local.value.attach(glue) })
                         }
                     }
-                    .withConnectedSocket(fd).get()
+                    .takingOwnershipOfDescriptors(input: ends.read, output: ends.write).get()
                 channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
             } catch {
                 // NIO owns the descriptor once handed over (a failed channel closes it).
@@ -406,6 +420,27 @@ public final class OpenSSHTransport: SSHTransport {
         }
     }
 }
+
+/// Bytes read before the channel existed, delivered first once it is active.
+final class BytesReadAhead: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    private var bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        guard !bytes.isEmpty else { return }
+        let buffer = context.channel.allocator.buffer(bytes: bytes)
+        bytes = []
+        context.fireChannelRead(wrapInboundOut(buffer))
+        context.fireChannelReadComplete()
+    }
+}
+
+@available(*, unavailable)
+extension BytesReadAhead: Sendable {}
 
 /// close(2), named apart from the `close()` methods around it.
 func closeDescriptor(_ fd: Int32) {

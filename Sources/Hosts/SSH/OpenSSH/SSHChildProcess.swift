@@ -55,11 +55,12 @@ final class SSHChildProcess: Sendable {
         #endif
     }()
 
-    /// Starts `arguments` (the program's absolute path first). `stdio`: the descriptor to give
-    /// as stdin and stdout (it stays open here; the caller closes its copy), else /dev/null.
+    /// Starts `arguments` (the program's absolute path first). `stdin`, `stdout`: the
+    /// descriptors to give it (they stay open here; the caller closes its copies), else /dev/null.
     /// `ownGroup`: a process group of its own (signals for farcast's terminal do not reach it).
     /// `environment`: variables set for the child beyond farcast's own.
-    static func spawn(_ arguments: [String], stdio: Int32?, ownGroup: Bool, environment: [String: String] = [:]) async throws(SSHTunnelError) -> SSHChildProcess {
+    static func spawn(_ arguments: [String], stdin: Int32? = nil, stdout: Int32? = nil, ownGroup: Bool,
+                      environment: [String: String] = [:]) async throws(SSHTunnelError) -> SSHChildProcess {
         let shared = Shared()
         let started: Result<pid_t, SSHTunnelError> = await withCheckedContinuation { continuation in
             let thread = Thread {
@@ -70,7 +71,7 @@ final class SSHChildProcess: Sendable {
                 }
                 var launched = arguments
                 if let setpriv { launched = [setpriv, "--pdeathsig", "TERM", "--"] + arguments }
-                let spawned = posixSpawn(launched, stdio: stdio, stderr: errorPipe.write, ownGroup: ownGroup, environment: environment)
+                let spawned = posixSpawn(launched, stdin: stdin, stdout: stdout, stderr: errorPipe.write, ownGroup: ownGroup, environment: environment)
                 close(errorPipe.write)
                 switch spawned {
                 case .failure(let error):
@@ -187,7 +188,7 @@ final class SSHChildProcess: Sendable {
         }
     }
 
-    private static func makePipe() -> (read: Int32, write: Int32)? {
+    static func makePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [-1, -1]
         // pipe2 is not imported from Glibc; the descriptors are marked at once (a child spawned
         // by another thread in between could inherit them, and would only hold them open).
@@ -196,7 +197,7 @@ final class SSHChildProcess: Sendable {
         return (fds[0], fds[1])
     }
 
-    private static func posixSpawn(_ arguments: [String], stdio: Int32?, stderr: Int32, ownGroup: Bool,
+    private static func posixSpawn(_ arguments: [String], stdin: Int32?, stdout: Int32?, stderr: Int32, ownGroup: Bool,
                                    environment extra: [String: String]) -> Result<pid_t, SSHTunnelError> {
         #if os(Linux)
         var actions = posix_spawn_file_actions_t()
@@ -207,13 +208,8 @@ final class SSHChildProcess: Sendable {
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdio {
-            posix_spawn_file_actions_adddup2(&actions, stdio, 0)
-            posix_spawn_file_actions_adddup2(&actions, stdio, 1)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
+        if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) } else { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
+        if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) } else { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
