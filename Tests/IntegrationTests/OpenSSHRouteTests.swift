@@ -410,16 +410,16 @@ struct OpenSSHRouteTests {
         #expect(Self.sshProcesses(folder.path).isEmpty, "left running: \(Self.sshProcesses(folder.path))")
     }
 
-    /// A server that sends its stream and closes: through ssh the client sees the end of the
-    /// stream, as directly, and the hash is the one `replay` computes. (With a socket pair in
-    /// place of the pipes, `scripts/bench ssh`'s 10-second recordings ended in "connection reset
-    /// by peer": ssh exited with the client's last requests unread. This short capture does not
-    /// hit that race reliably; it guards the clean end itself.)
+    /// A server that sends its whole stream at once and closes: through ssh the client reads it
+    /// all and sees its end, as directly, and the hash is the one `replay` computes. (With a
+    /// socket pair, ssh exiting with the client's last requests unread made it "connection reset
+    /// by peer"; with plain pipes, the client's next request failed with EPIPE and closed the
+    /// channel before the rest was read: "not connected", every time on this capture.)
     @Test func aServerThatClosesEndsTheStreamCleanly() throws {
         let folder = try TemporaryFolder()
         let key = try SSHTestKey(type: "ed25519", in: folder)
         let setup = try Setup(authorizedKeys: [key.publicLine], clientLines: ["IdentitiesOnly yes", "IdentityFile \(key.path)"], folder: folder)
-        let capture = packageRoot.appendingPathComponent("Tests/RFBTests/Fixtures/captures/xvnc-zrle.rfb").path
+        let capture = packageRoot.appendingPathComponent("Tests/RFBTests/Fixtures/captures/xvnc-raw.rfb").path
         let port = try freeTCPPort()
         let server = try BackgroundProcess(try pythonInterpreter(), [packageRoot.appendingPathComponent("scripts/lib/rfb_replay_server.py").path, capture, "\(port)"],
                                            logName: "rfb-replay-server")

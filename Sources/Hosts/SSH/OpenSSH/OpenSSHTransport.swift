@@ -209,15 +209,20 @@ public final class OpenSSHTransport: SSHTransport {
         return pipe
     }
 
-    /// farcast's ends of a stream's pipes: what ssh writes arrives on `read`; `write` is ssh's stdin.
-    /// Pipes, not a socket pair: when the target closes, ssh exits with what farcast sent last
-    /// still unread, which a socket would turn into a reset instead of the end of the stream.
+    /// farcast's ends of a stream's pipes: what ssh writes arrives on `read`; `write` is ssh's
+    /// stdin. Pipes, not a socket pair: when the target closes, ssh exits with what farcast sent
+    /// last still unread, which a socket reports to the reader as a reset instead of the end of
+    /// the stream. `spareReader` is a second read end of ssh's stdin kept here while the stream
+    /// lives, so a write after ssh has exited waits instead of failing with EPIPE — a failed
+    /// write would close the channel and drop what ssh wrote before exiting but was not yet read.
     struct Ends {
         let read: Int32
         let write: Int32
+        let spareReader: Int32
         func close() {
             closeDescriptor(read)
             closeDescriptor(write)
+            closeDescriptor(spareReader)
         }
     }
 
@@ -242,12 +247,11 @@ public final class OpenSSHTransport: SSHTransport {
             for fd in [stdinRead, stdinWrite, stdoutRead, stdoutWrite] { closeDescriptor(fd) }
             throw error
         }
-        closeDescriptor(stdinRead)
         closeDescriptor(stdoutWrite)
         let stream = Stream(child: child, masterMark: mark, target: "\(host):\(port)")
         streams.withLock { $0[child.pid] = stream }
         logger.debug("OpenSSH stream", metadata: ["target": "\(host):\(port)", "pid": "\(child.pid)"])
-        return (Ends(read: stdoutRead, write: stdinWrite), stream)
+        return (Ends(read: stdoutRead, write: stdinWrite, spareReader: stdinRead), stream)
     }
 
     /// A running `-W` child, with where the master's stderr stood when it started.
@@ -300,20 +304,25 @@ public final class OpenSSHTransport: SSHTransport {
             throw error
         }
         // From here NIO owns the descriptors (a failed channel closes them): never closed here too.
+        let initial = first
         do {
             let channel = try await NIOPipeBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .takingOwnershipOfDescriptors(input: ends.read, output: ends.write) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         // What was read to see the stream open goes to the client first.
-                        if !first.isEmpty { try channel.pipeline.syncOperations.addHandler(BytesReadAhead(first)) }
+                        if !initial.isEmpty { try channel.pipeline.syncOperations.addHandler(BytesReadAhead(initial)) }
                         try prepare(channel)
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
-            channel.channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
+            channel.channel.closeFuture.whenComplete { _ in
+                closeDescriptor(ends.spareReader)
+                Task { await child.terminate() }
+            }
             return channel
         } catch {
+            closeDescriptor(ends.spareReader)
             await child.terminate()
             throw error
         }
@@ -389,9 +398,13 @@ public final class OpenSSHTransport: SSHTransport {
                         }
                     }
                     .takingOwnershipOfDescriptors(input: ends.read, output: ends.write).get()
-                channel.closeFuture.whenComplete { _ in Task { await child.terminate() } }
+                channel.closeFuture.whenComplete { _ in
+                    closeDescriptor(ends.spareReader)
+                    Task { await child.terminate() }
+                }
             } catch {
-                // NIO owns the descriptor once handed over (a failed channel closes it).
+                // NIO owns the two pipe ends once handed over (a failed channel closes them).
+                closeDescriptor(ends.spareReader)
                 await child.terminate()
                 throw error
             }
