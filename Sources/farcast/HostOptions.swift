@@ -31,7 +31,7 @@ struct HostOptions: ParsableArguments {
 
     func validate() throws {
         if let ssh {
-            do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(String(describing: error)) }
+            do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(describe(error)) }
         }
         for (path, what) in [(sshPasswordFile, "SSH password file"), (sshPassphraseFile, "SSH passphrase file")] {
             guard let path else { continue }
@@ -53,7 +53,7 @@ struct HostOptions: ParsableArguments {
     /// The SSH route that applies: --ssh wins over a URL's ?ssh= and a saved host's route.
     func route(for address: HostAddress?) throws -> SSHRoute? {
         if let ssh {
-            do { return try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+            do { return try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: describe(error), exitCode: 2) }
         }
         return address?.ssh
     }
@@ -228,7 +228,7 @@ extension HostOptions {
         if let address = try hostAddress(argument, kind: .vnc) {
             endpoint = VNCEndpoint(host: address.host, port: address.port, username: address.user, tlsFirst: address.tls)
         } else {
-            do { endpoint = try VNCEndpoint(parsing: argument) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+            do { endpoint = try VNCEndpoint(parsing: argument) } catch { throw CommandFailure(message: describe(error), exitCode: 2) }
         }
         if tlsFirst { endpoint.tlsFirst = true }
         return endpoint

@@ -72,7 +72,7 @@ struct HostPreferenceOptions: ParsableArguments {
 
 /// Opens the book, turning its errors into one-line failures.
 func openHostBook() throws -> HostBook {
-    do { return try HostBook(path: HostBook.defaultPath()) } catch { throw CommandFailure(message: String(describing: error)) }
+    do { return try HostBook(path: HostBook.defaultPath()) } catch { throw CommandFailure(message: describe(error)) }
 }
 
 func secretStore() throws -> any SecretStore {
@@ -143,7 +143,7 @@ struct HostsAddCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        do { try SavedHost.validate(name: name) } catch { throw ValidationError(String(describing: error)) }
+        do { try SavedHost.validate(name: name) } catch { throw ValidationError(describe(error)) }
         do { _ = try address() } catch let failure as CommandFailure { throw ValidationError(failure.message) }
         if let passwordFile {
             do { _ = try Secrets.readFirstLine(ofFile: passwordFile) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
@@ -152,10 +152,10 @@ struct HostsAddCommand: AsyncParsableCommand {
 
     func address() throws -> HostAddress {
         var address: HostAddress
-        do { address = try HostAddress(parsing: url) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+        do { address = try HostAddress(parsing: url) } catch { throw CommandFailure(message: describe(error), exitCode: 2) }
         if let ssh {
             guard address.kind.isTCP else { throw CommandFailure(message: "\(address.kind) runs over UDP, which an SSH tunnel cannot carry", exitCode: 2) }
-            do { address.ssh = try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+            do { address.ssh = try SSHRoute(parsing: ssh) } catch { throw CommandFailure(message: describe(error), exitCode: 2) }
         }
         return address
     }
@@ -165,7 +165,7 @@ struct HostsAddCommand: AsyncParsableCommand {
             var host = SavedHost(name: name, address: try address(), notes: preferences.notes)
             preferences.apply(to: &host.preferences)
             let book = try openHostBook()
-            do { try book.add(host) } catch { throw CommandFailure(message: String(describing: error)) }
+            do { try book.add(host) } catch { throw CommandFailure(message: describe(error)) }
             var stored: String?
             if let passwordFile {
                 let store = try secretStore()
@@ -229,7 +229,7 @@ struct HostsShowCommand: AsyncParsableCommand {
         try await reportingFailures {
             let book = try openHostBook()
             let found: SavedHost?
-            do { found = try book.host(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
+            do { found = try book.host(named: name) } catch { throw CommandFailure(message: describe(error)) }
             guard let host = found else { throw CommandFailure(message: HostBookError.notFound(name).description) }
             // nil when the store cannot be read (no keyring running): unknown, not absent.
             let hasSecret: Bool?
@@ -306,16 +306,16 @@ struct HostsEditCommand: AsyncParsableCommand {
 
     func validate() throws {
         if ssh != nil && noSSH { throw ValidationError("--ssh and --no-ssh contradict each other") }
-        if let url { do { _ = try HostAddress(parsing: url) } catch { throw ValidationError(String(describing: error)) } }
-        if let ssh { do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(String(describing: error)) } }
-        if let rename { do { try SavedHost.validate(name: rename) } catch { throw ValidationError(String(describing: error)) } }
+        if let url { do { _ = try HostAddress(parsing: url) } catch { throw ValidationError(describe(error)) } }
+        if let ssh { do { _ = try SSHRoute(parsing: ssh) } catch { throw ValidationError(describe(error)) } }
+        if let rename { do { try SavedHost.validate(name: rename) } catch { throw ValidationError(describe(error)) } }
     }
 
     func run() async throws {
         try await reportingFailures {
             let book = try openHostBook()
             let newAddress = try url.map { text throws -> HostAddress in
-                do { return try HostAddress(parsing: text) } catch { throw CommandFailure(message: String(describing: error), exitCode: 2) }
+                do { return try HostAddress(parsing: text) } catch { throw CommandFailure(message: describe(error), exitCode: 2) }
             }
             let route = ssh, clearRoute = noSSH, newName = rename, prefs = preferences
             let updated: SavedHost
@@ -335,7 +335,7 @@ struct HostsEditCommand: AsyncParsableCommand {
                     if !host.kind.isTCP, host.sshRoute != nil { throw HostBookError.invalidImport("\(host.kind) runs over UDP, which an SSH tunnel cannot carry") }
                 }
             } catch let error as HostBookError {
-                throw CommandFailure(message: String(describing: error))
+                throw CommandFailure(message: describe(error))
             }
             if global.json { try printJSON(HostReport(updated)) } else { print("saved \(updated.name): \(updated.hostAddress.url)") }
         }
@@ -358,9 +358,9 @@ struct HostsRemoveCommand: AsyncParsableCommand {
         try await reportingFailures {
             let book = try openHostBook()
             let host: SavedHost?
-            do { host = try book.host(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
+            do { host = try book.host(named: name) } catch { throw CommandFailure(message: describe(error)) }
             guard let host else { throw CommandFailure(message: HostBookError.notFound(name).description) }
-            do { try book.remove(named: name) } catch { throw CommandFailure(message: String(describing: error)) }
+            do { try book.remove(named: name) } catch { throw CommandFailure(message: describe(error)) }
             try? secretStore().removeSecret(for: host.secretAccount)
             if global.json { try printJSON(["removed": host.name]) } else { print("removed \(host.name)") }
         }
@@ -454,7 +454,7 @@ struct HostsImportCommand: AsyncParsableCommand {
                 throw CommandFailure(message: "\(file) has format \(export.format); this farcast reads farcast-hosts/1", exitCode: 2)
             }
             do { try openHostBook().importHosts(export.hosts, replace: replace) } catch let error as HostBookError {
-                throw CommandFailure(message: String(describing: error))
+                throw CommandFailure(message: describe(error))
             }
             if let secrets = export.secrets, !secrets.isEmpty {
                 let store = try secretStore()

@@ -63,10 +63,10 @@ struct JellyfinTarget: ParsableArguments {
             throw CommandFailure(message: "no remembered user '\(user ?? "")' on \(entry.name) (see `farcast jellyfin servers`)", exitCode: 2)
         }
         let address: ServerAddress
-        do { address = try ServerAddress(parsing: entry.url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
+        do { address = try ServerAddress(parsing: entry.url) } catch { throw CommandFailure(message: "\(describe(error))", exitCode: 2) }
         var route: SSHRoute?
         do { route = try hosts.route(for: nil) ?? entry.ssh.map(SSHRoute.init(parsing:)) } catch {
-            throw CommandFailure(message: "the SSH route remembered for \(entry.name) is unusable: \(error)", exitCode: 2)
+            throw CommandFailure(message: "the SSH route remembered for \(entry.name) is unusable: \(describe(error))", exitCode: 2)
         }
         let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
         let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport)
@@ -397,7 +397,7 @@ struct JellyfinLoginCommand: AsyncParsableCommand {
             // else is Jellyfin's own address form (a bare host, http(s)://…, a pasted web-UI URL).
             let saved = try hosts.hostAddress(url, kind: .jellyfin)
             let address: ServerAddress
-            do { address = try ServerAddress(parsing: saved?.protocolURL() ?? url) } catch { throw CommandFailure(message: "\(error)", exitCode: 2) }
+            do { address = try ServerAddress(parsing: saved?.protocolURL() ?? url) } catch { throw CommandFailure(message: "\(describe(error))", exitCode: 2) }
             var password: String?
             if let passwordFile {
                 let (value, warning) = try Secrets.readFirstLine(ofFile: passwordFile)
@@ -483,7 +483,7 @@ struct JellyfinLogoutCommand: AsyncParsableCommand {
             } catch JellyfinError.signedOutByServer {
                 // Already gone on the server: nothing to revoke.
             } catch {
-                warning = "could not tell the server (\(error)); the token stays valid there until revoked"
+                warning = "could not tell the server (\(describe(error))); the token stays valid there until revoked"
             }
             let store = try JellyfinCLI.store()
             var remembered = try store.load()

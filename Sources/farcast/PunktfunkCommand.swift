@@ -251,7 +251,7 @@ struct PunktfunkDiscoverCommand: AsyncParsableCommand {
             do {
                 found = try await DNSServiceDiscovery().browse(type: PunktfunkHostRecord.serviceType, timeout: .milliseconds(Int(seconds * 1000)))
             } catch {
-                throw CommandFailure(message: "cannot look for punktfunk hosts: \(error)")
+                throw CommandFailure(message: "cannot look for punktfunk hosts: \(describe(error))")
             }
             let locals = localIPv4Addresses()
             let hosts = found.compactMap { PunktfunkHostRecord($0, localAddresses: locals) }

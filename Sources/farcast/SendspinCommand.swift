@@ -71,7 +71,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         if output.hasPrefix("wav:") { return WAVSink(path: String(output.dropFirst(4))) }
         #if canImport(CALSA)
         let sink = ALSASink(device: String(output.dropFirst(5)))
-        do { try sink.check() } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+        do { try sink.check() } catch { throw CommandFailure(message: "\(describe(error))", exitCode: 1) }
         return sink
         #else
         throw ValidationError("ALSA output exists on Linux only")
@@ -225,7 +225,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
         do {
             found = try await DNSServiceDiscovery().browseServers(timeout: .milliseconds(Int(discoverSeconds * 1000)))
         } catch {
-            throw CommandFailure(message: "cannot look for Sendspin servers: \(error)")
+            throw CommandFailure(message: "cannot look for Sendspin servers: \(describe(error))")
         }
         guard !found.isEmpty else {
             throw CommandFailure(message: "no Sendspin server answered on the local network within \(discoverSeconds) s; name its URL instead")
@@ -347,7 +347,7 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
                         logger.info("session ended: played \(report.chunksPlayed) chunks from \(report.serverName ?? server)")
                         backoff = 1
                     } catch {
-                        logger.error("\(error)")
+                        logger.error("\(describe(error))")
                     }
                     guard stopping.withLock({ $0 }) == nil else { break }
                     logger.info("connecting again in \(Int(backoff)) s")
@@ -488,7 +488,7 @@ final class ListenerAdvertisement: Sendable {
             current.withLock { $0 = advertisement }
             logger.info("announced on the local network as '\(name)' (_sendspin._tcp, port \(port))")
         } catch {
-            logger.warning("not announced on the local network (servers can still dial this player's URL): \(error)")
+            logger.warning("not announced on the local network (servers can still dial this player's URL): \(describe(error))")
         }
         #endif
     }

@@ -44,7 +44,7 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
             let outcome = try await play(logger: logger)
             try write(outcome, to: summary)
         } catch {
-            try? write(["status": "error", "reason": "\(error)"], to: summary)
+            try? write(["status": "error", "reason": "\(describe(error))"], to: summary)
             throw ExitCode(1)
         }
     }

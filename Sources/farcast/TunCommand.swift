@@ -55,7 +55,7 @@ struct TunDeviceOptions: ParsableArguments {
 
     /// Checks everything that needs no kernel (exit code 2 on a mistake).
     func parsed(tap: Bool = false) throws -> (TunDevice.Configuration, [IPPrefix], [IPPrefix]) {
-        do { try TunDevice.validate(name: name) } catch { throw ValidationError("\(error)") }
+        do { try TunDevice.validate(name: name) } catch { throw ValidationError("\(describe(error))") }
         var prefixes: [IPPrefix] = []
         for text in addresses {
             // Without a prefix the kernel would take a /32 (or /128) and route nothing into the
@@ -64,11 +64,11 @@ struct TunDeviceOptions: ParsableArguments {
                 let example = text.contains(":") ? "\(text)/64" : "\(text)/24"
                 throw ValidationError("--address \(text) needs a prefix length, e.g. \(example): the kernel routes that prefix into the device")
             }
-            do { prefixes.append(try IPPrefix(text)) } catch { throw ValidationError("--address: \(error)") }
+            do { prefixes.append(try IPPrefix(text)) } catch { throw ValidationError("--address: \(describe(error))") }
         }
         var extra: [IPPrefix] = []
         for text in routes {
-            do { extra.append(try IPPrefix(text)) } catch { throw ValidationError("--route: \(error)") }
+            do { extra.append(try IPPrefix(text)) } catch { throw ValidationError("--route: \(describe(error))") }
         }
         if let mtu {
             guard (68...65535).contains(mtu) else { throw ValidationError("--mtu must be 68–65535, not \(mtu)") }
@@ -88,7 +88,7 @@ struct TunDeviceOptions: ParsableArguments {
     func open(tap: Bool = false) throws -> TunDevice {
         let (configuration, prefixes, extra) = try parsed(tap: tap)
         let device: TunDevice
-        do { device = try TunDevice(configuration) } catch { throw CommandFailure(message: "\(error)") }
+        do { device = try TunDevice(configuration) } catch { throw CommandFailure(message: "\(describe(error))") }
         do {
             let netlink = try RouteNetlink(timeout: .milliseconds(Int(netlinkTimeout * 1000)))
             let index = device.interfaceIndex
@@ -98,7 +98,7 @@ struct TunDeviceOptions: ParsableArguments {
             for route in extra { try netlink.addRoute(route, interface: index, interfaceName: device.name) }
         } catch {
             device.close()
-            throw CommandFailure(message: "\(error)")
+            throw CommandFailure(message: "\(describe(error))")
         }
         return device
     }
@@ -286,7 +286,7 @@ struct TunEchoCommand: AsyncParsableCommand {
                     } catch TunnelError.interrupted {
                     } catch TunnelError.closed {
                     } catch {
-                        latch.stop(failure: "\(tun.name) queue \(i): \(error)")
+                        latch.stop(failure: "\(tun.name) queue \(i): \(describe(error))")
                     }
                 }
             }
@@ -431,7 +431,7 @@ struct TunPipeCommand: AsyncParsableCommand {
                                                       segmentationOffload: !noUDPOffload, receiveOffload: !noUDPOffload))
                 }
             } catch {
-                throw CommandFailure(message: "\(error)")
+                throw CommandFailure(message: "\(describe(error))")
             }
             defer { for s in sockets { s.close() } }
             let workers = WorkerThreads()
@@ -474,7 +474,7 @@ struct TunPipeCommand: AsyncParsableCommand {
                     } catch TunnelError.interrupted {
                     } catch TunnelError.closed {
                     } catch {
-                        latch.stop(failure: "\(tun.name) queue \(i) to the peer: \(error)")
+                        latch.stop(failure: "\(tun.name) queue \(i) to the peer: \(describe(error))")
                     }
                 }
                 workers.start("tun-pipe-in-\(i)") {
@@ -489,7 +489,7 @@ struct TunPipeCommand: AsyncParsableCommand {
                     } catch TunnelError.interrupted {
                     } catch TunnelError.closed {
                     } catch {
-                        latch.stop(failure: "\(tun.name) queue \(i) from the peer: \(error)")
+                        latch.stop(failure: "\(tun.name) queue \(i) from the peer: \(describe(error))")
                     }
                 }
             }

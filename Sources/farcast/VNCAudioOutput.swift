@@ -66,7 +66,7 @@ final class VNCAudioOutput: Sendable {
                 try play(samples, frames)
                 state.withLock { $0.frames += frames }
             } catch {
-                state.withLock { $0.failure = "\(error)" }
+                state.withLock { $0.failure = "\(describe(error))" }
             }
         }
     }

@@ -142,7 +142,7 @@ struct VNCReplayCommand: AsyncParsableCommand {
                                       width: result.framebuffer.width, height: result.framebuffer.height, sha256: hash,
                                       peakRSSBytes: peakRSSBytes(), decoderBuffersPeakBytes: result.peakBufferBytes,
                                       framebufferBytes: result.framebuffer.width * result.framebuffer.height * 4,
-                                      error: result.error.map { "\($0)" })
+                                      error: result.error.map { describe($0) })
             if global.json {
                 try printJSON(report)
             } else {
@@ -154,7 +154,7 @@ struct VNCReplayCommand: AsyncParsableCommand {
                 print("memory       peak RSS \(report.peakRSSBytes / 1_048_576) MiB (capture included); decoder buffers \(report.decoderBuffersPeakBytes / 1_048_576) MiB = \(String(format: "%.2f", Double(report.decoderBuffersPeakBytes) / Double(max(report.framebufferBytes, 1))))× the framebuffer")
                 if let error = report.error { print("stopped      \(error)") }
             }
-            if let error = result.error { throw CommandFailure(message: "the capture did not decode to its end: \(error)") }
+            if let error = result.error { throw CommandFailure(message: "the capture did not decode to its end: \(describe(error))") }
         }
     }
 }

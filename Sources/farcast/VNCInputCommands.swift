@@ -416,7 +416,7 @@ struct VNCDoCommand: AsyncParsableCommand {
                 continue
             }
             do { _ = try PNGDecoder.decode(Array(data)) } catch {
-                problems.append("line \(line): \(path) is not a PNG farcast can compare with (\(error))")
+                problems.append("line \(line): \(path) is not a PNG farcast can compare with (\(describe(error)))")
             }
         }
         for (line, path) in script.files.written {
