@@ -210,7 +210,7 @@ struct VNCConnectionOptions: ParsableArguments {
 /// What to ask the server to send: encoding, JPEG quality, compression, pixel format.
 struct VNCEncodingOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Ask for only this encoding (plus Raw, which servers may always use): \(RFBEncoding.decodable.map(\.name).joined(separator: ", ")).", valueName: "name"))
-    var encoding: String?
+    var encoding: RFBEncoding?
 
     @Option(help: ArgumentHelp("Allow JPEG in Tight at this quality level, 0 (smallest) to 9 (best). Without it Tight stays lossless.", valueName: "0-9"))
     var quality: Int?
@@ -219,35 +219,28 @@ struct VNCEncodingOptions: ParsableArguments {
     var fineQuality: Int?
 
     @Option(help: ArgumentHelp("JPEG chroma subsampling: \(JPEGSubsampling.allCases.map(\.rawValue).joined(separator: ", ")) (TigerVNC servers; needs --quality).", valueName: "mode"))
-    var subsampling: String?
+    var subsampling: JPEGSubsampling?
 
     @Option(name: .customLong("compress-level"), help: ArgumentHelp("zlib compression level 0-9 for Tight, Zlib and ZRLE.", valueName: "0-9"))
     var compressLevel: Int?
 
     @Option(name: .customLong("pixel-format"), help: ArgumentHelp("Pixel format to ask for: rgb888 (default), rgb565, bgr233, map8.", valueName: "name"))
-    var pixelFormat: String?
+    var pixelFormat: PixelFormat?
 
     func validate() throws {
-        if let encoding, RFBEncoding(name: encoding) == nil {
-            throw ValidationError("unknown encoding '\(encoding)'; choose from \(RFBEncoding.decodable.map(\.name).joined(separator: ", "))")
-        }
         if let quality, !(0...9).contains(quality) { throw ValidationError("--quality must be 0…9") }
         if let fineQuality, !(0...100).contains(fineQuality) { throw ValidationError("--fine-quality must be 0…100") }
         if (fineQuality != nil || subsampling != nil) && quality == nil { throw ValidationError("--fine-quality and --subsampling need --quality") }
-        if let subsampling, JPEGSubsampling(rawValue: subsampling) == nil {
-            throw ValidationError("unknown subsampling '\(subsampling)'; choose from \(JPEGSubsampling.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         if let compressLevel, !(0...9).contains(compressLevel) { throw ValidationError("--compress-level must be 0…9") }
-        if let pixelFormat, PixelFormat(name: pixelFormat) == nil { throw ValidationError("unknown pixel format '\(pixelFormat)'") }
     }
 
     func apply(to configuration: inout RFBConnection.Configuration) {
-        if let encoding { configuration.encodings = [RFBEncoding(name: encoding)!] }
+        if let encoding { configuration.encodings = [encoding] }
         configuration.jpegQuality = quality
         configuration.jpegFineQuality = fineQuality
-        configuration.jpegSubsampling = subsampling.flatMap(JPEGSubsampling.init(rawValue:))
+        configuration.jpegSubsampling = subsampling
         configuration.compressionLevel = compressLevel
-        if let pixelFormat { configuration.pixelFormat = PixelFormat(name: pixelFormat)! }
+        if let pixelFormat { configuration.pixelFormat = pixelFormat }
     }
 }
 

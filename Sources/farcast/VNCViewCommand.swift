@@ -28,7 +28,7 @@ struct VNCViewCommand: AsyncParsableCommand {
     var fullscreen = false
 
     @Option(help: ArgumentHelp("How the picture fills the window: fit (whole picture, letterboxed), 1:1 (one pixel per pixel, pans), fill (stretched).", valueName: "fit|1:1|fill"))
-    var scale: String = "fit"
+    var scale: ScaleMode = .fit
 
     @Option(help: ArgumentHelp("Show only this monitor (1 is the first; `farcast vnc info` lists them).", valueName: "n"))
     var monitor: Int?
@@ -63,7 +63,6 @@ struct VNCViewCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard ScaleMode(rawValue: scale) != nil else { throw ValidationError("--scale must be fit, 1:1 or fill, not '\(scale)'") }
         if let monitor, monitor < 1 { throw ValidationError("--monitor counts from 1") }
         _ = try qualityChoice()
         _ = try encodingList()
@@ -105,7 +104,7 @@ struct VNCViewCommand: AsyncParsableCommand {
 
             var viewerConfiguration = ViewerConfiguration()
             viewerConfiguration.title = "\(endpoint)"
-            viewerConfiguration.scale = ScaleMode(rawValue: scale)!
+            viewerConfiguration.scale = scale
             viewerConfiguration.fullscreen = fullscreen
             viewerConfiguration.viewOnly = connection.viewOnly
             viewerConfiguration.viewOnlyLocked = connection.viewOnly
@@ -177,7 +176,7 @@ struct VNCViewCommand: AsyncParsableCommand {
 
     static func reason(_ error: any Error) -> String {
         if let failure = error as? CommandFailure { return failure.message }
-        return "\(error)"
+        return "\(describe(error))"
     }
 }
 
@@ -315,7 +314,7 @@ actor ViewSession {
                 do {
                     try await Self.send(input, to: client)
                 } catch {
-                    logger.debug("input not sent: \(error)")
+                    logger.debug("input not sent: \(describe(error))")
                 }
             }
         }

@@ -1,0 +1,20 @@
+import ArgumentParser
+import RFB
+import Viewer
+
+// Library values an option takes directly: parsed once by the argument parser (a bad value is a
+// usage error naming the choices), never validated as text and parsed again with `!`.
+
+extension ScaleMode: ExpressibleByArgument {}
+
+extension JPEGSubsampling: ExpressibleByArgument {}
+
+extension RFBEncoding: ExpressibleByArgument {
+    public init?(argument: String) { self.init(name: argument) }
+    public static var allValueStrings: [String] { decodable.map(\.name) }
+}
+
+extension PixelFormat: ExpressibleByArgument {
+    public init?(argument: String) { self.init(name: argument) }
+    public static var allValueStrings: [String] { ["rgb888", "rgb565", "bgr233", "map8"] }
+}
