@@ -205,7 +205,7 @@ let package = Package(
         .target(
             name: "Jellyfin",
             dependencies: [
-                "FarcastSupport", "FarcastNIO",
+                "FarcastSupport", "FarcastNIO", "Discovery",
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -250,6 +250,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
+        .testTarget(name: "FarcastNIOTests", dependencies: ["FarcastNIO"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "ViewerTests", dependencies: ["Viewer"]),
         .testTarget(
