@@ -27,15 +27,35 @@ public enum JellyfinDiscovery {
     /// Replies are small JSON objects; anything larger is not a Jellyfin answer.
     static let maximumReply = 2048
 
+    /// Where to ask: an IPv4 address (a broadcast address or one server's) and a UDP port.
+    public struct Target: Sendable, Hashable {
+        public var host: String
+        public var port: UInt16
+        public init(host: String, port: UInt16 = JellyfinDiscovery.port) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// What the query found: the servers that answered, and the targets it could not be sent
+    /// to (`host:port: reason`, e.g. no broadcast route inside a network namespace).
+    public struct Answers: Sendable {
+        public var servers: [Server]
+        public var unsent: [String]
+    }
+
     /// Sends the query to each target (the limited broadcast address by default) and collects
-    /// answers for `timeout`. Runs on a thread of its own; a cancelled task ends it early.
-    public static func discover(targets: [String] = ["255.255.255.255"], port: UInt16 = port,
-                                timeout: Duration) async throws -> [Server] {
+    /// answers for `timeout`, at most `maxServers`, one per server id; a malformed answer is
+    /// skipped. Returns at once when it could be sent nowhere. Runs on a thread of its own; a
+    /// cancelled task ends it early. `farcast discover` and the Jellyfin module's
+    /// `UDPBroadcastDiscovery` both ask through this.
+    public static func ask(_ targets: [Target] = [Target(host: "255.255.255.255")], timeout: Duration,
+                           maxServers: Int = 64) async throws -> Answers {
         let stop = Flag()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Server], any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Answers, any Error>) in
                 let thread = Thread {
-                    continuation.resume(with: Result { try run(targets: targets, port: port, timeout: timeout, stop: stop) })
+                    continuation.resume(with: Result { try run(targets: targets, timeout: timeout, maxServers: maxServers, stop: stop) })
                 }
                 thread.name = "farcast-jellyfin-discovery"
                 thread.start()
@@ -45,7 +65,13 @@ public enum JellyfinDiscovery {
         }
     }
 
-    static func run(targets: [String], port: UInt16, timeout: Duration, stop: Flag) throws -> [Server] {
+    /// The servers that answered the query sent to each of `targets` on `port`.
+    public static func discover(targets: [String] = ["255.255.255.255"], port: UInt16 = port,
+                                timeout: Duration) async throws -> [Server] {
+        try await ask(targets.map { Target(host: $0, port: port) }, timeout: timeout).servers
+    }
+
+    static func run(targets: [Target], timeout: Duration, maxServers: Int, stop: Flag) throws -> Answers {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         #else
@@ -55,12 +81,13 @@ public enum JellyfinDiscovery {
         defer { close(fd) }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var unsent: [String] = []
         for target in targets {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            guard inet_pton(AF_INET, target, &address.sin_addr) == 1 else {
-                throw DiscoveryError.invalidArgument("\(target) is not an IPv4 address")
+            address.sin_port = target.port.bigEndian
+            guard inet_pton(AF_INET, target.host, &address.sin_addr) == 1 else {
+                throw DiscoveryError.invalidArgument("\(target.host) is not an IPv4 address")
             }
             let sent = query.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &address) {
@@ -71,14 +98,15 @@ public enum JellyfinDiscovery {
             }
             if sent < 0 {
                 // One unreachable target (no broadcast route in a namespace) must not hide the others.
-                continue
+                unsent.append("\(target.host):\(target.port): \(String(cString: strerror(errno)).lowercased())")
             }
         }
         var servers: [Server] = []
+        if unsent.count == targets.count { return Answers(servers: [], unsent: unsent) }
         var seen = Set<String>()
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: maximumReply + 1)
-        while !stop.isRaised {
+        while !stop.isRaised && servers.count < maxServers {
             let remaining = deadline - .now
             guard remaining > .zero else { break }
             let slice = min(remaining, .milliseconds(50))
@@ -101,7 +129,7 @@ public enum JellyfinDiscovery {
             servers.append(server)
         }
         if stop.isRaised { throw CancellationError() }
-        return servers
+        return Answers(servers: servers, unsent: unsent)
     }
 
     /// A reply's JSON, or nil for anything that is not a Jellyfin answer.
