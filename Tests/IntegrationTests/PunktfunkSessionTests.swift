@@ -293,9 +293,10 @@ struct PunktfunkSessionTests {
         #expect(datagrams.withLock { $0 } > 0, "video was flowing")
         host.kill()
         let killed = Date()
-        // Wait for anything; the connection must end with a reason well before this 30 s bound.
+        // Wait for a message a host never sends (a client's pairing request): the connection must
+        // end with a reason well before this 30 s bound.
         await #expect(throws: PunktfunkSessionError.idleTimeout(seconds: 8)) {
-            _ = try await client.next(type: 0xFF, timeout: 30, waitingFor: "anything")
+            _ = try await client.next(.pairRequest, timeout: 30, waitingFor: "anything")
         }
         let elapsed = Date().timeIntervalSince(killed)
         #expect(elapsed < 8 + 1.5, "ended after \(elapsed) s")
@@ -494,7 +495,7 @@ struct PunktfunkStreamingTests {
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let before = frames.withLock { $0.count }
         client.send(.reconfigure(StreamMode(width: 1280, height: 720, refreshHz: 60)))
-        let answer = try await client.next(type: 0x02, timeout: 10, waitingFor: "Reconfigured")
+        let answer = try await client.next(.reconfigured, timeout: 10, waitingFor: "Reconfigured")
         #expect(answer == .reconfigured(accepted: true, mode: StreamMode(width: 1280, height: 720, refreshHz: 60)))
         try await Task.sleep(nanoseconds: 1_500_000_000)
         socket.stop()

@@ -46,26 +46,47 @@ public enum ControlMessage: Equatable, Sendable {
         }
     }
 
+    /// The known message kinds by name, with their wire type bytes: the only place the numbers
+    /// are written.
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        case reconfigure = 0x01, reconfigured = 0x02, requestKeyframe = 0x03, lossReport = 0x04
+        case setBitrate = 0x05, bitrateChanged = 0x06, rfiRequest = 0x07
+        case pairRequest = 0x10, pairChallenge = 0x11, pairProof = 0x12, pairResult = 0x13
+        case probeRequest = 0x20, probeResult = 0x21
+        case clockProbe = 0x30, clockEcho = 0x31
+    }
+
+    /// This message's kind; nil for `.unknown`.
+    public var kind: Kind? {
+        switch self {
+        case .reconfigure: return .reconfigure
+        case .reconfigured: return .reconfigured
+        case .requestKeyframe: return .requestKeyframe
+        case .lossReport: return .lossReport
+        case .setBitrate: return .setBitrate
+        case .bitrateChanged: return .bitrateChanged
+        case .rfiRequest: return .rfiRequest
+        case .pairRequest: return .pairRequest
+        case .pairChallenge: return .pairChallenge
+        case .pairProof: return .pairProof
+        case .pairResult: return .pairResult
+        case .probeRequest: return .probeRequest
+        case .probeResult: return .probeResult
+        case .clockProbe: return .clockProbe
+        case .clockEcho: return .clockEcho
+        case .unknown: return nil
+        }
+    }
+
     /// The wire type byte.
     public var typeByte: UInt8 {
-        switch self {
-        case .reconfigure: return 0x01
-        case .reconfigured: return 0x02
-        case .requestKeyframe: return 0x03
-        case .lossReport: return 0x04
-        case .setBitrate: return 0x05
-        case .bitrateChanged: return 0x06
-        case .rfiRequest: return 0x07
-        case .pairRequest: return 0x10
-        case .pairChallenge: return 0x11
-        case .pairProof: return 0x12
-        case .pairResult: return 0x13
-        case .probeRequest: return 0x20
-        case .probeResult: return 0x21
-        case .clockProbe: return 0x30
-        case .clockEcho: return 0x31
-        case .unknown(let type, _): return type
-        }
+        if case .unknown(let type, _) = self { return type }
+        return kind!.rawValue   // every case but .unknown has a kind
+    }
+
+    /// Whether `payload` is a control message of `kind` (without decoding its body).
+    public static func payload(_ payload: [UInt8], is kind: Kind) -> Bool {
+        isControl(payload) && payload[4] == kind.rawValue
     }
 
     /// The payload (without the stream's length prefix).
@@ -127,39 +148,39 @@ public enum ControlMessage: Equatable, Sendable {
             func u32() throws -> UInt32 { try r.readInteger(endianness: .little) }
             func u64() throws -> UInt64 { try r.readInteger(endianness: .little) }
             func mode() throws -> StreamMode { StreamMode(width: try u32(), height: try u32(), refreshHz: try u32()) }
-            switch type {
-            case 0x01: return .reconfigure(try mode())
-            case 0x02:
+            guard let kind = Kind(rawValue: type) else { return .unknown(type: type, body: Array(payload[5...])) }
+            switch kind {
+            case .reconfigure: return .reconfigure(try mode())
+            case .reconfigured:
                 let accepted = try r.readUInt8() != 0
                 return .reconfigured(accepted: accepted, mode: try mode())
-            case 0x03: return .requestKeyframe
-            case 0x04: return .lossReport(lossPPM: try u32())
-            case 0x05: return .setBitrate(kbps: try u32())
-            case 0x06: return .bitrateChanged(kbps: try u32())
-            case 0x07: return .rfiRequest(firstFrame: try u32(), lastFrame: try u32())
-            case 0x10:
+            case .requestKeyframe: return .requestKeyframe
+            case .lossReport: return .lossReport(lossPPM: try u32())
+            case .setBitrate: return .setBitrate(kbps: try u32())
+            case .bitrateChanged: return .bitrateChanged(kbps: try u32())
+            case .rfiRequest: return .rfiRequest(firstFrame: try u32(), lastFrame: try u32())
+            case .pairRequest:
                 let nameLength = Int(try r.readUInt8())
                 guard nameLength <= 64 else { throw PunktfunkSessionError.malformed("pairing name of \(nameLength) bytes (limit 64)") }
                 let name = String(decoding: try r.readBytes(nameLength), as: UTF8.self)
                 let length = Int(try r.readInteger(as: UInt16.self, endianness: .little))
                 return .pairRequest(name: name, spakeA: try r.readBytes(length))
-            case 0x11:
+            case .pairChallenge:
                 let length = Int(try r.readInteger(as: UInt16.self, endianness: .little))
                 let spakeB = try r.readBytes(length)
                 return .pairChallenge(spakeB: spakeB, confirmHost: try r.readBytes(32))
-            case 0x12: return .pairProof(confirmClient: try r.readBytes(32))
-            case 0x13: return .pairResult(ok: try r.readUInt8() != 0)
-            case 0x20: return .probeRequest(targetKbps: try u32(), durationMs: try u32())
-            case 0x21:
+            case .pairProof: return .pairProof(confirmClient: try r.readBytes(32))
+            case .pairResult: return .pairResult(ok: try r.readUInt8() != 0)
+            case .probeRequest: return .probeRequest(targetKbps: try u32(), durationMs: try u32())
+            case .probeResult:
                 var p = ProbeResult(bytesSent: try u64(), packetsSent: try u32(), durationMs: try u32())
                 if r.remaining >= 8 {
                     p.wirePacketsSent = try u32()
                     p.sendDropped = try u32()
                 }
                 return .probeResult(p)
-            case 0x30: return .clockProbe(t1: try u64())
-            case 0x31: return .clockEcho(t1: try u64(), t2: try u64(), t3: try u64())
-            default: return .unknown(type: type, body: Array(payload[5...]))
+            case .clockProbe: return .clockProbe(t1: try u64())
+            case .clockEcho: return .clockEcho(t1: try u64(), t2: try u64(), t3: try u64())
             }
         } catch let error as PunktfunkSessionError {
             throw error

@@ -266,7 +266,7 @@ public final class PunktfunkClient: Sendable {
             let payload: [UInt8]
             do {
                 payload = try await inbox.next(timeout: Double(ClockOffsetEstimator.roundTimeoutNs) / 1e9, waitingFor: "clock echo") { p in
-                    ControlMessage.isControl(p) && p[4] == 0x31
+                    ControlMessage.payload(p, is: .clockEcho)
                 }
             } catch .timeout {
                 continue
@@ -278,9 +278,9 @@ public final class PunktfunkClient: Sendable {
         return samples
     }
 
-    /// Waits for the first control message of a type (others stay queued).
-    public func next(type: UInt8, timeout: Double, waitingFor what: String) async throws(PunktfunkSessionError) -> ControlMessage {
-        let payload = try await inbox.next(timeout: timeout, waitingFor: what) { p in ControlMessage.isControl(p) && p[4] == type }
+    /// Waits for the first control message of a kind (others stay queued).
+    public func next(_ kind: ControlMessage.Kind, timeout: Double, waitingFor what: String) async throws(PunktfunkSessionError) -> ControlMessage {
+        let payload = try await inbox.next(timeout: timeout, waitingFor: what) { p in ControlMessage.payload(p, is: kind) }
         return try ControlMessage.decode(payload)
     }
 
@@ -291,7 +291,7 @@ public final class PunktfunkClient: Sendable {
         var exchange = try PairingExchange(pin: pin, name: options.name, clientFingerprint: identity.fingerprint,
                                            hostFingerprint: quic.hostFingerprint, scalar: scalar)
         send(exchange.start())
-        let challenge = try await next(type: 0x11, timeout: timeout, waitingFor: "pairing challenge")
+        let challenge = try await next(.pairChallenge, timeout: timeout, waitingFor: "pairing challenge")
         guard case .pairChallenge(let spakeB, let confirmHost) = challenge else { throw PunktfunkSessionError.malformed("pairing challenge") }
         let proof: ControlMessage
         do {
@@ -301,7 +301,7 @@ public final class PunktfunkClient: Sendable {
             throw error
         }
         send(proof)
-        let result = try await next(type: 0x13, timeout: timeout, waitingFor: "pairing result")
+        let result = try await next(.pairResult, timeout: timeout, waitingFor: "pairing result")
         guard case .pairResult(true) = result else { throw PunktfunkSessionError.wrongPIN }
         _ = try Self.trustStore(options.stateDirectory).check(peer: options.peerKey, fingerprint: hostFingerprintHex, acceptChange: true)
     }
@@ -314,7 +314,7 @@ public final class PunktfunkClient: Sendable {
                           counter: @Sendable () -> (UInt64, UInt64)) async throws(PunktfunkSessionError) -> SpeedTestResult {
         let before = counter()
         send(.probeRequest(targetKbps: targetKbps, durationMs: durationMs))
-        let answer = try await next(type: 0x21, timeout: Double(durationMs) / 1000 + 10, waitingFor: "probe result")
+        let answer = try await next(.probeResult, timeout: Double(durationMs) / 1000 + 10, waitingFor: "probe result")
         guard case .probeResult(let result) = answer else { throw .malformed("probe result") }
         // Datagrams still in flight when the result (on the reliable stream) overtook them.
         try? await Task.sleep(nanoseconds: UInt64(grace * 1e9))

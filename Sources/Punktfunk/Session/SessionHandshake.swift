@@ -112,7 +112,7 @@ public struct SessionHandshake: Sendable {
             state = .awaitingSocket(welcome)
             return [.bindDataSocket(welcome)]
         case .clock(let welcome, var batch, let deadline):
-            guard ControlMessage.isControl(payload), payload[4] == 0x31,
+            guard ControlMessage.payload(payload, is: .clockEcho),
                   case .clockEcho(let t1, let t2, let t3) = try ControlMessage.decode(payload) else {
                 return [.unhandled(payload), .wait(untilNs: deadline)]
             }
