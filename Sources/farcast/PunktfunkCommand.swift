@@ -173,7 +173,7 @@ struct WelcomeSummary: Encodable {
         width = w.mode.width; height = w.mode.height; refreshHz = w.mode.refreshHz
         codec = w.codecName; codecId = w.codec; fecScheme = w.fecScheme; fecPercent = w.fecPercent; maxDataPerBlock = w.maxDataPerBlock
         shardPayload = w.shardPayload; bitrateKbps = w.bitrateKbps; bitDepth = w.bitDepth; audioChannels = w.audioChannels
-        hostCaps = w.hostCaps; cipher = w.cipher == 1 ? "chacha20-poly1305" : "aes-128-gcm"
+        hostCaps = w.hostCaps; cipher = w.cipher == .chaCha20Poly1305 ? "chacha20-poly1305" : "aes-128-gcm"
     }
 }
 

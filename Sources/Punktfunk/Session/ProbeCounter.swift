@@ -11,8 +11,7 @@ public final class ProbeCounter: @unchecked Sendable {
     private let totals = Mutex<(packets: UInt64, bytes: UInt64, rejected: UInt64)>((0, 0, 0))
 
     public init(welcome: Welcome) throws(DataPlaneError) {
-        let cipher: DatagramCipher = welcome.cipher == 1 ? .chaCha20Poly1305 : .aes128GCM
-        let key = try DatagramKey(cipher: cipher, key: welcome.cipher == 1 ? welcome.chachaKey : welcome.key, salt: welcome.salt)
+        let key = try welcome.datagramKey()
         crypto = try DatagramCrypto(key: key, direction: .hostToClient, sealing: false)
     }
 

@@ -159,14 +159,29 @@ public final class PunktfunkClient: Sendable {
         }
     }
 
-    /// Typed rejections the host closes with: its reason text names them.
+    /// The rejections a host closes the connection with, named by the first word of its reason
+    /// ("PairingRequired: this device is not paired").
+    enum HostRejection: String, CaseIterable {
+        case pairingRequired = "PairingRequired"
+        case wireVersionMismatch = "WireVersionMismatch"
+        case pairingNotArmed = "PairingNotArmed"
+        case pairingBoundToOtherDevice = "PairingBoundToOtherDevice"
+
+        init?(reason: String) {
+            let name = reason.prefix { $0.isLetter || $0.isNumber }
+            self.init(rawValue: String(name))
+        }
+    }
+
+    /// Typed rejections the host closes with: the first word of its reason names them.
     static func refine(_ error: PunktfunkSessionError) -> PunktfunkSessionError {
-        guard case .closedByHost(let code, let reason) = error else { return error }
-        if reason.contains("PairingRequired") { return .pairingRequired }
-        if reason.contains("WireVersionMismatch") { return .malformed("the host refused wire version \(Hello.wireVersion): \(reason)") }
-        if reason.contains("PairingNotArmed") { return .pairingRefused("no PIN is armed on the host; start pairing on the host first") }
-        if reason.contains("PairingBoundToOtherDevice") { return .pairingRefused("the host's pairing window belongs to another device") }
-        return .closedByHost(code: code, reason: reason)
+        guard case .closedByHost(_, let reason) = error, let rejection = HostRejection(reason: reason) else { return error }
+        switch rejection {
+        case .pairingRequired: return .pairingRequired
+        case .wireVersionMismatch: return .malformed("the host refused wire version \(Hello.wireVersion): \(reason)")
+        case .pairingNotArmed: return .pairingRefused("no PIN is armed on the host; start pairing on the host first")
+        case .pairingBoundToOtherDevice: return .pairingRefused("the host's pairing window belongs to another device")
+        }
     }
 
     /// Receives QUIC datagrams (audio, rumble, HID output…) on the connection's thread.

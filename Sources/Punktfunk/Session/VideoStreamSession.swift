@@ -53,8 +53,7 @@ public final class VideoStreamSession: @unchecked Sendable {
     public init(client: PunktfunkClient, welcome: Welcome, clock: ClockOffsetEstimator, policy: StreamingPolicy? = nil,
                 stallLimitNs: Int64 = 10_000_000_000, onFrame: FrameHandler? = nil) throws(DataPlaneError) {
         self.stallLimitNs = stallLimitNs
-        let cipher: DatagramCipher = welcome.cipher == 1 ? .chaCha20Poly1305 : .aes128GCM
-        let key = try DatagramKey(cipher: cipher, key: welcome.cipher == 1 ? welcome.chachaKey : welcome.key, salt: welcome.salt)
+        let key = try welcome.datagramKey()
         let limits = VideoStreamLimits(shardBytes: Int(welcome.shardPayload), maxDataShardsPerBlock: Int(welcome.maxDataPerBlock))
         receiver = try VideoReceiver(key: key, limits: limits)
         // The FEC's GF(2^16) tables are built on first use (about a second in a debug build); build

@@ -43,10 +43,15 @@ public struct Welcome: Equatable, Sendable {
     }
     /// Host capability bits (0x01 accepts full gamepad-state input).
     public var hostCaps: UInt8 = 0
-    /// 0 AES-128-GCM, 1 ChaCha20-Poly1305.
-    public var cipher: UInt8 = 0
-    /// The ChaCha20 key when `cipher == 1`.
+    /// The datagrams' AEAD (wire byte 0 AES-128-GCM, 1 ChaCha20-Poly1305).
+    public var cipher: DatagramCipher = .aes128GCM
+    /// The ChaCha20 key when `cipher` is ChaCha20-Poly1305.
     public var chachaKey: [UInt8] = []
+
+    /// The datagram key material this Welcome gives: the cipher with its key, and the salt.
+    public func datagramKey() throws(DataPlaneError) -> DatagramKey {
+        try DatagramKey(cipher: cipher, key: cipher == .chaCha20Poly1305 ? chachaKey : key, salt: salt)
+    }
 
     public init(wireVersion: UInt32 = Hello.wireVersion, udpPort: UInt16, mode: StreamMode, fecScheme: UInt8 = 1,
                 fecPercent: UInt8, maxDataPerBlock: UInt16 = 4096, shardPayload: UInt16 = 1408, encrypt: Bool = true,
@@ -95,7 +100,11 @@ public struct Welcome: Equatable, Sendable {
             if r.remaining >= 1 { w.audioChannels = try r.readUInt8() } else { return try w.validated() }
             if r.remaining >= 1 { w.codec = try r.readUInt8() } else { return try w.validated() }
             if r.remaining >= 1 { w.hostCaps = try r.readUInt8() } else { return try w.validated() }
-            if r.remaining >= 1 { w.cipher = try r.readUInt8() } else { return try w.validated() }
+            if r.remaining >= 1 {
+                let byte = try r.readUInt8()
+                guard let cipher = DatagramCipher(rawValue: byte) else { throw PunktfunkSessionError.malformed("Welcome names cipher \(byte), which this client does not know") }
+                w.cipher = cipher
+            } else { return try w.validated() }
             if r.remaining >= 32 { w.chachaKey = try r.readBytes(32) }
             return try w.validated()
         } catch let error as PunktfunkSessionError {
@@ -117,8 +126,8 @@ public struct Welcome: Equatable, Sendable {
         }
         guard fecPercent <= 200 else { throw .malformed("Welcome FEC percent \(fecPercent) is above 200") }
         guard encrypt else { throw .malformed("Welcome turns data-plane encryption off, which this client refuses") }
-        guard cipher == 0 || (cipher == 1 && chachaKey.count == 32) else {
-            throw .malformed("Welcome names cipher \(cipher) without its key")
+        guard cipher == .aes128GCM || chachaKey.count == 32 else {
+            throw .malformed("Welcome names \(cipher) without its key")
         }
         guard mode.width > 0, mode.height > 0, mode.refreshHz > 0 else { throw .malformed("Welcome mode \(mode) is empty") }
         return self
@@ -150,8 +159,8 @@ public struct Welcome: Equatable, Sendable {
         w.writeUInt8(audioChannels)
         w.writeUInt8(codec)
         w.writeUInt8(hostCaps)
-        if cipher != 0 {
-            w.writeUInt8(cipher)
+        if cipher != .aes128GCM {
+            w.writeUInt8(cipher.rawValue)
             w.writeBytes(chachaKey)
         }
         return w.bytes

@@ -72,7 +72,16 @@ struct HandshakeMessageTests {
         // A newer host's longer Welcome (unknown trailing fields) decodes too.
         var longer = full + [0]  // cipher 0
         longer += [UInt8](repeating: 0xEE, count: 32 + 40)
-        #expect(try Welcome.decode(longer).cipher == 0)
+        #expect(try Welcome.decode(longer).cipher == .aes128GCM)
+        // A cipher byte this client does not know is refused with its value.
+        var unknown = full + [7]
+        unknown += [UInt8](repeating: 0xEE, count: 32)
+        do {
+            _ = try Welcome.decode(unknown)
+            Issue.record("cipher 7 was accepted")
+        } catch {
+            #expect("\(error)".contains("cipher 7"), "\(error)")
+        }
     }
 
     @Test func shortOrImpossibleWelcomesAreTypedErrors() {
