@@ -11,7 +11,7 @@ import Synchronization
 /// secrets come from. The server argument may also be a saved host's name or a URL with
 /// `?ssh=` (docs/hosts.md).
 struct HostOptions: ParsableArguments {
-    @Option(name: .customLong("ssh"), help: ArgumentHelp("Carry the connection through this SSH server, as `ssh -L` does (the target is resolved on its side); ~/.ssh/config applies (HostName, User, Port, IdentityFile, ProxyJump).", valueName: "user@host[:port]"))
+    @Option(name: .customLong("ssh"), help: ArgumentHelp("Carry the connection through this SSH server (the target is resolved and connected on its side), with your own ssh where there is one (see --ssh-via); ~/.ssh/config applies.", valueName: "user@host[:port]"))
     var ssh: String?
 
     @Option(name: .customLong("ssh-via"), help: ArgumentHelp("Which SSH client carries --ssh: openssh (your own ssh: agent, RSA keys, one-time codes, certificates, ProxyJump chains, ControlMaster; FARCAST_SSH_COMMAND sets the program and its first arguments), builtin (farcast's own, for machines without ssh), or auto: openssh when an ssh program is on PATH, else builtin. Default: a saved host's choice, else auto.", valueName: "auto|openssh|builtin"))
@@ -20,13 +20,13 @@ struct HostOptions: ParsableArguments {
     @Flag(name: .customLong("accept-new"), help: "Accept an SSH host key that ~/.ssh/known_hosts does not list yet, and add it there (a changed key is still refused).")
     var acceptNew = false
 
-    @Option(name: .customLong("ssh-identity"), help: ArgumentHelp("An SSH private key file to offer first (repeatable); then ~/.ssh/config's IdentityFile, else ~/.ssh/id_ecdsa and id_ed25519.", valueName: "path"))
+    @Option(name: .customLong("ssh-identity"), help: ArgumentHelp("An SSH private key file to offer first (repeatable; ssh's -i); then ~/.ssh/config's IdentityFile and, with OpenSSH, the agent's keys.", valueName: "path"))
     var sshIdentity: [String] = []
 
-    @Option(name: .customLong("ssh-password-file"), help: ArgumentHelp("Read the SSH password from the first line of this file (else FARCAST_SSH_PASSWORD, the host book's secret store, or a prompt).", valueName: "path"))
+    @Option(name: .customLong("ssh-password-file"), help: ArgumentHelp("Read the SSH password from the first line of this file (the built-in client only; else FARCAST_SSH_PASSWORD or a prompt).", valueName: "path"))
     var sshPasswordFile: String?
 
-    @Option(name: .customLong("ssh-passphrase-file"), help: ArgumentHelp("Read the passphrase of encrypted SSH keys from this file (else FARCAST_SSH_PASSPHRASE or a prompt).", valueName: "path"))
+    @Option(name: .customLong("ssh-passphrase-file"), help: ArgumentHelp("Read the passphrase of encrypted SSH keys from this file (the built-in client only; else FARCAST_SSH_PASSPHRASE or a prompt).", valueName: "path"))
     var sshPassphraseFile: String?
 
     func validate() throws {

@@ -93,6 +93,26 @@ import Testing
         #expect((found["SSH (--ssh)"]?["detail"] as? String)?.contains("OpenSSH /usr/bin/ssh carries --ssh") == true, "\(found)")
     }
 
+    /// docs/cli-reference.md is what the parsers say: regenerated from `--experimental-dump-help`
+    /// by scripts/gen/cli_reference.py and compared whole, so a command, option or help text
+    /// changed without the page fails here.
+    @Test func theCommandReferenceMatchesTheCommands() throws {
+        let script = packageRoot.appendingPathComponent("scripts/gen/cli_reference.py").path
+        let generated = try run(try requireExecutable("python3", package: "python3"), [script, try farcastBinary()], timeout: 60)
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let committed = try String(contentsOf: packageRoot.appendingPathComponent("docs/cli-reference.md"), encoding: .utf8)
+        if generated.stdout != committed {
+            let ours = committed.split(separator: "\n", omittingEmptySubsequences: false)
+            let theirs = generated.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            let first = (0..<min(ours.count, theirs.count)).first { ours[$0] != theirs[$0] } ?? min(ours.count, theirs.count)
+            Issue.record("""
+                docs/cli-reference.md differs from the commands from line \(first + 1): \
+                committed "\(first < ours.count ? ours[first] : "")", commands say "\(first < theirs.count ? theirs[first] : "")". \
+                Run: python3 scripts/gen/cli_reference.py "$(swift build --show-bin-path)/farcast" > docs/cli-reference.md
+                """)
+        }
+    }
+
     @Test func failureIsOneLineOnStderrWithNonZeroExit() throws {
         let folder = try TemporaryFolder()
         // A regular file where the state folder must go: doctor cannot create it.
