@@ -113,6 +113,8 @@ final class JellyfinResponder: @unchecked Sendable {
     // @unchecked: the socket is set in init and closed once by stop(); queries sit behind a Mutex.
     let log = QueryLog()
     private let fd: Int32
+    /// Signalled when the answering thread has returned (its socket no longer in a call).
+    private let finished = DispatchSemaphore(value: 0)
 
     init(id: String, name: String, address: String) throws {
         fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
@@ -127,7 +129,9 @@ final class JellyfinResponder: @unchecked Sendable {
         let reply = Array(#"{"Address":"\#(address)","Id":"\#(id)","Name":"\#(name)","EndpointAddress":null}"#.utf8)
         let socketFD = fd
         let log = log
+        let finished = finished
         Thread.detachNewThread {
+            defer { finished.signal() }
             var buffer = [UInt8](repeating: 0, count: 1024)
             while true {
                 var from = sockaddr_in()
@@ -148,8 +152,13 @@ final class JellyfinResponder: @unchecked Sendable {
         }
     }
 
+    /// Stops answering and frees 127.0.0.1:7359 before returning: the thread is woken by the
+    /// shutdown and waited for, then the socket is closed. (Closing while the thread was still in
+    /// recvfrom left the port bound for a moment, and the next test's bind failed with "Address
+    /// already in use" in CI.)
     func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
+        _ = finished.wait(timeout: .now() + 5)
         close(fd)
     }
 }

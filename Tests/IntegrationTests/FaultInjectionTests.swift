@@ -187,8 +187,10 @@ struct FaultInjectionTests {
         #expect(outcome.result.status == 0, "exit \(outcome.result.status), stderr: \(outcome.result.stderr)")
         #expect(outcome.result.stdout.contains("updates"), "stdout: \(outcome.result.stdout)")
         // 3 s and up to 2 s for the close (the server takes nothing more); a debug build (what
-        // the tests run) needs ~1 s of CPU per 256 KiB read of this flood, so the bound is loose.
-        #expect(outcome.seconds < 12, "--duration 3 took \(outcome.seconds) s")
+        // the tests run) needs ~1 s of CPU per 256 KiB read of this flood, so the bound is loose:
+        // with four groups of suites sharing CI's two cores it once took 14.2 s. What it guards
+        // is an end at all, not a figure (the figures are in docs/benchmarks.md).
+        #expect(outcome.seconds < 25, "--duration 3 took \(outcome.seconds) s")
         #expect(outcome.result.peakAnonMiB > 0, "no memory figure was read from /proc")
         #expect(outcome.result.peakAnonMiB < 64, "peak RssAnon \(outcome.result.peakAnonMiB) MiB (a normal session: 15–20)")
     }

@@ -45,8 +45,23 @@ struct SendspinALSATests {
         var pulseLog: String
     }
 
-    /// Plays the pulses for `seconds` through ALSA into the oracle DAC running `ppm` fast.
+    /// Whether the oracle itself fell behind its clock (more than 2 % of its 0.5 ms reads over
+    /// 1 ms late: 19–621 of about 76,000 in normal runs, 1,568–3,914 when CI's machine was
+    /// loaded): it then timestamps departures late, and what it measured is not the player.
+    static func disturbed(_ oracle: FIFOOracle.Outcome) -> Bool {
+        oracle.lateReads * 24 * 50 > max(oracle.frames, 1)
+    }
+
+    /// Plays the pulses for `seconds` through ALSA into the oracle DAC running `ppm` fast; once
+    /// more when the oracle was disturbed (the second run is judged whatever happens to it).
     static func play(seconds: Double, ppm: Double, stallAtBlock: Int? = nil) async throws -> Run {
+        let run = try await playOnce(seconds: seconds, ppm: ppm, stallAtBlock: stallAtBlock)
+        guard disturbed(run.oracle) else { return run }
+        print("the oracle fell behind (\(run.oracle.lateReads) late reads of \(run.oracle.frames / 24)): measuring again")
+        return try await playOnce(seconds: seconds, ppm: ppm, stallAtBlock: stallAtBlock)
+    }
+
+    static func playOnce(seconds: Double, ppm: Double, stallAtBlock: Int? = nil) async throws -> Run {
         let folder = try TemporaryFolder()
         // The oracle's schedule outlasts the player whatever the server's start-up costs; it is
         // stopped once the player is done and its last buffered pulse has left.
@@ -152,59 +167,67 @@ struct SendspinALSATests {
         // No server can be made to switch rates mid-stream on demand, so the test feeds the
         // player's core directly: its clock mapped 1:1 to ours, 5 s of pulses at 48 kHz, then
         // 5 s at 44.1 kHz. Every pulse's intended departure is then known exactly.
-        let folder = try TemporaryFolder()
-        let dac = try PulseAudioDAC(folder: folder.path, seconds: 12)
-        defer { dac.stop() }
-        let clock = SystemClock(.monotonicRaw)
-        var settings = PlaybackEngine.Settings()
-        settings.bufferCapacity = 16_000_000
-        let core = PlayerCore(settings: settings)
-        let t0 = clock.now().microseconds
-        for k in 0..<10 {
-            let t = t0 - 1_000_000 + Int64(k) * 100_000
-            core.updateFilter(t1: t, t2: t + 50, t3: t + 60, t4: t + 110)
-        }
-        let start = clock.now().microseconds + 700_000
-        var intended: [Double] = []
-        for (segment, rate) in [48000, 44100].enumerated() {
-            let format = OutputFormat(sampleRate: rate, channels: 2, bitDepth: 16)
-            let chunkFrames = rate / 50
-            let segmentStart = start + Int64(segment) * 5_000_000
-            for k in 0..<10 { intended.append(Double(segmentStart) + Double(k) * 500_000) }
-            for c in 0..<250 {
-                var samples = [Int32](repeating: 0, count: chunkFrames * 2)
-                for i in 0..<chunkFrames where (c * chunkFrames + i) % (rate / 2) < rate / 500 {
-                    samples[2 * i] = Int32(0.8 * Double(Int16.max))     // PCMBuffer holds samples at the stream's depth
-                    samples[2 * i + 1] = samples[2 * i]
-                }
-                let now = clock.now().microseconds
-                core.enqueue(timestamp: segmentStart + Int64(c) * 20_000, buffer: PCMBuffer(samples: samples, channels: 2, bitDepth: 16),
-                             format: format, compressedBytes: samples.count * 2, arrival: now, now: now)
+        for attempt in 1...2 {
+            let folder = try TemporaryFolder()
+            let dac = try PulseAudioDAC(folder: folder.path, seconds: 12)
+            defer { dac.stop() }
+            let clock = SystemClock(.monotonicRaw)
+            var settings = PlaybackEngine.Settings()
+            settings.bufferCapacity = 16_000_000
+            let core = PlayerCore(settings: settings)
+            let t0 = clock.now().microseconds
+            for k in 0..<10 {
+                let t = t0 - 1_000_000 + Int64(k) * 100_000
+                core.updateFilter(t1: t, t2: t + 50, t3: t + 60, t4: t + 110)
             }
+            let start = clock.now().microseconds + 700_000
+            var intended: [Double] = []
+            for (segment, rate) in [48000, 44100].enumerated() {
+                let format = OutputFormat(sampleRate: rate, channels: 2, bitDepth: 16)
+                let chunkFrames = rate / 50
+                let segmentStart = start + Int64(segment) * 5_000_000
+                for k in 0..<10 { intended.append(Double(segmentStart) + Double(k) * 500_000) }
+                for c in 0..<250 {
+                    var samples = [Int32](repeating: 0, count: chunkFrames * 2)
+                    for i in 0..<chunkFrames where (c * chunkFrames + i) % (rate / 2) < rate / 500 {
+                        samples[2 * i] = Int32(0.8 * Double(Int16.max))     // PCMBuffer holds samples at the stream's depth
+                        samples[2 * i + 1] = samples[2 * i]
+                    }
+                    let now = clock.now().microseconds
+                    core.enqueue(timestamp: segmentStart + Int64(c) * 20_000, buffer: PCMBuffer(samples: samples, channels: 2, bitDepth: 16),
+                                 format: format, compressedBytes: samples.count * 2, arrival: now, now: now)
+                }
+            }
+            let sink = ALSASink(device: "oracle", configuration: dac.alsaConfiguration(device: "oracle"))
+            let output = try #require(sink.makeDAC(core: core, clock: clock))
+            output.start()
+            try await Task.sleep(for: .milliseconds(11_200))
+            #expect(output.stop() == nil)
+            let oracle = dac.oracle.wait()
+            // A disturbed oracle measured itself, not the player: once more (the second is judged).
+            if attempt == 1 && Self.disturbed(oracle) {
+                print("the oracle fell behind (\(oracle.lateReads) late reads of \(oracle.frames / 24)): measuring again")
+                continue
+            }
+            #expect(oracle.error == nil)
+            // Each pulse that left, against the departure its timestamp asked for.
+            var errors: [(Double, Double)] = []
+            for edge in oracle.edges {
+                guard let target = intended.min(by: { abs($0 - edge.departureUs) < abs($1 - edge.departureUs) }),
+                      abs(edge.departureUs - target) < 50_000 else { continue }
+                errors.append((target, edge.departureUs - target))
+            }
+            print("ALSA format change: \(errors.map { String(Int($0.1.rounded())) }.joined(separator: " ")); \(output.deviceDescription ?? "")")
+            let first = errors.filter { $0.0 < Double(start) + 5_000_000 && $0.0 >= Double(start) + 2_000_000 }
+            let second = errors.filter { $0.0 >= Double(start) + 5_500_000 }
+            #expect(first.count >= 5 && second.count >= 8, "pulses measured: \(first.count) at 48 kHz, \(second.count) at 44.1 kHz")
+            let all = (first + second).map { abs($0.1) }.sorted()
+            #expect(!all.isEmpty && all[all.count / 2] <= 1000 && all[all.count * 9 / 10] <= 2000 && all.last! <= 5000,
+                    "errors against the timestamps (µs): \(all)")
+            #expect(output.deviceDescription?.hasPrefix("S16_LE 44100 Hz") == true, "the device was reopened at 44.1 kHz: \(output.deviceDescription ?? "")")
+            #expect(core.statistics.chunksLate <= 10, "at most the switch's own gap is lost: \(core.statistics.chunksLate) late chunks")
+        break
         }
-        let sink = ALSASink(device: "oracle", configuration: dac.alsaConfiguration(device: "oracle"))
-        let output = try #require(sink.makeDAC(core: core, clock: clock))
-        output.start()
-        try await Task.sleep(for: .milliseconds(11_200))
-        #expect(output.stop() == nil)
-        let oracle = dac.oracle.wait()
-        #expect(oracle.error == nil)
-        // Each pulse that left, against the departure its timestamp asked for.
-        var errors: [(Double, Double)] = []
-        for edge in oracle.edges {
-            guard let target = intended.min(by: { abs($0 - edge.departureUs) < abs($1 - edge.departureUs) }),
-                  abs(edge.departureUs - target) < 50_000 else { continue }
-            errors.append((target, edge.departureUs - target))
-        }
-        print("ALSA format change: \(errors.map { String(Int($0.1.rounded())) }.joined(separator: " ")); \(output.deviceDescription ?? "")")
-        let first = errors.filter { $0.0 < Double(start) + 5_000_000 && $0.0 >= Double(start) + 2_000_000 }
-        let second = errors.filter { $0.0 >= Double(start) + 5_500_000 }
-        #expect(first.count >= 5 && second.count >= 8, "pulses measured: \(first.count) at 48 kHz, \(second.count) at 44.1 kHz")
-        let all = (first + second).map { abs($0.1) }.sorted()
-        #expect(!all.isEmpty && all[all.count / 2] <= 1000 && all[all.count * 9 / 10] <= 2000 && all.last! <= 5000,
-                "errors against the timestamps (µs): \(all)")
-        #expect(output.deviceDescription?.hasPrefix("S16_LE 44100 Hz") == true, "the device was reopened at 44.1 kHz: \(output.deviceDescription ?? "")")
-        #expect(core.statistics.chunksLate <= 10, "at most the switch's own gap is lost: \(core.statistics.chunksLate) late chunks")
     }
 
     @Test func alsasFilePluginRecordsWhatWasPlayed() async throws {
