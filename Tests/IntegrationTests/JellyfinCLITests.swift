@@ -331,6 +331,8 @@ struct JellyfinCLITests {
             return (result, Date().timeIntervalSince(start))
         }
         let closed = try RefusingTCPPort()
+        // Which port is which, for a failure's log (one of these calls once hung 30 s in CI).
+        print("connectionFailuresAreQuickAndInWords: the refusing port is \(closed.port)")
         let refused = try login("http://127.0.0.1:\(closed.port)")
         #expect(refused.result.status == 1 && refused.result.stderr.contains("connection refused"), "\(refused.result.stderr)")
         #expect(refused.seconds < 3, "refused after \(refused.seconds) s")
@@ -339,10 +341,12 @@ struct JellyfinCLITests {
         #expect(!unknown.result.stderr.contains("SocketAddressError"), "\(unknown.result.stderr)")
         #expect(unknown.seconds < 5, "unknown name after \(unknown.seconds) s")
         let ssh = try HostileServer(mode: "ssh")
+        print("connectionFailuresAreQuickAndInWords: the SSH greeter is on \(ssh.port)")
         let notHTTP = try login("http://127.0.0.1:\(ssh.port)")
         #expect(notHTTP.result.status == 1 && notHTTP.result.stderr.contains("that is not an HTTP server; it is an SSH server (it greeted with \"SSH-"), "\(notHTTP.result.stderr)")
         #expect(notHTTP.result.stderr.split(separator: "\n").count == 1, "\(notHTTP.result.stderr)")
         let vnc = try HostileServer(mode: "rfb-banner-silent")
+        print("connectionFailuresAreQuickAndInWords: the RFB greeter is on \(vnc.port)")
         let vncAnswer = try login("http://127.0.0.1:\(vnc.port)")
         #expect(vncAnswer.result.stderr.contains("it is a VNC server"), "\(vncAnswer.result.stderr)")
     }
