@@ -11,8 +11,7 @@ import Glibc
 /// server's real responder is exercised by the integration tests.
 struct JellyfinDiscoveryTests {
     /// A UDP socket on 127.0.0.1 that answers each question with `replies`, in order.
-    final class Responder: @unchecked Sendable {
-        // @unchecked: the descriptor and port are set in init; the thread only reads them.
+    final class Responder: Sendable {
         let fd: Int32
         let port: UInt16
         init(replies: [[UInt8]]) throws {
