@@ -385,14 +385,28 @@ struct VNCSecurityChoiceTests {
         let passwordFile = folder.path + "/wrong-password"
         try "not the password".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         chmod(passwordFile, 0o600)
-        let started = Date()
-        let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--username", "nosuchuser",
-                                                  "--password-file", passwordFile, "--connect-timeout", "15"],
-                             environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
-        #expect(result.status == 1, "stdout: \(result.stdout) stderr: \(result.stderr)")
-        #expect(result.stderr.contains("authentication failed: the server's failure message was malformed"), "stderr: \(result.stderr)")
+        func attempt() throws -> (ProcessResult, TimeInterval) {
+            let started = Date()
+            let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--username", "nosuchuser",
+                                                      "--password-file", passwordFile, "--connect-timeout", "15"],
+                                 environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
+            return (result, Date().timeIntervalSince(started))
+        }
+        // x11vnc hands each TLS connection to a forked helper; on a loaded CI machine a helper
+        // once closed the connection mid-handshake (CI run of stop 44). That is x11vnc's TLS
+        // set-up, not the failure message this test is about: try again (up to twice), and
+        // show x11vnc's log if it still happens.
+        var (result, took) = try attempt()
+        for _ in 0..<2 where result.stderr.contains("during the TLS handshake") {
+            sleep(2)
+            (result, took) = try attempt()
+        }
+        let serverLog = String(server.server.log.suffix(3000))
+        #expect(result.status == 1, "stdout: \(result.stdout) stderr: \(result.stderr)\nx11vnc: \(serverLog)")
+        #expect(result.stderr.contains("authentication failed: the server's failure message was malformed"),
+                "stderr: \(result.stderr)\nx11vnc: \(serverLog)")
         #expect(!result.stderr.contains("bytes"), "stderr: \(result.stderr)")
-        #expect(Date().timeIntervalSince(started) < 20, "the refusal took \(Date().timeIntervalSince(started)) s")
+        #expect(took < 20, "the refusal took \(took) s")
     }
 
     /// Plain with the wrong password: the server's refusal, promptly (it used to hang 30 s
