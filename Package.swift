@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Jellyfin", targets: ["Jellyfin"]),
         .library(name: "Hosts", targets: ["Hosts"]),
         .library(name: "Viewer", targets: ["Viewer"]),
+        .library(name: "WireGuard", targets: ["WireGuard"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -198,6 +199,12 @@ let package = Package(
             dependencies: ["ViewerKernels", .target(name: "CSDL2", condition: .when(platforms: [.linux])),
                            .target(name: "CSDL2Loader", condition: .when(platforms: [.linux]))]
         ),
+        // WireGuard: the protocol core (BLAKE2s, the Noise IKpsk2 handshake, cookies, transport
+        // sessions), pure and with time passed in; X25519 and ChaCha20-Poly1305 from swift-crypto.
+        .target(
+            name: "WireGuard",
+            dependencies: ["FarcastSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
         // Jellyfin: the generated layer (Generated/, package access) and the readable API above it.
@@ -244,6 +251,7 @@ let package = Package(
             name: "farcast",
             dependencies: [
                 "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel", "Hosts", "Viewer",
+                "WireGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -253,6 +261,7 @@ let package = Package(
         .testTarget(name: "FarcastNIOTests", dependencies: ["FarcastNIO"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "ViewerTests", dependencies: ["Viewer"]),
+        .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "FarcastSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "TunnelTests",
             dependencies: ["Tunnel", .target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))],
@@ -287,7 +296,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "Hosts", "Discovery", "CZlib", "COpus",
+            dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "Hosts", "Discovery", "WireGuard", "CZlib", "COpus",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "WSClient", package: "swift-websocket")]
         ),
