@@ -27,7 +27,7 @@ struct Farcast: AsyncParsableCommand {
             Example: farcast vnc screenshot myhost:1 -o desktop.png
             """,
         version: "farcast \(FarcastInfo.version)",
-        subcommands: [VNCCommand.self, SendspinCommand.self, PunktfunkCommand.self, JellyfinCommand.self, TunCommand.self, DiscoverCommand.self, HostsCommand.self, DoctorCommand.self]
+        subcommands: [VNCCommand.self, SendspinCommand.self, PunktfunkCommand.self, JellyfinCommand.self, TunCommand.self, WireGuardCommand.self, DiscoverCommand.self, HostsCommand.self, DoctorCommand.self]
     )
 
     /// The entry point: parse, run the command as a task that a signal can cancel, and turn

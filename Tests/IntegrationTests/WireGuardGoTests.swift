@@ -1,0 +1,289 @@
+import FarcastSupport
+import Foundation
+import Glibc
+import Testing
+import WireGuard
+
+/// Our WireGuard core against the real peer: Debian's wireguard-go (configured with Debian's
+/// `wg`) on a TUN device in this test's network namespace, and our core on a plain UDP socket
+/// over loopback. Both handshake directions complete, and an ICMP echo travels inside the
+/// tunnel each way (wireguard-go hands it to the kernel, which answers through the tunnel), so
+/// the keys, the counters and the padding are wireguard-go's own judgement, not ours.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct WireGuardGoTests {
+    init() throws { try requireTunnelPrerequisites() }
+
+    @Test func weInitiateAndAPingIsAnsweredThroughWireguardGo() throws {
+        let peer = try WireguardGoPeer()
+        let socket = try LoopbackUDPSocket()
+        let local = LocalIdentity(privateKey: PrivateKey())
+        try peer.addPeer(local.publicKey, endpoint: nil, presharedKey: peer.presharedKey)
+        let remote = RemoteIdentity(publicKey: peer.publicKey, presharedKey: try PresharedKey(base64: peer.presharedKey))
+        let now = SystemClock().now()
+
+        var jar = CookieJar(remote: remote)
+        let (pending, initiation) = try InitiatorHandshake.start(local: local, remote: remote, senderIndex: 0xFA12_0001)
+        try socket.send(jar.stamp(initiation, now: now), to: peer.port)
+        let reply = try #require(socket.receive(timeout: 5), "wireguard-go sent no response\n\(peer.log)")
+        #expect(MessageMACs.verifyMAC1(reply, local: local), "wireguard-go's MAC1 is keyed with our public key")
+        guard case .response(let response) = try Message(parsing: reply) else { Issue.record("not a response: \(reply.count) bytes"); return }
+        var session = TransportSession(keys: try pending.finish(response, local: local), established: now)
+
+        let request = icmpEcho(type: 8, from: [10, 77, 0, 2], to: [10, 77, 0, 1], identifier: 0x4647, sequence: 1, payload: Array("farcast".utf8))
+        try socket.send(session.seal(request, mtu: 1420), to: peer.port)
+        let answer = try #require(try receivePacket(socket, session: &session), "no echo reply came back through wireguard-go\n\(peer.log)")
+        let echo = try #require(parseICMPEcho(answer), "not an ICMP echo: \(answer)")
+        #expect(echo.type == 0 && echo.source == [10, 77, 0, 1] && echo.destination == [10, 77, 0, 2])
+        #expect(echo.identifier == 0x4647 && echo.sequence == 1 && echo.payload == Array("farcast".utf8))
+
+        let show = try peer.wg(["show", peer.interface, "dump"])
+        #expect(show.contains(local.publicKey.base64), "\(show)")
+        let peerLine = try #require(show.split(separator: "\n").first { $0.hasPrefix(local.publicKey.base64) }).split(separator: "\t")
+        #expect((Int(peerLine[4]) ?? 0) > 0, "wg show records a handshake: \(peerLine)")
+        #expect((Int(peerLine[5]) ?? 0) > 0 && (Int(peerLine[6]) ?? 0) > 0, "and bytes each way: \(peerLine)")
+    }
+
+    @Test func wireguardGoInitiatesAndItsPingIsAnsweredByUs() throws {
+        let peer = try WireguardGoPeer()
+        let socket = try LoopbackUDPSocket()
+        let local = LocalIdentity(privateKey: PrivateKey())
+        try peer.addPeer(local.publicKey, endpoint: socket.port, presharedKey: nil)
+        let remote = RemoteIdentity(publicKey: peer.publicKey)
+        let ping = try BackgroundProcess(try requireExecutable("ping", package: "iputils-ping"),
+                                         ["-c", "1", "-W", "8", "-p", "6661726361737421", "10.77.0.2"], logName: "wg-ping")
+        defer { ping.stop() }
+
+        let first = try #require(socket.receive(timeout: 5), "wireguard-go sent no initiation\n\(peer.log)")
+        #expect(MessageMACs.verifyMAC1(first, local: local))
+        guard case .initiation(let initiation) = try Message(parsing: first) else { Issue.record("not an initiation: \(first.count) bytes"); return }
+        let consumed = try ConsumedInitiation(consuming: initiation, local: local)
+        #expect(consumed.peerPublicKey == peer.publicKey)
+        let wallClock = TAI64N.now
+        #expect(consumed.timestamp < wallClock || consumed.timestamp == wallClock, "its TAI64N timestamp is now or earlier")
+        let (response, keys) = try consumed.respond(remote: remote, senderIndex: 0xFA12_0002)
+        var jar = CookieJar(remote: remote)
+        let now = SystemClock().now()
+        try socket.send(jar.stamp(response, now: now), to: peer.port)
+
+        var session = TransportSession(keys: keys, established: now)
+        let packet = try #require(try receivePacket(socket, session: &session), "wireguard-go sent no data after our response\n\(peer.log)")
+        let echo = try #require(parseICMPEcho(packet), "not an ICMP echo: \(packet)")
+        #expect(echo.type == 8 && echo.source == [10, 77, 0, 1] && echo.destination == [10, 77, 0, 2])
+        #expect(session.hasReceived, "the responder may send now")
+        let reply = icmpEcho(type: 0, from: [10, 77, 0, 2], to: [10, 77, 0, 1], identifier: echo.identifier, sequence: echo.sequence, payload: echo.payload)
+        try socket.send(session.seal(reply, mtu: 1420), to: peer.port)
+        #expect(ping.waitForExit(timeout: 10) && ping.terminationStatus == 0, "ping through wireguard-go got our reply: \(ping.log)\n\(peer.log)")
+    }
+
+    /// A wrong public key for wireguard-go breaks MAC1: it does not answer at all. A preshared key
+    /// that differs from its own gives a response whose payload does not open.
+    @Test func wrongKeysGetNoSession() throws {
+        let peer = try WireguardGoPeer()
+        let socket = try LoopbackUDPSocket()
+        let local = LocalIdentity(privateKey: PrivateKey())
+        try peer.addPeer(local.publicKey, endpoint: nil, presharedKey: peer.presharedKey)
+        let now = SystemClock().now()
+
+        let wrongKey = RemoteIdentity(publicKey: PrivateKey().publicKey)
+        var jar = CookieJar(remote: wrongKey)
+        let (_, toNobody) = try InitiatorHandshake.start(local: local, remote: wrongKey, senderIndex: 1)
+        try socket.send(jar.stamp(toNobody, now: now), to: peer.port)
+        #expect(socket.receive(timeout: 1.5) == nil, "wireguard-go answered an initiation whose MAC1 is not for it")
+
+        let wrongPSK = RemoteIdentity(publicKey: peer.publicKey, presharedKey: .random())
+        var pskJar = CookieJar(remote: wrongPSK)
+        let (pending, initiation) = try InitiatorHandshake.start(local: local, remote: wrongPSK, senderIndex: 2)
+        try socket.send(pskJar.stamp(initiation, now: now), to: peer.port)
+        let reply = try #require(socket.receive(timeout: 5), "wireguard-go sent no response\n\(peer.log)")
+        guard case .response(let response) = try Message(parsing: reply) else { Issue.record("not a response"); return }
+        #expect(throws: WireGuardError.decryptionFailed(field: "empty payload of the response")) { try pending.finish(response, local: local) }
+    }
+
+    /// `farcast wg genkey|pubkey|genpsk` and Debian's `wg` read each other's keys.
+    @Test func keysInterchangeWithWg() throws {
+        let farcast = try farcastBinary()
+        let wg = try requireExecutable("wg", package: "wireguard-tools")
+        func line(_ result: ProcessResult) -> String { result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+        for _ in 0..<3 {
+            let ours = line(try run(farcast, ["wg", "genkey"]))
+            #expect(line(try run(farcast, ["wg", "pubkey"], stdin: Data((ours + "\n").utf8))) == line(try run(wg, ["pubkey"], stdin: Data((ours + "\n").utf8))))
+            let theirs = line(try run(wg, ["genkey"]))
+            let wgPublic = line(try run(wg, ["pubkey"], stdin: Data((theirs + "\n").utf8)))
+            #expect(line(try run(farcast, ["wg", "pubkey"], stdin: Data((theirs + "\n").utf8))) == wgPublic)
+            #expect(wgPublic.count == 44)
+        }
+        let psk = line(try run(farcast, ["wg", "genpsk"]))
+        #expect(Data(base64Encoded: psk)?.count == 32, "\(psk)")
+        let bad = try run(farcast, ["wg", "pubkey"], stdin: Data("not a key\n".utf8))
+        #expect(bad.status == 1)
+        #expect(bad.stderr.hasPrefix("farcast: invalid private key: expected 44 characters of base64"), "\(bad.stderr)")
+    }
+
+    /// Receives transport messages until one opens to a non-empty packet (keepalives skipped).
+    private func receivePacket(_ socket: LoopbackUDPSocket, session: inout TransportSession) throws -> [UInt8]? {
+        let deadline = Date().addingTimeInterval(8)
+        while Date() < deadline, let datagram = socket.receive(timeout: deadline.timeIntervalSinceNow) {
+            guard case .transport(let receiver, let counter, let sealed) = try Message(parsing: datagram) else { continue }
+            #expect(receiver == session.localIndex)
+            let packet = try session.open(counter: counter, sealed: sealed)
+            if !packet.isEmpty { return packet }
+        }
+        return nil
+    }
+}
+
+/// wireguard-go on a TUN device named for this process (its UAPI socket in /var/run/wireguard
+/// is shared by every namespace), address 10.77.0.1/24, listening on a loopback port.
+final class WireguardGoPeer: @unchecked Sendable {
+    // @unchecked: every stored property is immutable after init; the process is stopped in deinit.
+    let interface: String
+    let port: Int
+    let publicKey: PublicKey
+    let presharedKey: String
+    private let process: BackgroundProcess
+    private let wgPath: String
+    private let folder: TemporaryFolder
+
+    init() throws {
+        let wireguardGo = try requireExecutable("wireguard-go", package: "wireguard-go")
+        wgPath = try requireExecutable("wg", package: "wireguard-tools")
+        let interface = "fcwg\(getpid() % 100_000)"
+        self.interface = interface
+        folder = try TemporaryFolder()
+        port = 52_000 + Int(getpid() % 1000)
+        process = try BackgroundProcess(wireguardGo, ["-f", interface],
+                                        environment: ["WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD": "1", "LOG_LEVEL": "verbose",
+                                                      "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
+                                        logName: "wireguard-go")
+        guard eventually(timeout: 10, { FileManager.default.fileExists(atPath: "/var/run/wireguard/\(interface).sock") }) else {
+            throw PeerFailed(name: "wireguard-go", log: process.log)
+        }
+        let key = PrivateKey()
+        let keyFile = folder.path + "/private", pskFile = folder.path + "/psk"
+        presharedKey = PresharedKey.random().base64
+        FileManager.default.createFile(atPath: keyFile, contents: Data(key.base64.utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: pskFile, contents: Data(presharedKey.utf8), attributes: [.posixPermissions: 0o600])
+        publicKey = key.publicKey
+        _ = try wg(["set", interface, "private-key", keyFile, "listen-port", "\(port)"])
+        let ip = try requireExecutable("ip", package: "iproute2")
+        for arguments in [["addr", "add", "10.77.0.1/24", "dev", interface], ["link", "set", interface, "up"]] {
+            let result = try run(ip, arguments)
+            guard result.status == 0 else { throw PeerFailed(name: "ip \(arguments.joined(separator: " "))", log: result.stderr) }
+        }
+    }
+
+    deinit {
+        process.stop()
+    }
+
+    var log: String { "wireguard-go:\n" + String(process.log.suffix(4000)) }
+
+    /// Adds our key as its peer for 10.77.0.2/32, with an endpoint when it should initiate.
+    func addPeer(_ key: PublicKey, endpoint: Int?, presharedKey: String?) throws {
+        var arguments = ["set", interface, "peer", key.base64, "allowed-ips", "10.77.0.2/32"]
+        if let endpoint { arguments += ["endpoint", "127.0.0.1:\(endpoint)"] }
+        if let presharedKey {
+            let file = folder.path + "/peer-psk"
+            FileManager.default.createFile(atPath: file, contents: Data(presharedKey.utf8), attributes: [.posixPermissions: 0o600])
+            arguments += ["preshared-key", file]
+        }
+        _ = try wg(arguments)
+    }
+
+    @discardableResult
+    func wg(_ arguments: [String]) throws -> String {
+        let result = try run(wgPath, arguments)
+        guard result.status == 0 else { throw PeerFailed(name: "wg \(arguments.joined(separator: " "))", log: result.stderr + "\n" + log) }
+        return result.stdout
+    }
+}
+
+/// A UDP socket on 127.0.0.1 with an ephemeral port, for datagrams to and from a local peer.
+final class LoopbackUDPSocket: @unchecked Sendable {
+    // @unchecked: the descriptor is immutable; tests use the socket from one thread.
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw PeerFailed(name: "UDP socket", log: String(cString: strerror(errno)))
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ datagram: [UInt8], to port: Int) throws {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let sent = datagram.withUnsafeBytes { bytes in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        guard sent == datagram.count else { throw PeerFailed(name: "sendto", log: String(cString: strerror(errno))) }
+    }
+
+    /// The next datagram, or nil when none arrives within `timeout` seconds.
+    func receive(timeout: TimeInterval) -> [UInt8]? {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(max(0, timeout) * 1000)) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count < 0 ? nil : Array(buffer.prefix(count))
+    }
+}
+
+// MARK: - ICMP echo in IPv4, built and read by hand (the test's own, independent of the code under test)
+
+private func onesComplementSum(_ bytes: [UInt8]) -> UInt16 {
+    var sum: UInt32 = 0
+    var i = 0
+    while i + 1 < bytes.count { sum += UInt32(bytes[i]) << 8 | UInt32(bytes[i + 1]); i += 2 }
+    if i < bytes.count { sum += UInt32(bytes[i]) << 8 }
+    while sum > 0xFFFF { sum = (sum & 0xFFFF) + (sum >> 16) }
+    return ~UInt16(sum)
+}
+
+func icmpEcho(type: UInt8, from source: [UInt8], to destination: [UInt8], identifier: UInt16, sequence: UInt16, payload: [UInt8]) -> [UInt8] {
+    var icmp: [UInt8] = [type, 0, 0, 0, UInt8(identifier >> 8), UInt8(identifier & 0xFF), UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + payload
+    let icmpSum = onesComplementSum(icmp)
+    icmp[2] = UInt8(icmpSum >> 8); icmp[3] = UInt8(icmpSum & 0xFF)
+    let total = 20 + icmp.count
+    var ip: [UInt8] = [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0x12, 0x34, 0, 0, 64, 1, 0, 0] + source + destination
+    let ipSum = onesComplementSum(ip)
+    ip[10] = UInt8(ipSum >> 8); ip[11] = UInt8(ipSum & 0xFF)
+    return ip + icmp
+}
+
+struct ICMPEcho { var type: UInt8; var source: [UInt8]; var destination: [UInt8]; var identifier: UInt16; var sequence: UInt16; var payload: [UInt8] }
+
+/// An IPv4 ICMP echo (request or reply) with valid checksums, or nil.
+func parseICMPEcho(_ packet: [UInt8]) -> ICMPEcho? {
+    guard packet.count >= 28, packet[0] >> 4 == 4, packet[9] == 1 else { return nil }
+    let headerLength = Int(packet[0] & 0x0F) * 4
+    let total = Int(packet[2]) << 8 | Int(packet[3])
+    guard total <= packet.count, total >= headerLength + 8, onesComplementSum(Array(packet[0..<headerLength])) == 0 else { return nil }
+    let icmp = Array(packet[headerLength..<total])
+    guard onesComplementSum(icmp) == 0, icmp[0] == 0 || icmp[0] == 8 else { return nil }
+    return ICMPEcho(type: icmp[0], source: Array(packet[12..<16]), destination: Array(packet[16..<20]),
+                    identifier: UInt16(icmp[4]) << 8 | UInt16(icmp[5]), sequence: UInt16(icmp[6]) << 8 | UInt16(icmp[7]),
+                    payload: Array(icmp[8...]))
+}
