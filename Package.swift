@@ -203,7 +203,7 @@ let package = Package(
         // sessions), pure and with time passed in; X25519 and ChaCha20-Poly1305 from swift-crypto.
         .target(
             name: "WireGuard",
-            dependencies: ["FarcastSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["FarcastSupport", "Tunnel", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // scripts/bench punktfunk-dataplane's driver (not a user command).
         .executableTarget(name: "punktfunk-bench", dependencies: ["Punktfunk"]),
@@ -261,7 +261,7 @@ let package = Package(
         .testTarget(name: "FarcastNIOTests", dependencies: ["FarcastNIO"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "ViewerTests", dependencies: ["Viewer"]),
-        .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "FarcastSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "FarcastSupport", "Tunnel", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "TunnelTests",
             dependencies: ["Tunnel", .target(name: "CTunnelLinux", condition: .when(platforms: [.linux]))],
