@@ -1,26 +1,34 @@
 import ArgumentParser
 import Foundation
+import Tunnel
 import WireGuard
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `farcast wg`: WireGuard keys today, as `wg genkey`, `wg pubkey` and `wg genpsk` make them
-/// (same formats, so either tool reads the other's files). Bringing an interface up comes next
-/// (issue 40).
+/// `farcast wg`: a WireGuard interface from a wg-quick file (`up`), and keys as `wg genkey`,
+/// `wg pubkey` and `wg genpsk` make them (same formats, so either tool reads the other's files).
 struct WireGuardCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wg",
-        abstract: "WireGuard keys, in the formats of Debian's wg.",
+        abstract: "WireGuard: bring an interface up from a wg-quick file; make keys as Debian's wg does.",
         discussion: """
             Keys are 32 bytes written as 44 characters of base64. Private and preshared keys are \
             secrets: write them to files only you can read (umask 077), never to a command line.
 
             Example: umask 077; farcast wg genkey | tee private.key | farcast wg pubkey > public.key
             """,
-        subcommands: [GenerateKey.self, PublicKeyCommand.self, GeneratePresharedKey.self]
+        subcommands: [UpCommand.self, GenerateKey.self, PublicKeyCommand.self, GeneratePresharedKey.self]
     )
+
+    #if os(Linux)
+    typealias UpCommand = WireGuardUpCommand
+    #else
+    struct UpCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "up", abstract: "Bring an interface up (Linux builds only).")
+    }
+    #endif
 
     struct GenerateKey: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -68,3 +76,137 @@ private func warnIfStdoutIsReadableByOthers() {
     guard fstat(STDOUT_FILENO, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_mode & 0o077 != 0 else { return }
     FileHandle.standardError.write(Data("farcast: note: writing a secret key to a file others can read; set `umask 077` first\n".utf8))
 }
+
+#if os(Linux)
+struct WireGuardUpCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "up",
+        abstract: "Bring a WireGuard interface up from a wg-quick configuration file and run it until stopped.",
+        discussion: """
+            CONFIG is a file path, or a NAME for /etc/wireguard/NAME.conf (as wg-quick takes it). The \
+            interface is named after the file (wg0.conf: wg0) unless --name says otherwise. It runs in \
+            the foreground; SIGINT or SIGTERM (or --duration) takes it down and removes the device.
+
+            Read from the file: [Interface] PrivateKey, Address, ListenPort, MTU (default 1420); \
+            [Peer] PublicKey, PresharedKey, AllowedIPs (each routed into the interface), Endpoint, \
+            PersistentKeepalive. DNS, Table, FwMark and the Pre/Post Up/Down hooks are not applied \
+            (a note says so). The file holds a private key: it is refused if others can read it.
+
+            Needs CAP_NET_ADMIN (root, or a network namespace you own) and /dev/net/tun.
+
+            Example:
+              farcast wg up wg0                 # /etc/wireguard/wg0.conf
+              farcast wg up ./office.conf --name office0
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A wg-quick file, or NAME for /etc/wireguard/NAME.conf.", valueName: "config"))
+    var config: String
+
+    @Option(help: ArgumentHelp("The interface name (default: the file's name without .conf), at most 15 bytes.", valueName: "ifname"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("Take the interface down after this many seconds (default: run until SIGINT or SIGTERM).", valueName: "seconds"))
+    var duration: Double?
+
+    @OptionGroup var global: GlobalOptions
+
+    /// The file CONFIG names.
+    var path: String {
+        if config.contains("/") || config.hasSuffix(".conf") || FileManager.default.fileExists(atPath: config) { return config }
+        return "/etc/wireguard/\(config).conf"
+    }
+
+    var interfaceName: String {
+        name ?? String(URL(fileURLWithPath: path).lastPathComponent.dropLast(path.hasSuffix(".conf") ? 5 : 0))
+    }
+
+    func validate() throws {
+        if let duration, !(duration > 0 && duration <= 100_000_000) { throw ValidationError("--duration must be a positive number of seconds") }
+        do { try TunDevice.validate(name: interfaceName) } catch {
+            throw ValidationError("the interface name: \(describe(error)); choose one with --name")
+        }
+    }
+
+    struct Report: Codable {
+        var interface: String
+        var publicKey: String
+        var listenPort: UInt16
+        var peers: [PeerReport]
+    }
+
+    struct PeerReport: Codable {
+        var publicKey: String
+        var endpoint: String?
+        var allowedIps: [String]
+        /// ISO 8601, UTC.
+        var latestHandshake: String?
+        var receivedBytes: UInt64
+        var sentBytes: UInt64
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let latch = StopLatch()
+            let signals = SignalWatcher { _ in latch.stop(signalled: true) }
+            defer { signals.cancel() }
+            let configuration = try readConfiguration()
+            let quiet = global.quiet
+            for setting in configuration.ignored where !quiet {
+                FileHandleOutput.stderr("farcast: note: \(path): \(setting) is not applied by farcast wg up\n")
+            }
+            let interface: WireGuardInterface
+            do {
+                interface = try WireGuardInterface(configuration: configuration, name: interfaceName) { line in
+                    if !quiet { FileHandleOutput.stderr("farcast: \(line)\n") }
+                }
+            } catch {
+                throw CommandFailure(message: "\(interfaceName): \(describe(error))")
+            }
+            defer { interface.close() }
+            if !quiet {
+                FileHandleOutput.stderr("\(interface.name) is up: public key \(interface.publicKey), UDP port \(interface.listenPort), \(configuration.peers.count) peer(s); SIGINT or SIGTERM takes it down\n")
+            }
+            await latch.wait(duration: duration)
+            let peers = interface.peers
+            interface.close()
+            if let failure = interface.failed { throw CommandFailure(message: failure) }
+            let report = Report(interface: interface.name, publicKey: interface.publicKey.base64, listenPort: interface.listenPort,
+                                peers: peers.map { peer in
+                                    PeerReport(publicKey: peer.status.publicKey.base64, endpoint: peer.status.endpoint?.description,
+                                               allowedIps: peer.status.allowedIPs.map(\.description),
+                                               latestHandshake: peer.lastHandshakeDate.map { $0.formatted(.iso8601) },
+                                               receivedBytes: peer.status.receivedBytes, sentBytes: peer.status.sentBytes)
+                                })
+            if global.json {
+                try printJSON(report)
+            } else if !quiet {
+                for peer in report.peers {
+                    print("peer \(peer.publicKey): received \(peer.receivedBytes) bytes, sent \(peer.sentBytes)"
+                          + (peer.latestHandshake == nil ? ", no handshake" : ""))
+                }
+            }
+        }
+    }
+
+    /// Reads and parses the file; refuses one others can read (it holds a private key).
+    private func readConfiguration() throws -> WireGuardConfiguration {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw CommandFailure(message: "\(path): \(String(cString: strerror(errno)))", exitCode: 2)
+        }
+        if status.st_mode & 0o077 != 0 {
+            throw CommandFailure(message: "\(path) can be read by others and holds a private key: chmod 600 \(path)", exitCode: 1)
+        }
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw CommandFailure(message: "\(path): \(describe(error))", exitCode: 2)
+        }
+        do {
+            return try WireGuardConfiguration(parsing: text)
+        } catch {
+            throw CommandFailure(message: "\(path): \(error)", exitCode: 2)
+        }
+    }
+}
+#endif

@@ -99,6 +99,67 @@ struct WireGuardGoTests {
         #expect(throws: WireGuardError.decryptionFailed(field: "empty payload of the response")) { try pending.finish(response, local: local) }
     }
 
+    /// `farcast wg up` in one network namespace and wireguard-go in another, joined by a veth
+    /// pair: pings both ways and a TCP stream (iperf3) through the tunnel, with either side
+    /// making the first handshake; SIGTERM takes our interface down.
+    @Test(arguments: [true, false])
+    func farcastWgUpAndWireguardGoCarryPingsAndTCP(farcastInitiates: Bool) throws {
+        let ping = try requireExecutable("ping", package: "iputils-ping")
+        let iperf = try requireExecutable("iperf3", package: "iperf3")
+        let ours = try NetworkNamespace("wg-farcast"), theirs = try NetworkNamespace("wg-go")
+        try NetworkNamespace.link(ours, "192.168.78.1/24", theirs, "192.168.78.2/24", mtu: 1500)
+        let peer = try WireguardGoPeer(in: theirs, address: "10.78.0.2/24")
+        let key = PrivateKey()
+        try peer.addPeer(key.publicKey, allowedIPs: "10.78.0.1/32",
+                         endpoint: farcastInitiates ? nil : "192.168.78.1:51820", presharedKey: peer.presharedKey)
+        let folder = try TemporaryFolder()
+        // Named for this process: a UAPI socket in /var/run/wireguard is shared by every namespace.
+        let ifname = "fcup\(getpid() % 100_000)"
+        let config = folder.path + "/\(ifname).conf"
+        let text = """
+            [Interface]
+            PrivateKey = \(key.base64)
+            Address = 10.78.0.1/24
+            ListenPort = 51820
+            DNS = 10.78.0.53   # not applied: a note says so
+
+            [Peer]
+            PublicKey = \(peer.publicKey.base64)
+            PresharedKey = \(peer.presharedKey)
+            AllowedIPs = 10.78.0.2/32
+            \(farcastInitiates ? "Endpoint = 192.168.78.2:\(peer.port)" : "")
+
+            """
+        FileManager.default.createFile(atPath: config, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        let up = try ours.start([try farcastBinary(), "wg", "up", config, "--json"], logName: "farcast-wg-up")
+        defer { up.stop() }
+        #expect(eventually { (try? ours.run(["ip", "-o", "addr", "show", "dev", ifname]).stdout.contains("10.78.0.1/24")) == true }, "\(up.log)")
+
+        let (from, to) = farcastInitiates ? (ours, "10.78.0.2") : (theirs, "10.78.0.1")
+        let first = try from.run([ping, "-c", "3", "-i", "0.2", "-W", "5", to])
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)\n\(up.log)\n\(peer.log)")
+        let back = try (farcastInitiates ? theirs : ours).run([ping, "-c", "3", "-i", "0.2", "-W", "5", farcastInitiates ? "10.78.0.1" : "10.78.0.2"])
+        #expect(back.status == 0, "\(back.stdout)\(back.stderr)\n\(up.log)")
+        #expect(up.log.contains("DNS (line 5) is not applied"), "\(up.log)")
+
+        let server = try theirs.start([iperf, "-s", "-1", "-B", "10.78.0.2"], logName: "iperf3-server")
+        defer { server.stop() }
+        _ = eventually { (try? theirs.run(["ss", "-ltn"]).stdout.contains("10.78.0.2:5201")) == true }
+        let client = try ours.run([iperf, "-c", "10.78.0.2", "-t", "2", "-J"], timeout: 30)
+        #expect(client.status == 0, "\(client.stderr)\n\(up.log)")
+        let result = try JSONSerialization.jsonObject(with: Data(client.stdout.utf8)) as? [String: Any]
+        let end = result?["end"] as? [String: Any]
+        let received = (end?["sum_received"] as? [String: Any])?["bytes"] as? Int ?? 0
+        #expect(received > 1_000_000, "TCP through the tunnel: \(received) bytes in 2 s")
+
+        up.signal(SIGTERM)
+        #expect(up.waitForExit(timeout: 3), "SIGTERM takes it down")
+        #expect(up.terminationStatus == 0, "\(up.log)")
+        #expect(try ours.run(["ip", "link", "show", "dev", ifname]).status != 0, "the device goes with the command")
+        let json = try #require(up.log.split(separator: "\n").last { $0.hasPrefix("{") })
+        #expect(json.contains(peer.publicKey.base64) && json.contains("\"latest_handshake\":\"20"), "\(json)")
+    }
+
     /// `farcast wg genkey|pubkey|genpsk` and Debian's `wg` read each other's keys.
     @Test func keysInterchangeWithWg() throws {
         let farcast = try farcastBinary()
@@ -144,17 +205,24 @@ final class WireguardGoPeer: @unchecked Sendable {
     private let wgPath: String
     private let folder: TemporaryFolder
 
-    init() throws {
+    private let namespace: NetworkNamespace?
+
+    /// In this test's namespace (nil) or in `namespace`, with `address` on its device.
+    init(in namespace: NetworkNamespace? = nil, address: String = "10.77.0.1/24") throws {
+        self.namespace = namespace
         let wireguardGo = try requireExecutable("wireguard-go", package: "wireguard-go")
         wgPath = try requireExecutable("wg", package: "wireguard-tools")
         let interface = "fcwg\(getpid() % 100_000)"
         self.interface = interface
         folder = try TemporaryFolder()
         port = 52_000 + Int(getpid() % 1000)
-        process = try BackgroundProcess(wireguardGo, ["-f", interface],
-                                        environment: ["WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD": "1", "LOG_LEVEL": "verbose",
-                                                      "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
-                                        logName: "wireguard-go")
+        let environment = ["WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1", "LOG_LEVEL=verbose", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+        let env = try requireExecutable("env", package: "coreutils")
+        if let namespace {
+            process = try namespace.start([env] + environment + [wireguardGo, "-f", interface], logName: "wireguard-go")
+        } else {
+            process = try BackgroundProcess(env, environment + [wireguardGo, "-f", interface], logName: "wireguard-go")
+        }
         guard eventually(timeout: 10, { FileManager.default.fileExists(atPath: "/var/run/wireguard/\(interface).sock") }) else {
             throw PeerFailed(name: "wireguard-go", log: process.log)
         }
@@ -166,8 +234,8 @@ final class WireguardGoPeer: @unchecked Sendable {
         publicKey = key.publicKey
         _ = try wg(["set", interface, "private-key", keyFile, "listen-port", "\(port)"])
         let ip = try requireExecutable("ip", package: "iproute2")
-        for arguments in [["addr", "add", "10.77.0.1/24", "dev", interface], ["link", "set", interface, "up"]] {
-            let result = try run(ip, arguments)
+        for arguments in [["addr", "add", address, "dev", interface], ["link", "set", interface, "up"]] {
+            let result = try namespace?.run([ip] + arguments) ?? run(ip, arguments)
             guard result.status == 0 else { throw PeerFailed(name: "ip \(arguments.joined(separator: " "))", log: result.stderr) }
         }
     }
@@ -180,8 +248,12 @@ final class WireguardGoPeer: @unchecked Sendable {
 
     /// Adds our key as its peer for 10.77.0.2/32, with an endpoint when it should initiate.
     func addPeer(_ key: PublicKey, endpoint: Int?, presharedKey: String?) throws {
-        var arguments = ["set", interface, "peer", key.base64, "allowed-ips", "10.77.0.2/32"]
-        if let endpoint { arguments += ["endpoint", "127.0.0.1:\(endpoint)"] }
+        try addPeer(key, allowedIPs: "10.77.0.2/32", endpoint: endpoint.map { "127.0.0.1:\($0)" }, presharedKey: presharedKey)
+    }
+
+    func addPeer(_ key: PublicKey, allowedIPs: String, endpoint: String?, presharedKey: String?) throws {
+        var arguments = ["set", interface, "peer", key.base64, "allowed-ips", allowedIPs]
+        if let endpoint { arguments += ["endpoint", endpoint] }
         if let presharedKey {
             let file = folder.path + "/peer-psk"
             FileManager.default.createFile(atPath: file, contents: Data(presharedKey.utf8), attributes: [.posixPermissions: 0o600])

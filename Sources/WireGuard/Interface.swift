@@ -1,0 +1,221 @@
+#if os(Linux)
+import FarcastSupport
+import Foundation
+import Glibc
+import Synchronization
+import Tunnel
+
+/// A WireGuard interface on Linux: a TUN device configured over rtnetlink (addresses, MTU,
+/// a route for every peer's allowed IPs), one UDP socket for every peer, and three threads
+/// feeding a `WireGuardDevice` — packets from the device, datagrams from the socket, and the
+/// timers. `close()` takes the device down and joins the threads.
+public final class WireGuardInterface: Sendable {
+    public let name: String
+    public let listenPort: UInt16
+    public let publicKey: PublicKey
+    private let state: Mutex<WireGuardDevice>
+    private let tun: TunDevice
+    private let socket: UDPDatagramSocket
+    private let clock = SystemClock()
+    private let stopping = Atomic<Bool>(false)
+    private let threads = DispatchGroup()
+    private let note: @Sendable (String) -> Void
+    /// The first failure of a worker (the interface then stops).
+    private let failure = Mutex<String?>(nil)
+    /// Monotonic and wall clock read together, to show handshake times as dates.
+    private let started: (monotonic: MonotonicInstant, wall: Date)
+
+    /// Brings the interface up. `resolve` turns an endpoint's `host:port` into an address
+    /// (IP literals need none); `note` receives log lines (handshakes, peers that went quiet).
+    public init(configuration: WireGuardConfiguration, name: String, timers: WireGuardTimers = .standard,
+                note: @escaping @Sendable (String) -> Void = { _ in }) throws(WireGuardInterfaceError) {
+        var peers: [PeerConfiguration] = []
+        for peer in configuration.peers {
+            var endpoint: UDPEndpoint?
+            if let text = peer.endpoint { endpoint = try Self.resolve(text) }
+            peers.append(PeerConfiguration(publicKey: peer.publicKey, presharedKey: peer.presharedKey, allowedIPs: peer.allowedIPs,
+                                           endpoint: endpoint, persistentKeepalive: peer.persistentKeepalive))
+        }
+        do {
+            socket = try UDPDatagramSocket(port: configuration.listenPort ?? 0)
+        } catch {
+            throw .socket("\(error)")
+        }
+        do {
+            tun = try TunDevice(TunDevice.Configuration(name: name, layer: .tun, queues: 1))
+        } catch {
+            socket.close()
+            throw .device("\(error)")
+        }
+        do {
+            let netlink = try RouteNetlink()
+            let index = tun.interfaceIndex
+            try netlink.setMTU(configuration.mtu ?? 1420, interface: index, interfaceName: tun.name)
+            for address in configuration.addresses { try netlink.addAddress(address, interface: index, interfaceName: tun.name) }
+            try netlink.setUp(true, interface: index, interfaceName: tun.name)
+            for prefix in Set(peers.flatMap(\.allowedIPs).map(\.network)) {
+                do {
+                    try netlink.addRoute(prefix, interface: index, interfaceName: tun.name)
+                } catch let error where error.errno == EEXIST {
+                    // The prefix of one of the interface's own addresses: the kernel routed it already.
+                }
+            }
+        } catch {
+            tun.close()
+            socket.close()
+            throw .configuration("\(error)")
+        }
+        self.name = tun.name
+        listenPort = socket.localPort
+        publicKey = configuration.privateKey.publicKey
+        started = (clock.now(), Date())
+        state = Mutex(WireGuardDevice(privateKey: configuration.privateKey, peers: peers, timers: timers, now: clock.now()))
+        self.note = note
+        startThreads()
+    }
+
+    private static func resolve(_ text: String) throws(WireGuardInterfaceError) -> UDPEndpoint {
+        if let literal = UDPEndpoint(text) { return literal }
+        guard let (host, port) = WireGuardConfiguration.splitEndpoint(text) else { throw .endpoint(text, "not HOST:PORT") }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0, let first = list else { throw .endpoint(text, String(cString: gai_strerror(status))) }
+        defer { freeaddrinfo(list) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            let info = current.pointee
+            if info.ai_family == AF_INET, let raw = info.ai_addr {
+                let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
+                return UDPEndpoint(address: .v4(address), port: port)
+            }
+            if info.ai_family == AF_INET6, let raw = info.ai_addr {
+                let bytes = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
+                }
+                if let address = IPAddress(bytes: bytes) { return UDPEndpoint(address: address, port: port) }
+            }
+            entry = info.ai_next
+        }
+        throw .endpoint(text, "no IPv4 or IPv6 address")
+    }
+
+    private func startThreads() {
+        spawn("wg-tun") { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count: Int
+                do {
+                    count = try buffer.withUnsafeMutableBytes { raw in try tun.queues[0].read(into: raw, timeout: nil) }
+                } catch TunnelError.interrupted {
+                    return
+                } catch TunnelError.closed {
+                    return
+                } catch {
+                    fail("reading \(name): \(error)")
+                    return
+                }
+                let packet = Array(buffer.prefix(count))
+                let now = clock.now()
+                perform(state.withLock { $0.packetFromTunnel(packet, now: now) })
+            }
+        }
+        spawn("wg-udp") { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let received: (Int, UDPEndpoint)?
+                do {
+                    received = try buffer.withUnsafeMutableBytes { raw in try socket.receive(into: raw, timeout: nil) }
+                } catch TunnelError.interrupted {
+                    return
+                } catch TunnelError.closed {
+                    return
+                } catch {
+                    fail("receiving on UDP port \(listenPort): \(error)")
+                    return
+                }
+                guard let (count, source) = received else { continue }
+                let datagram = Array(buffer.prefix(count))
+                let now = clock.now()
+                perform(state.withLock { $0.datagram(datagram, from: source, now: now) })
+            }
+        }
+        spawn("wg-timers") { [self] in
+            let interval = state.withLock { $0.tickInterval }
+            while !stopping.load(ordering: .acquiring) {
+                Thread.sleep(forTimeInterval: interval.inSeconds)
+                let now = clock.now()
+                perform(state.withLock { $0.tick(now: now) })
+            }
+        }
+    }
+
+    private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        threads.enter()
+        let thread = Thread { [threads] in
+            body()
+            threads.leave()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    private func perform(_ actions: [DeviceAction]) {
+        for action in actions {
+            switch action {
+            case .send(let datagram, let endpoint):
+                _ = try? datagram.withUnsafeBytes { raw in try socket.send(raw, to: endpoint) }
+            case .deliver(let packet):
+                _ = try? packet.withUnsafeBytes { raw in try tun.queues[0].write(raw) }
+            case .note(let text):
+                note(text)
+            }
+        }
+    }
+
+    private func fail(_ message: String) {
+        failure.withLock { if $0 == nil { $0 = message } }
+        note(message)
+    }
+
+    /// Why the interface stopped working, if it did.
+    public var failed: String? { failure.withLock { $0 } }
+
+    /// Every peer's state, with handshake times as dates.
+    public var peers: [(status: PeerStatus, lastHandshakeDate: Date?)] {
+        let statuses = state.withLock { $0.status }
+        return statuses.map { status in
+            (status, status.lastHandshake.map { started.wall.addingTimeInterval(Double($0.nanoseconds(since: started.monotonic)) / 1e9) })
+        }
+    }
+
+    /// Takes the interface down: the threads stop, the device and the socket close.
+    public func close() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        tun.interrupt()
+        socket.interrupt()
+        threads.wait()
+        tun.close()
+        socket.close()
+    }
+
+    deinit { close() }
+}
+
+public enum WireGuardInterfaceError: Error, Equatable, Sendable, CustomStringConvertible {
+    case endpoint(String, String)
+    case socket(String)
+    case device(String)
+    case configuration(String)
+
+    public var description: String {
+        switch self {
+        case .endpoint(let text, let reason): "Endpoint \(text): \(reason)"
+        case .socket(let reason): "the UDP socket: \(reason)"
+        case .device(let reason): "the TUN device: \(reason)"
+        case .configuration(let reason): "configuring the device: \(reason)"
+        }
+    }
+}
+#endif
