@@ -50,7 +50,7 @@ public struct PeerStatus: Sendable, Equatable {
 /// from the tunnel, datagrams from the socket and clock ticks, and carries out the actions it
 /// returns. Not thread-safe: one owner (the I/O layer holds it under one lock).
 public struct WireGuardDevice: Sendable {
-    public let identity: LocalIdentity
+    public private(set) var identity: LocalIdentity
     public let timers: WireGuardTimers
     /// Handshake messages per second beyond which MAC2 (a cookie) is required.
     public var loadThreshold: Int
@@ -82,6 +82,11 @@ public struct WireGuardDevice: Sendable {
                        endpoint: $0.endpoint, allowedIPs: $0.configuration.allowedIPs, lastHandshake: $0.lastHandshake,
                        receivedBytes: $0.receivedBytes, sentBytes: $0.sentBytes, persistentKeepalive: $0.configuration.persistentKeepalive)
         }
+    }
+
+    /// Every peer's preshared key (for the UAPI's get).
+    var presharedKeys: [PublicKey: PresharedKey] {
+        Dictionary(peers.map { ($0.configuration.publicKey, $0.configuration.presharedKey) }, uniquingKeysWith: { a, _ in a })
     }
 
     // MARK: - From the tunnel
@@ -309,6 +314,72 @@ public struct WireGuardDevice: Sendable {
         actions.append(.deliver(Array(packet.prefix(length))))
     }
 
+    // MARK: - Configuration while running (the UAPI's set)
+
+    /// Applies a `wg set`: peers added, changed or removed, a new private key. Every check is
+    /// made before anything changes, so a refused request leaves the device as it was.
+    public mutating func apply(_ request: UAPISetRequest, listenPort: UInt16, now: MonotonicInstant) throws(UAPIError) {
+        if let port = request.listenPort, port != listenPort {
+            throw UAPIError(errno: 95, reason: "changing the listen port of a running farcast interface (take it down and up)")
+        }
+        if let mark = request.firewallMark, mark != 0 {
+            throw UAPIError(errno: 95, reason: "firewall marks are not supported")
+        }
+        if let key = request.privateKey {
+            identity = LocalIdentity(privateKey: key)
+            cookies = CookieChecker(local: identity, now: now)
+            for index in peers.indices { forgetSessions(ofPeer: index) }
+        }
+        if request.replacePeers { peers.removeAll() }
+        for change in request.peers {
+            let existing = peers.firstIndex { $0.configuration.publicKey == change.publicKey }
+            if change.remove {
+                if let existing { peers.remove(at: existing) }
+                continue
+            }
+            if existing == nil && change.updateOnly { continue }
+            let index = existing ?? {
+                peers.append(PeerState(configuration: PeerConfiguration(publicKey: change.publicKey)))
+                return peers.count - 1
+            }()
+            var configuration = peers[index].configuration
+            if let psk = change.presharedKey { configuration.presharedKey = psk }
+            if let endpoint = change.endpoint {
+                configuration.endpoint = endpoint
+                peers[index].endpoint = endpoint
+            }
+            if let interval = change.persistentKeepalive { configuration.persistentKeepalive = interval == .zero ? nil : interval }
+            if change.replaceAllowedIPs { configuration.allowedIPs = [] }
+            configuration.allowedIPs += change.allowedIPs.filter { !configuration.allowedIPs.contains($0) }
+            if configuration.presharedKey != peers[index].configuration.presharedKey {
+                peers[index].remote = RemoteIdentity(publicKey: configuration.publicKey, presharedKey: configuration.presharedKey)
+                peers[index].jar = CookieJar(remote: peers[index].remote)
+            }
+            peers[index].configuration = configuration
+        }
+        rebuildIndices()
+    }
+
+    private mutating func forgetSessions(ofPeer index: Int) {
+        peers[index].handshake = .none
+        peers[index].previous = nil
+        peers[index].current = nil
+        peers[index].next = nil
+        peers[index].keysMade = nil
+        peers[index].queue = []
+    }
+
+    /// The index tables, made again after peers moved in the array.
+    private mutating func rebuildIndices() {
+        peerByKey = [:]
+        indices = [:]
+        for (index, peer) in peers.enumerated() {
+            peerByKey[peer.configuration.publicKey] = index
+            for session in [peer.previous, peer.current, peer.next].compactMap({ $0 }) { indices[session.localIndex] = index }
+            if case .initiating(let pending, _, _, _) = peer.handshake { indices[pending.senderIndex] = index }
+        }
+    }
+
     // MARK: - Time
 
     /// Runs the timers due at `now`. Call it at least every `tickInterval`.
@@ -364,8 +435,8 @@ struct PeerState: Sendable {
         case initiating(InitiatorHandshake, sentAt: MonotonicInstant, firstAttempt: MonotonicInstant, retryAt: MonotonicInstant)
     }
 
-    let configuration: PeerConfiguration
-    let remote: RemoteIdentity
+    var configuration: PeerConfiguration
+    var remote: RemoteIdentity
     var jar: CookieJar
     var endpoint: UDPEndpoint?
     var handshake = Handshake.none

@@ -22,6 +22,8 @@ public final class WireGuardInterface: Sendable {
     private let note: @Sendable (String) -> Void
     /// The first failure of a worker (the interface then stops).
     private let failure = Mutex<String?>(nil)
+    /// The UAPI socket (`wg show`/`wg set`), when /var/run/wireguard could take it.
+    private let uapi: (descriptor: Int32, path: String)?
     /// Monotonic and wall clock read together, to show handshake times as dates.
     private let started: (monotonic: MonotonicInstant, wall: Date)
 
@@ -65,6 +67,14 @@ public final class WireGuardInterface: Sendable {
             socket.close()
             throw .configuration("\(error)")
         }
+        do {
+            uapi = try Self.listenUAPI(name: tun.name)
+        } catch {
+            tun.close()
+            socket.close()
+            throw error
+        }
+        if uapi == nil { note("no UAPI socket (cannot write /var/run/wireguard): `wg show \(tun.name)` will not see this interface") }
         self.name = tun.name
         listenPort = socket.localPort
         publicKey = configuration.privateKey.publicKey
@@ -101,7 +111,106 @@ public final class WireGuardInterface: Sendable {
         throw .endpoint(text, "no IPv4 or IPv6 address")
     }
 
+    /// The UAPI socket at /var/run/wireguard/NAME.sock (0600: `get` shows the private key); nil
+    /// when the directory cannot be made or written (not root). A live socket of another
+    /// process under the same name is an error; a stale one is replaced.
+    private static func listenUAPI(name: String) throws(WireGuardInterfaceError) -> (Int32, String)? {
+        let directory = "/var/run/wireguard"
+        mkdir(directory, 0o755)
+        let path = directory + "/\(name).sock"
+        func address() -> sockaddr_un {
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+            }
+            return address
+        }
+        func withAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+            var a = address()
+            return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        }
+        let probe = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if probe >= 0 {
+            let live = withAddress { Glibc.connect(probe, $0, $1) } == 0
+            Glibc.close(probe)
+            if live { throw .device("\(path) is served by another process: an interface named \(name) is already up (choose another with --name)") }
+        }
+        unlink(path)
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        let previous = umask(0o077)
+        let bound = withAddress { Glibc.bind(fd, $0, $1) } == 0
+        umask(previous)
+        guard bound, Glibc.listen(fd, 16) == 0 else {
+            Glibc.close(fd)
+            return nil
+        }
+        return (fd, path)
+    }
+
+    /// Answers `wg` on the UAPI socket, one request per connection, until the interface closes.
+    private func serveUAPI(_ listener: Int32) {
+        while !stopping.load(ordering: .acquiring) {
+            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 200) == 1 else { continue }
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            var wait = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            var request: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            // A request ends with an empty line; 1 MiB is far beyond any real configuration.
+            while request.count < 1 << 20, !(request.count >= 2 && request.suffix(2) == [10, 10]) {
+                let n = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                request += chunk.prefix(n)
+            }
+            let answer = Array(respond(to: String(decoding: request, as: UTF8.self)).utf8)
+            var sent = 0
+            while sent < answer.count {
+                let n = answer[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { break }
+                sent += n
+            }
+            Glibc.close(connection)
+        }
+    }
+
+    private func respond(to request: String) -> String {
+        let lines = request.split(separator: "\n", omittingEmptySubsequences: false)
+        switch lines.first {
+        case "get=1":
+            let (device, peers) = state.withLock { ($0, $0.status) }
+            return UAPI.get(privateKey: device.identity.privateKey, listenPort: listenPort, peers: peers,
+                            presharedKeys: device.presharedKeys) { [started] instant in
+                let nanoseconds = Int64((started.wall.timeIntervalSince1970 * 1e9).rounded()) + instant.nanoseconds(since: started.monotonic)
+                return (nanoseconds / 1_000_000_000, nanoseconds % 1_000_000_000)
+            }
+        case "set=1":
+            let body = lines.dropFirst().prefix { !$0.isEmpty }
+            do {
+                let change = try UAPI.parseSet(Array(body))
+                let now = clock.now()
+                try state.withLock { (device: inout WireGuardDevice) throws(UAPIError) in
+                    try device.apply(change, listenPort: listenPort, now: now)
+                }
+                note("configuration changed through the UAPI socket (wg set)")
+                return "errno=0\n\n"
+            } catch {
+                note("refused a change through the UAPI socket: \(error)")
+                return "errno=\(error.errno)\n\n"
+            }
+        default:
+            return "errno=22\n\n"
+        }
+    }
+
     private func startThreads() {
+        if let (descriptor, _) = uapi {
+            spawn("wg-uapi") { [self] in serveUAPI(descriptor) }
+        }
         spawn("wg-tun") { [self] in
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
@@ -198,6 +307,10 @@ public final class WireGuardInterface: Sendable {
         threads.wait()
         tun.close()
         socket.close()
+        if let (descriptor, path) = uapi {
+            Glibc.close(descriptor)
+            unlink(path)
+        }
     }
 
     deinit { close() }

@@ -142,6 +142,29 @@ struct WireGuardGoTests {
         #expect(back.status == 0, "\(back.stdout)\(back.stderr)\n\(up.log)")
         #expect(up.log.contains("DNS (line 5) is not applied"), "\(up.log)")
 
+        // Debian's wg reads and changes our interface through its UAPI socket.
+        let wg = try requireExecutable("wg", package: "wireguard-tools")
+        let dump = try run(wg, ["show", ifname, "dump"])
+        #expect(dump.status == 0, "\(dump.stderr)\n\(up.log)")
+        let rows = dump.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        #expect(rows.first == [key.base64, key.publicKey.base64, "51820", "off"], "\(rows)")
+        if rows.count == 2 {
+            let row = rows[1]
+            #expect(row[0] == peer.publicKey.base64 && row[1] == peer.presharedKey && row[2] == "192.168.78.2:\(peer.port)" && row[3] == "10.78.0.2/32",
+                    "\(row)")
+            #expect((Int(row[4]) ?? 0) > 1_700_000_000 && (Int(row[5]) ?? 0) > 0 && (Int(row[6]) ?? 0) > 0 && row[7] == "off", "\(row)")
+        } else {
+            Issue.record("wg show dump: \(rows)")
+        }
+        let added = PrivateKey().publicKey.base64
+        let set = try run(wg, ["set", ifname, "peer", added, "allowed-ips", "10.78.0.9/32,fd78::9/128", "persistent-keepalive", "0"])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try run(wg, ["show", ifname, "allowed-ips"]).stdout.contains("\(added)\t10.78.0.9/32 fd78::9/128"))
+        #expect(try run(wg, ["set", ifname, "peer", added, "remove"]).status == 0)
+        #expect(!(try run(wg, ["show", ifname, "peers"]).stdout.contains(added)))
+        let refused = try run(wg, ["set", ifname, "listen-port", "51999"])
+        #expect(refused.status != 0, "a running interface keeps its port: \(refused.stdout)")
+
         let server = try theirs.start([iperf, "-s", "-1", "-B", "10.78.0.2"], logName: "iperf3-server")
         defer { server.stop() }
         _ = eventually { (try? theirs.run(["ss", "-ltn"]).stdout.contains("10.78.0.2:5201")) == true }
