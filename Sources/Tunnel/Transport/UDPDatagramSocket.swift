@@ -1,13 +1,12 @@
-#if canImport(Glibc)
+#if os(Linux)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CTunnelLinux
 
 /// An unconnected UDP socket for protocols with many peers that may move (WireGuard): each
 /// datagram says where it came from, and each send says where it goes. One socket serves IPv4
 /// and IPv6 (an IPv6 socket with IPV6_V6ONLY off; IPv4 peers appear as plain IPv4 endpoints),
 /// or IPv4 alone where the system has no IPv6. Reads can be interrupted from another thread.
+/// Linux only, as `UDPBatchSocket`.
 public final class UDPDatagramSocket: Sendable {
     public let localPort: UInt16
     private let descriptor: InterruptibleDescriptor
@@ -131,3 +130,4 @@ extension UDPEndpoint {
         return UDPEndpoint(address: .v6(high: 0, low: 0xFFFF_0000_0000 | UInt64(value)), port: port)
     }
 }
+#endif
