@@ -22,10 +22,16 @@ public struct PeerConfiguration: Sendable {
     }
 }
 
-/// What the device asks its I/O layer to do.
-public enum DeviceAction: Equatable, Sendable {
+/// What the device asks its I/O layer to do. The bulk cryptography comes out as work to do
+/// outside the device (`seal`, `open`), so an I/O layer holding the device under a lock can
+/// encrypt and decrypt on several threads at once; `completingCrypto` does it in place.
+public enum DeviceAction: Sendable {
     /// Send this datagram to this endpoint.
     case send([UInt8], to: UDPEndpoint)
+    /// Seal this packet with this job (its counter is reserved) and send it to this endpoint.
+    case seal(SealJob, packet: [UInt8], to: UDPEndpoint)
+    /// Open this transport message; then hand the result to `opened(_:packet:from:size:now:)`.
+    case open(OpenJob, from: UDPEndpoint, size: Int)
     /// Write this IP packet to the tunnel.
     case deliver([UInt8])
     /// Something a person may want in the log (a handshake completed, a peer gave up…).
@@ -118,14 +124,16 @@ public struct WireGuardDevice: Sendable {
         return best?.index
     }
 
-    /// Seals and sends on the current session if it may still send; false if it may not.
+    /// Reserves a counter on the current session and asks for the packet to be sealed and sent,
+    /// if that session may still send; false if it may not.
     private mutating func send(_ packet: [UInt8], toPeer index: Int, now: MonotonicInstant, actions: inout [DeviceAction]) -> Bool {
         guard let endpoint = peers[index].endpoint, var session = peers[index].current,
               now.nanoseconds(since: session.established) < timers.rejectAfterTime.wholeNanoseconds,
               session.keys.isInitiator || session.hasReceived,
-              let datagram = try? session.seal(packet) else { return false }
+              let job = try? session.reserve() else { return false }
         peers[index].current = session
-        emit(datagram, toPeer: index, endpoint: endpoint, now: now, actions: &actions)
+        actions.append(.seal(job, packet: packet, to: endpoint))
+        account(sent: job.sealedLength(packet.count), toPeer: index, now: now)
         if !packet.isEmpty, peers[index].newHandshakeDue == nil {
             peers[index].newHandshakeDue = now.advanced(byNanoseconds: (timers.keepaliveTimeout + timers.rekeyTimeout).wholeNanoseconds)
         }
@@ -140,7 +148,11 @@ public struct WireGuardDevice: Sendable {
 
     private mutating func emit(_ datagram: [UInt8], toPeer index: Int, endpoint: UDPEndpoint, now: MonotonicInstant, actions: inout [DeviceAction]) {
         actions.append(.send(datagram, to: endpoint))
-        peers[index].sentBytes += UInt64(datagram.count)
+        account(sent: datagram.count, toPeer: index, now: now)
+    }
+
+    private mutating func account(sent bytes: Int, toPeer index: Int, now: MonotonicInstant) {
+        peers[index].sentBytes += UInt64(bytes)
         peers[index].lastSent = now
         peers[index].keepaliveDue = nil
     }
@@ -271,22 +283,26 @@ public struct WireGuardDevice: Sendable {
         peers[index].keysMade = session.established
     }
 
+    /// A transport message: asks for it to be opened if a live session has its index and its
+    /// counter is still free (`opened` finishes the work).
     private mutating func receiveTransport(receiver: UInt32, counter: UInt64, sealed: ArraySlice<UInt8>, size: Int,
                                            from source: UDPEndpoint, now: MonotonicInstant, actions: inout [DeviceAction]) {
-        guard let index = indices[receiver] else { return }
-        var peer = peers[index]
-        let packet: [UInt8]
-        let slot: WritableKeyPath<PeerState, TransportSession?>
-        if peer.current?.localIndex == receiver { slot = \.current }
-        else if peer.previous?.localIndex == receiver { slot = \.previous }
-        else if peer.next?.localIndex == receiver { slot = \.next }
-        else { return }
-        guard var session = peer[keyPath: slot],
+        guard let index = indices[receiver], let slot = peers[index].slot(of: receiver),
+              let session = peers[index][keyPath: slot],
               now.nanoseconds(since: session.established) < timers.rejectAfterTime.wholeNanoseconds,
-              let opened = try? session.open(counter: counter, sealed: sealed) else { return }
-        packet = opened
-        peer[keyPath: slot] = session
-        peers[index] = peer
+              let job = try? session.openJob(counter: counter, sealed: sealed) else { return }
+        actions.append(.open(job, from: source, size: size))
+    }
+
+    /// A transport message `job` opened to `packet` (padded; empty for a keepalive): its counter
+    /// taken, the responder's session confirmed, the peer's endpoint and timers updated, and
+    /// the packet delivered if its source is one of the peer's allowed IPs.
+    public mutating func opened(_ job: OpenJob, packet: [UInt8], from source: UDPEndpoint, size: Int, now: MonotonicInstant) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
+        // The session may have moved (previous, current) or gone since the job was made.
+        guard let index = indices[job.localIndex], let slot = peers[index].slot(of: job.localIndex),
+              var session = peers[index][keyPath: slot], (try? session.accept(job.counter)) != nil else { return [] }
+        peers[index][keyPath: slot] = session
         if slot == \PeerState.next {
             // The initiator has the keys: the responder's session becomes current.
             peers[index].next = nil
@@ -304,14 +320,34 @@ public struct WireGuardDevice: Sendable {
             >= (timers.rejectAfterTime - timers.keepaliveTimeout - timers.rekeyTimeout).wholeNanoseconds {
             initiate(index, now: now, actions: &actions)
         }
-        guard !packet.isEmpty else { return }   // a keepalive
+        guard !packet.isEmpty else { return actions }   // a keepalive
         // Cryptokey routing: the inner source must be one of the peer's allowed IPs.
         guard let (sourceAddress, length) = IPHeader.sourceAndLength(of: packet), length <= packet.count,
-              route(sourceAddress) == index else { return }
+              route(sourceAddress) == index else { return actions }
         if peers[index].keepaliveDue == nil {
             peers[index].keepaliveDue = now.advanced(byNanoseconds: timers.keepaliveTimeout.wholeNanoseconds)
         }
-        actions.append(.deliver(Array(packet.prefix(length))))
+        actions.append(.deliver(length == packet.count ? packet : Array(packet.prefix(length))))
+        return actions
+    }
+
+    /// `actions` with the cryptography done here: every `seal` becomes a `send`, every `open`
+    /// is opened and its outcome taken in. For callers without threads of their own (tests,
+    /// a single-threaded loop).
+    public mutating func completingCrypto(_ actions: [DeviceAction], now: MonotonicInstant) -> [DeviceAction] {
+        var done: [DeviceAction] = []
+        for action in actions {
+            switch action {
+            case .seal(let job, let packet, let endpoint):
+                done.append(.send(job.seal(packet), to: endpoint))
+            case .open(let job, let source, let size):
+                guard let packet = try? job.open() else { continue }
+                done += completingCrypto(opened(job, packet: packet, from: source, size: size, now: now), now: now)
+            case .send, .deliver, .note:
+                done.append(action)
+            }
+        }
+        return done
     }
 
     // MARK: - Configuration while running (the UAPI's set)
@@ -454,6 +490,14 @@ struct PeerState: Sendable {
     var newHandshakeDue: MonotonicInstant?
     var receivedBytes: UInt64 = 0
     var sentBytes: UInt64 = 0
+
+    /// Which of the three sessions has our index `localIndex`.
+    func slot(of localIndex: UInt32) -> WritableKeyPath<PeerState, TransportSession?>? {
+        if current?.localIndex == localIndex { return \.current }
+        if previous?.localIndex == localIndex { return \.previous }
+        if next?.localIndex == localIndex { return \.next }
+        return nil
+    }
 
     init(configuration: PeerConfiguration) {
         self.configuration = configuration

@@ -270,11 +270,20 @@ public final class WireGuardInterface: Sendable {
         thread.start()
     }
 
+    /// Carries out the device's actions on the calling thread, outside the device's lock: the
+    /// sealing and opening run here, so the device and socket threads encrypt in parallel.
     private func perform(_ actions: [DeviceAction]) {
         for action in actions {
             switch action {
             case .send(let datagram, let endpoint):
                 _ = try? datagram.withUnsafeBytes { raw in try socket.send(raw, to: endpoint) }
+            case .seal(let job, let packet, let endpoint):
+                let datagram = job.seal(packet)
+                _ = try? datagram.withUnsafeBytes { raw in try socket.send(raw, to: endpoint) }
+            case .open(let job, let source, let size):
+                guard let packet = try? job.open() else { continue }
+                let now = clock.now()
+                perform(state.withLock { $0.opened(job, packet: packet, from: source, size: size, now: now) })
             case .deliver(let packet):
                 _ = try? packet.withUnsafeBytes { raw in try tun.queues[0].write(raw) }
             case .note(let text):

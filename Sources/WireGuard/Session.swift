@@ -27,41 +27,96 @@ public struct TransportSession: Sendable {
     /// The transport message carrying `packet` (an IP packet, or empty for a keepalive), padded
     /// with zeros to a multiple of 16 bytes but not beyond `mtu`.
     public mutating func seal(_ packet: [UInt8], mtu: Int = Int.max) throws(WireGuardError) -> [UInt8] {
+        try reserve(mtu: mtu).seal(packet)
+    }
+
+    /// Takes the next counter for one packet; the returned job seals it, on any thread.
+    public mutating func reserve(mtu: Int = Int.max) throws(WireGuardError) -> SealJob {
         guard sendingCounter < Self.rejectAfterMessages else { throw .sessionExhausted }
-        let counter = sendingCounter
-        sendingCounter += 1
-        var plaintext = packet
-        let padded = min((packet.count + 15) & ~15, max(mtu, packet.count))
-        plaintext += [UInt8](repeating: 0, count: padded - packet.count)
-        let box = try! ChaChaPoly.seal(plaintext, using: keys.sendingKey, nonce: Self.nonce(counter))
-        var out = wireWord(MessageType.transport.rawValue) + wireWord(keys.remoteIndex)
-        out += wireWord(UInt32(truncatingIfNeeded: counter)) + wireWord(UInt32(truncatingIfNeeded: counter >> 32))
-        out += box.ciphertext
-        out += box.tag
-        return out
+        defer { sendingCounter += 1 }
+        return SealJob(key: keys.sendingKey, receiverIndex: keys.remoteIndex, counter: sendingCounter, mtu: mtu)
     }
 
     /// The padded packet inside a transport message for this session (the caller finds the
     /// session by the message's receiver index). Nothing changes unless it authenticates and
     /// its counter is new.
     public mutating func open(counter: UInt64, sealed: ArraySlice<UInt8>) throws(WireGuardError) -> [UInt8] {
+        let plaintext = try openJob(counter: counter, sealed: sealed).open()
+        try accept(counter)
+        return plaintext
+    }
+
+    /// The decryption of one message, on any thread, if its counter may still be accepted.
+    public func openJob(counter: UInt64, sealed: ArraySlice<UInt8>) throws(WireGuardError) -> OpenJob {
         guard replay.mayAccept(counter) else { throw .replayedCounter(counter) }
-        let plaintext: [UInt8]
-        do {
-            let box = try ChaChaPoly.SealedBox(nonce: Self.nonce(counter), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
-            plaintext = Array(try ChaChaPoly.open(box, using: keys.receivingKey))
-        } catch {
-            throw .decryptionFailed(field: "transport packet")
-        }
+        return OpenJob(key: keys.receivingKey, localIndex: keys.localIndex, counter: counter, sealed: sealed)
+    }
+
+    /// Records a counter whose message authenticated; throws if it was taken meanwhile.
+    public mutating func accept(_ counter: UInt64) throws(WireGuardError) {
         guard replay.accept(counter) else { throw .replayedCounter(counter) }
         hasReceived = true
-        return plaintext
     }
 
     static func nonce(_ counter: UInt64) -> ChaChaPoly.Nonce {
         var bytes = [UInt8](repeating: 0, count: 12)
         for i in 0..<8 { bytes[4 + i] = UInt8(truncatingIfNeeded: counter >> UInt64(8 * i)) }
         return try! ChaChaPoly.Nonce(data: bytes)
+    }
+}
+
+/// One packet's encryption, its counter reserved by a `TransportSession`: the key, the
+/// receiver's index and the counter, so it can run outside whatever guards the session.
+public struct SealJob: Sendable {
+    let key: SymmetricKey
+    let receiverIndex: UInt32
+    let counter: UInt64
+    let mtu: Int
+
+    /// Bytes of the transport message for a packet of `length` bytes.
+    public func sealedLength(_ length: Int) -> Int {
+        Message.transportHeaderLength + min((length + 15) & ~15, max(mtu, length)) + 16
+    }
+
+    /// The transport message: header, then the packet padded with zeros, sealed.
+    public func seal(_ packet: [UInt8]) -> [UInt8] {
+        let padded = min((packet.count + 15) & ~15, max(mtu, packet.count))
+        var out = [UInt8]()
+        out.reserveCapacity(Message.transportHeaderLength + padded + 16)
+        out += wireWord(MessageType.transport.rawValue)
+        out += wireWord(receiverIndex)
+        out += wireWord(UInt32(truncatingIfNeeded: counter))
+        out += wireWord(UInt32(truncatingIfNeeded: counter >> 32))
+        // Sealing with a 32-byte key and a 12-byte nonce cannot fail.
+        let box: ChaChaPoly.SealedBox
+        if padded == packet.count {
+            box = try! ChaChaPoly.seal(packet, using: key, nonce: TransportSession.nonce(counter))
+        } else {
+            box = try! ChaChaPoly.seal(packet + [UInt8](repeating: 0, count: padded - packet.count), using: key,
+                                       nonce: TransportSession.nonce(counter))
+        }
+        out += box.ciphertext
+        out += box.tag
+        return out
+    }
+}
+
+/// One message's decryption, for a session's counter that was still free when it was made.
+public struct OpenJob: Sendable {
+    let key: SymmetricKey
+    /// The session it belongs to (our index).
+    public let localIndex: UInt32
+    public let counter: UInt64
+    let sealed: ArraySlice<UInt8>
+
+    /// The padded packet; throws when the message does not authenticate.
+    public func open() throws(WireGuardError) -> [UInt8] {
+        do {
+            let box = try ChaChaPoly.SealedBox(nonce: TransportSession.nonce(counter), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
+            return Array(try ChaChaPoly.open(box, using: key))
+        } catch {
+            throw .decryptionFailed(field: "transport packet")
+        }
     }
 }
 

@@ -34,7 +34,8 @@ import Tunnel
                 timers: timers, loadThreshold: bLoadThreshold, now: now)
         }
 
-        mutating func take(_ actions: [DeviceAction], fromA: Bool) {
+        mutating func take(_ planned: [DeviceAction], fromA: Bool) {
+            let actions = fromA ? a.completingCrypto(planned, now: now) : b.completingCrypto(planned, now: now)
             for action in actions {
                 switch action {
                 case .send(let bytes, let to):
@@ -44,6 +45,8 @@ import Tunnel
                     if fromA { deliveredToA.append(packet) } else { deliveredToB.append(packet) }
                 case .note(let text):
                     notes.append(text)
+                case .seal, .open:
+                    Issue.record("completingCrypto left \(action)")
                 }
             }
         }
