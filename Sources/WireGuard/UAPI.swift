@@ -140,3 +140,116 @@ extension PrivateKey {
     /// The key's bytes as given (unclamped), for the UAPI's `private_key`.
     var rawBytes: [UInt8] { Array(agreement.rawRepresentation) }
 }
+
+/// An interface as a `get=1` describes it (ours or wireguard-go's).
+public struct UAPIInterfaceState: Sendable, Equatable {
+    public struct Peer: Sendable, Equatable {
+        public var publicKey: PublicKey
+        public var hasPresharedKey = false
+        public var endpoint: String?
+        /// Seconds since 1970 of the last completed handshake; nil when there was none.
+        public var lastHandshake: Double?
+        public var receivedBytes: UInt64 = 0
+        public var sentBytes: UInt64 = 0
+        public var persistentKeepalive: Int = 0
+        public var allowedIPs: [String] = []
+    }
+
+    public var publicKey: PublicKey?
+    public var listenPort: UInt16 = 0
+    public var firewallMark: UInt32 = 0
+    public var peers: [Peer] = []
+}
+
+extension UAPI {
+    /// Parses the answer to `get=1`. The private key is read only to derive the public key.
+    public static func parseGet(_ text: String) throws(UAPIError) -> UAPIInterfaceState {
+        var state = UAPIInterfaceState()
+        var peer: UAPIInterfaceState.Peer?
+        var seconds: Int64 = 0
+        func finishPeer() {
+            guard var done = peer else { return }
+            if seconds > 0 { done.lastHandshake = Double(seconds) + (done.lastHandshake ?? 0) }
+            else { done.lastHandshake = nil }
+            state.peers.append(done)
+            seconds = 0
+        }
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = String(line[..<equals]), value = String(line[line.index(after: equals)...])
+            switch key {
+            case "errno":
+                guard value == "0" else { throw UAPIError(errno: Int32(value) ?? 22, reason: "the interface refused the request") }
+            case "private_key":
+                state.publicKey = try key32(value, key, PrivateKey.init(bytes:)).publicKey
+            case "listen_port": state.listenPort = UInt16(value) ?? 0
+            case "fwmark": state.firewallMark = UInt32(value) ?? 0
+            case "public_key":
+                finishPeer()
+                peer = UAPIInterfaceState.Peer(publicKey: try key32(value, key, PublicKey.init(bytes:)))
+            case "preshared_key": peer?.hasPresharedKey = value != String(repeating: "0", count: 64)
+            case "endpoint": peer?.endpoint = value
+            case "last_handshake_time_sec": seconds = Int64(value) ?? 0
+            case "last_handshake_time_nsec": peer?.lastHandshake = Double(Int64(value) ?? 0) / 1e9
+            case "rx_bytes": peer?.receivedBytes = UInt64(value) ?? 0
+            case "tx_bytes": peer?.sentBytes = UInt64(value) ?? 0
+            case "persistent_keepalive_interval": peer?.persistentKeepalive = Int(value) ?? 0
+            case "allowed_ip": peer?.allowedIPs.append(value)
+            default: continue   // protocol_version and keys a later version adds
+            }
+        }
+        finishPeer()
+        return state
+    }
+}
+
+#if os(Linux)
+import Glibc
+
+/// Asks a running interface (farcast's or wireguard-go's) for its state over its UAPI socket.
+public enum UAPIClient {
+    public static let directory = "/var/run/wireguard"
+
+    /// The interfaces with a socket in /var/run/wireguard.
+    public static func interfaces() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasSuffix(".sock") }.map { String($0.dropLast(5)) }.sorted()
+    }
+
+    public static func get(_ interface: String) throws(UAPIError) -> UAPIInterfaceState {
+        let path = "\(directory)/\(interface).sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw UAPIError(errno: errno, reason: "cannot open a Unix socket") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            throw UAPIError(errno: code, reason: code == ENOENT || code == ECONNREFUSED
+                ? "no WireGuard interface \(interface) is running (no live \(path))"
+                : "\(path): \(String(cString: strerror(code)))")
+        }
+        var wait = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        let request = Array("get=1\n\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            throw UAPIError(errno: errno, reason: "\(path): the request could not be sent")
+        }
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while answer.count < 4 << 20, !(answer.count >= 2 && answer.suffix(2) == [10, 10]) {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            answer += chunk.prefix(n)
+        }
+        guard answer.suffix(2) == [10, 10] else { throw UAPIError(errno: EPROTO, reason: "\(path): the answer was cut short") }
+        return try UAPI.parseGet(String(decoding: answer, as: UTF8.self))
+    }
+}
+#endif

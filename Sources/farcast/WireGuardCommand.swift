@@ -19,14 +19,18 @@ struct WireGuardCommand: ParsableCommand {
 
             Example: umask 077; farcast wg genkey | tee private.key | farcast wg pubkey > public.key
             """,
-        subcommands: [UpCommand.self, GenerateKey.self, PublicKeyCommand.self, GeneratePresharedKey.self]
+        subcommands: [UpCommand.self, ShowCommand.self, GenerateKey.self, PublicKeyCommand.self, GeneratePresharedKey.self]
     )
 
     #if os(Linux)
     typealias UpCommand = WireGuardUpCommand
+    typealias ShowCommand = WireGuardShowCommand
     #else
     struct UpCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "up", abstract: "Bring an interface up (Linux builds only).")
+    }
+    struct ShowCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show running interfaces (Linux builds only).")
     }
     #endif
 
@@ -207,6 +211,101 @@ struct WireGuardUpCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure(message: "\(path): \(error)", exitCode: 2)
         }
+    }
+}
+#endif
+
+#if os(Linux)
+struct WireGuardShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show running WireGuard interfaces (farcast's or wireguard-go's): peers, endpoints, handshakes, transfer.",
+        discussion: """
+            Asks each interface over its socket in /var/run/wireguard, as `wg show` does for userspace \
+            interfaces (kernel WireGuard interfaces have none and are not listed). Private and preshared \
+            keys are never shown.
+
+            Example: farcast wg show wg0 --json
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The interface (default: every one running).", valueName: "name"))
+    var name: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    struct Report: Codable {
+        var interface: String
+        var publicKey: String?
+        var listenPort: UInt16
+        var peers: [Peer]
+    }
+
+    struct Peer: Codable {
+        var publicKey: String
+        var presharedKey: Bool
+        var endpoint: String?
+        var allowedIps: [String]
+        /// ISO 8601, UTC; absent when no handshake completed.
+        var latestHandshake: String?
+        var receivedBytes: UInt64
+        var sentBytes: UInt64
+        var persistentKeepalive: Int?
+    }
+
+    func run() throws {
+        let names = name.map { [$0] } ?? UAPIClient.interfaces()
+        var reports: [Report] = []
+        for interface in names {
+            let state: UAPIInterfaceState
+            do { state = try UAPIClient.get(interface) } catch {
+                // With no name given, a stale socket is skipped; a named interface must answer.
+                if name == nil { continue }
+                throw CommandFailure(message: "\(error.reason)")
+            }
+            reports.append(Report(
+                interface: interface, publicKey: state.publicKey?.base64, listenPort: state.listenPort,
+                peers: state.peers.map { peer in
+                    Peer(publicKey: peer.publicKey.base64, presharedKey: peer.hasPresharedKey, endpoint: peer.endpoint,
+                         allowedIps: peer.allowedIPs,
+                         latestHandshake: peer.lastHandshake.map { Date(timeIntervalSince1970: $0).formatted(.iso8601) },
+                         receivedBytes: peer.receivedBytes, sentBytes: peer.sentBytes,
+                         persistentKeepalive: peer.persistentKeepalive == 0 ? nil : peer.persistentKeepalive)
+                }))
+        }
+        if global.json {
+            try printJSONList(reports)
+            return
+        }
+        if reports.isEmpty && !global.quiet {
+            FileHandleOutput.stderr("no userspace WireGuard interface is running (none has a socket in \(UAPIClient.directory))\n")
+        }
+        for (i, report) in reports.enumerated() {
+            if i > 0 { print("") }
+            print("interface: \(report.interface)")
+            if let key = report.publicKey { print("  public key: \(key)") }
+            print("  private key: (hidden)")
+            print("  listening port: \(report.listenPort)")
+            for peer in report.peers {
+                print("")
+                print("peer: \(peer.publicKey)")
+                if peer.presharedKey { print("  preshared key: (hidden)") }
+                if let endpoint = peer.endpoint { print("  endpoint: \(endpoint)") }
+                print("  allowed ips: \(peer.allowedIps.isEmpty ? "(none)" : peer.allowedIps.joined(separator: ", "))")
+                if let handshake = peer.latestHandshake { print("  latest handshake: \(handshake)") }
+                if peer.receivedBytes > 0 || peer.sentBytes > 0 {
+                    print("  transfer: \(Self.bytes(peer.receivedBytes)) received, \(Self.bytes(peer.sentBytes)) sent")
+                }
+                if let seconds = peer.persistentKeepalive { print("  persistent keepalive: every \(seconds) seconds") }
+            }
+        }
+    }
+
+    static func bytes(_ count: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count), unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(count) B" : String(format: "%.2f %@", value, units[unit])
     }
 }
 #endif

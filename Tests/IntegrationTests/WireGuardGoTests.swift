@@ -156,6 +156,18 @@ struct WireGuardGoTests {
         } else {
             Issue.record("wg show dump: \(rows)")
         }
+        // farcast wg show reads ours and wireguard-go's the same way.
+        let farcast = try farcastBinary()
+        let shown = try run(farcast, ["wg", "show", ifname, "--json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains("\"public_key\":\"\(peer.publicKey.base64)\"") && shown.stdout.contains("\"latest_handshake\":\"20"),
+                "\(shown.stdout)")
+        #expect(!shown.stdout.contains(key.base64), "the private key is never shown")
+        let theirsShown = try run(farcast, ["wg", "show", peer.interface])
+        #expect(theirsShown.stdout.contains("peer: \(key.publicKey.base64)") && theirsShown.stdout.contains("listening port: \(peer.port)"),
+                "\(theirsShown.stdout)")
+        let missing = try run(farcast, ["wg", "show", "nosuchwg0"])
+        #expect(missing.status == 1 && missing.stderr.contains("no WireGuard interface nosuchwg0 is running"), "\(missing.stderr)")
         let added = PrivateKey().publicKey.base64
         let set = try run(wg, ["set", ifname, "peer", added, "allowed-ips", "10.78.0.9/32,fd78::9/128", "persistent-keepalive", "0"])
         #expect(set.status == 0, "\(set.stderr)")
