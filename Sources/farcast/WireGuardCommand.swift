@@ -113,6 +113,11 @@ struct WireGuardUpCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Take the interface down after this many seconds (default: run until SIGINT or SIGTERM).", valueName: "seconds"))
     var duration: Double?
 
+    /// Tests only: every protocol timer divided by this (rekeying after 120 s / N…), so timer
+    /// rules can be watched against a real peer in seconds. Never for a real tunnel.
+    @Option(name: .customLong("test-timer-scale"), help: ArgumentHelp(visibility: .private))
+    var testTimerScale: Int = 1
+
     @OptionGroup var global: GlobalOptions
 
     /// The file CONFIG names.
@@ -127,6 +132,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let duration, !(duration > 0 && duration <= 100_000_000) { throw ValidationError("--duration must be a positive number of seconds") }
+        guard (1...1000).contains(testTimerScale) else { throw ValidationError("--test-timer-scale must be 1–1000") }
         do { try TunDevice.validate(name: interfaceName) } catch {
             throw ValidationError("the interface name: \(describe(error)); choose one with --name")
         }
@@ -161,7 +167,8 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             }
             let interface: WireGuardInterface
             do {
-                interface = try WireGuardInterface(configuration: configuration, name: interfaceName) { line in
+                interface = try WireGuardInterface(configuration: configuration, name: interfaceName,
+                                                   timers: WireGuardTimers.standard.scaled(by: testTimerScale)) { line in
                     if !quiet { FileHandleOutput.stderr("farcast: \(line)\n") }
                 }
             } catch {

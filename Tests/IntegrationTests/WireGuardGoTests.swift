@@ -108,9 +108,9 @@ struct WireGuardGoTests {
         let iperf = try requireExecutable("iperf3", package: "iperf3")
         let ours = try NetworkNamespace("wg-farcast"), theirs = try NetworkNamespace("wg-go")
         try NetworkNamespace.link(ours, "192.168.78.1/24", theirs, "192.168.78.2/24", mtu: 1500)
-        let peer = try WireguardGoPeer(in: theirs, address: "10.78.0.2/24")
+        let peer = try WireguardGoPeer(in: theirs, addresses: ["10.78.0.2/24", "fd78::2/64"])
         let key = PrivateKey()
-        try peer.addPeer(key.publicKey, allowedIPs: "10.78.0.1/32",
+        try peer.addPeer(key.publicKey, allowedIPs: "10.78.0.1/32,fd78::1/128",
                          endpoint: farcastInitiates ? nil : "192.168.78.1:51820", presharedKey: peer.presharedKey)
         let folder = try TemporaryFolder()
         // Named for this process: a UAPI socket in /var/run/wireguard is shared by every namespace.
@@ -119,14 +119,14 @@ struct WireGuardGoTests {
         let text = """
             [Interface]
             PrivateKey = \(key.base64)
-            Address = 10.78.0.1/24
+            Address = 10.78.0.1/24, fd78::1/64
             ListenPort = 51820
             DNS = 10.78.0.53   # not applied: a note says so
 
             [Peer]
             PublicKey = \(peer.publicKey.base64)
             PresharedKey = \(peer.presharedKey)
-            AllowedIPs = 10.78.0.2/32
+            AllowedIPs = 10.78.0.2/32, fd78::2/128
             \(farcastInitiates ? "Endpoint = 192.168.78.2:\(peer.port)" : "")
 
             """
@@ -140,6 +140,8 @@ struct WireGuardGoTests {
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)\n\(up.log)\n\(peer.log)")
         let back = try (farcastInitiates ? theirs : ours).run([ping, "-c", "3", "-i", "0.2", "-W", "5", farcastInitiates ? "10.78.0.1" : "10.78.0.2"])
         #expect(back.status == 0, "\(back.stdout)\(back.stderr)\n\(up.log)")
+        // IPv6 inside the tunnel (the address needs a moment for duplicate address detection).
+        #expect(eventually(timeout: 5) { (try? ours.run([ping, "-6", "-c", "1", "-W", "1", "fd78::2"]).status) == 0 }, "IPv6 through the tunnel\n\(up.log)")
         #expect(up.log.contains("DNS (line 5) is not applied"), "\(up.log)")
 
         // Debian's wg reads and changes our interface through its UAPI socket.
@@ -150,7 +152,7 @@ struct WireGuardGoTests {
         #expect(rows.first == [key.base64, key.publicKey.base64, "51820", "off"], "\(rows)")
         if rows.count == 2 {
             let row = rows[1]
-            #expect(row[0] == peer.publicKey.base64 && row[1] == peer.presharedKey && row[2] == "192.168.78.2:\(peer.port)" && row[3] == "10.78.0.2/32",
+            #expect(row[0] == peer.publicKey.base64 && row[1] == peer.presharedKey && row[2] == "192.168.78.2:\(peer.port)" && row[3] == "10.78.0.2/32,fd78::2/128",
                     "\(row)")
             #expect((Int(row[4]) ?? 0) > 1_700_000_000 && (Int(row[5]) ?? 0) > 0 && (Int(row[6]) ?? 0) > 0 && row[7] == "off", "\(row)")
         } else {
@@ -193,6 +195,72 @@ struct WireGuardGoTests {
         #expect(try ours.run(["ip", "link", "show", "dev", ifname]).status != 0, "the device goes with the command")
         let json = try #require(up.log.split(separator: "\n").last { $0.hasPrefix("{") })
         #expect(json.contains(peer.publicKey.base64) && json.contains("\"latest_handshake\":\"20"), "\(json)")
+    }
+
+    enum Partner: String, CaseIterable, Sendable { case wireguardGo = "wireguard-go", farcast }
+
+    /// Under a steady ping, our interface (its timers scaled down 20×: a new handshake every
+    /// 6 s of sending, no session used past 9 s) keeps renewing its keys with the partner — the
+    /// partner's `wg show` records each new handshake — and the ping loses at most a few
+    /// packets across the changes. Against wireguard-go (unscaled) and against a second farcast
+    /// (scaled too).
+    @Test(arguments: Partner.allCases)
+    func rekeyingUnderTrafficKeepsTheTunnelUp(partner: Partner) throws {
+        let ping = try requireExecutable("ping", package: "iputils-ping")
+        let wg = try requireExecutable("wg", package: "wireguard-tools")
+        let farcast = try farcastBinary()
+        let ours = try NetworkNamespace("wg-rekey-a"), theirs = try NetworkNamespace("wg-rekey-b")
+        try NetworkNamespace.link(ours, "192.168.79.1/24", theirs, "192.168.79.2/24", mtu: 1500)
+        let folder = try TemporaryFolder()
+        let key = PrivateKey(), theirKey = PrivateKey()
+        let ifname = "fcrk\(getpid() % 100_000)", theirName = "fcrb\(getpid() % 100_000)"
+        func config(_ own: PrivateKey, _ address: String, _ other: PublicKey, _ allowed: String, _ endpoint: String?) -> String {
+            let path = folder.path + "/\(own.publicKey.base64.prefix(6).filter(\.isLetter))-\(address.prefix(9).filter(\.isNumber)).conf"
+            let text = "[Interface]\nPrivateKey = \(own.base64)\nAddress = \(address)\nListenPort = 51820\n\n[Peer]\nPublicKey = \(other.base64)\nAllowedIPs = \(allowed)\n"
+                + (endpoint.map { "Endpoint = \($0)\n" } ?? "")
+            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            return path
+        }
+        var partnerProcess: BackgroundProcess?
+        var goPeer: WireguardGoPeer?
+        let theirInterface: String
+        let theirPublic: PublicKey
+        switch partner {
+        case .wireguardGo:
+            let peer = try WireguardGoPeer(in: theirs, addresses: ["10.79.0.2/24"])
+            try peer.addPeer(key.publicKey, allowedIPs: "10.79.0.1/32", endpoint: nil, presharedKey: nil)
+            try peer.wg(["set", peer.interface, "listen-port", "51820"])
+            goPeer = peer
+            theirInterface = peer.interface
+            theirPublic = peer.publicKey
+        case .farcast:
+            let path = config(theirKey, "10.79.0.2/24", key.publicKey, "10.79.0.1/32", nil)
+            partnerProcess = try theirs.start([farcast, "wg", "up", path, "--name", theirName, "--test-timer-scale", "20"], logName: "farcast-wg-partner")
+            theirInterface = theirName
+            theirPublic = theirKey.publicKey
+        }
+        defer { partnerProcess?.stop() }
+        let path = config(key, "10.79.0.1/24", theirPublic, "10.79.0.2/32", "192.168.79.2:51820")
+        let up = try ours.start([farcast, "wg", "up", path, "--name", ifname, "--test-timer-scale", "20"], logName: "farcast-wg-rekey")
+        defer { up.stop() }
+        #expect(eventually { (try? ours.run(["ip", "-o", "addr", "show", "dev", ifname]).stdout.contains("10.79.0.1/24")) == true }, "\(up.log)")
+
+        let pinging = try ours.start([ping, "-c", "100", "-i", "0.2", "-W", "1", "10.79.0.2"], logName: "wg-rekey-ping")
+        defer { pinging.stop() }
+        var handshakes = Set<String>()
+        let started = Date()
+        while pinging.isRunning, Date().timeIntervalSince(started) < 40 {
+            let times = try run(wg, ["show", theirInterface, "latest-handshakes"]).stdout
+            for line in times.split(separator: "\n") {
+                if let value = line.split(separator: "\t").last, value != "0" { handshakes.insert(String(value)) }
+            }
+            usleep(500_000)
+        }
+        #expect(pinging.waitForExit(timeout: 5))
+        let summary = pinging.log.split(separator: "\n").first { $0.contains("packets transmitted") }.map(String.init) ?? pinging.log
+        let received = summary.split(separator: ",").dropFirst().first.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0
+        #expect(received >= 96, "\(summary)\n\(up.log)\n\(goPeer?.log ?? partnerProcess?.log ?? "")")
+        #expect(handshakes.count >= 3, "new handshakes seen by \(partner.rawValue) in 20 s: \(handshakes.sorted())\n\(up.log)")
     }
 
     /// `farcast wg genkey|pubkey|genpsk` and Debian's `wg` read each other's keys.
@@ -242,8 +310,8 @@ final class WireguardGoPeer: @unchecked Sendable {
 
     private let namespace: NetworkNamespace?
 
-    /// In this test's namespace (nil) or in `namespace`, with `address` on its device.
-    init(in namespace: NetworkNamespace? = nil, address: String = "10.77.0.1/24") throws {
+    /// In this test's namespace (nil) or in `namespace`, with `addresses` on its device.
+    init(in namespace: NetworkNamespace? = nil, addresses: [String] = ["10.77.0.1/24"]) throws {
         self.namespace = namespace
         let wireguardGo = try requireExecutable("wireguard-go", package: "wireguard-go")
         wgPath = try requireExecutable("wg", package: "wireguard-tools")
@@ -269,7 +337,7 @@ final class WireguardGoPeer: @unchecked Sendable {
         publicKey = key.publicKey
         _ = try wg(["set", interface, "private-key", keyFile, "listen-port", "\(port)"])
         let ip = try requireExecutable("ip", package: "iproute2")
-        for arguments in [["addr", "add", address, "dev", interface], ["link", "set", interface, "up"]] {
+        for arguments in addresses.map({ ["addr", "add", $0, "dev", interface] }) + [["link", "set", interface, "up"]] {
             let result = try namespace?.run([ip] + arguments) ?? run(ip, arguments)
             guard result.status == 0 else { throw PeerFailed(name: "ip \(arguments.joined(separator: " "))", log: result.stderr) }
         }
