@@ -13,13 +13,19 @@ final class ImpairedLink: @unchecked Sendable {
     /// - Parameters:
     ///   - match: iptables match options, e.g. `-p udp --dport 9999`.
     ///   - options: netimpair options, e.g. `["--delay-ms", "20", "--jitter-ms", "5"]`.
-    init(match: String, chain: String = "INPUT", options: [String], folder: TemporaryFolder) throws {
+    ///   - namespace: where to impair (default: this test's own namespace), on `device`.
+    init(match: String, chain: String = "INPUT", options: [String], folder: TemporaryFolder,
+         in namespace: NetworkNamespace? = nil, device: String = "lo") throws {
         guard getuid() == 0 else { throw MissingPeer(what: "root for the NFQUEUE impairment (scripts/test runs the integration tests as root)") }
         let queue = Self.allocateQueue()
         statsPath = folder.path + "/impair-\(queue).json"
         let script = packageRoot.appendingPathComponent("scripts/impair").path
-        process = try BackgroundProcess(script, ["--chain", chain, "--match", match, "--queue", "\(queue)", "--",
-                                                 "--stats", statsPath] + options, logName: "impair")
+        let arguments = ["--dev", device, "--chain", chain, "--match", match, "--queue", "\(queue)", "--", "--stats", statsPath] + options
+        if let namespace {
+            process = try namespace.start([script] + arguments, logName: "impair")
+        } else {
+            process = try BackgroundProcess(script, arguments, logName: "impair")
+        }
         // netimpair prints its settings once it holds the queue.
         let deadline = Date().addingTimeInterval(10)
         while !process.log.contains("netimpair: queue") {
