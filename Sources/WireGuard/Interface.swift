@@ -18,7 +18,7 @@ public final class WireGuardInterface: Sendable {
     private let socket: UDPDatagramSocket
     private let clock = SystemClock()
     private let stopping = Atomic<Bool>(false)
-    private let threads = DispatchGroup()
+    private let threads = WorkerThreads()
     private let note: @Sendable (String) -> Void
     /// The first failure of a worker (the interface then stops).
     private let failure = Mutex<String?>(nil)
@@ -118,18 +118,7 @@ public final class WireGuardInterface: Sendable {
         let directory = "/var/run/wireguard"
         mkdir(directory, 0o755)
         let path = directory + "/\(name).sock"
-        func address() -> sockaddr_un {
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-            }
-            return address
-        }
-        func withAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
-            var a = address()
-            return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        }
+        func withAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T { withUnixSocketAddress(path, body) }
         let probe = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         if probe >= 0 {
             let live = withAddress { Glibc.connect(probe, $0, $1) } == 0
@@ -209,9 +198,9 @@ public final class WireGuardInterface: Sendable {
 
     private func startThreads() {
         if let (descriptor, _) = uapi {
-            spawn("wg-uapi") { [self] in serveUAPI(descriptor) }
+            threads.start("wg-uapi") { [self] in serveUAPI(descriptor) }
         }
-        spawn("wg-tun") { [self] in
+        threads.start("wg-tun") { [self] in
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let count: Int
@@ -230,7 +219,7 @@ public final class WireGuardInterface: Sendable {
                 perform(state.withLock { $0.packetFromTunnel(packet, now: now) })
             }
         }
-        spawn("wg-udp") { [self] in
+        threads.start("wg-udp") { [self] in
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let received: (Int, UDPEndpoint)?
@@ -250,7 +239,7 @@ public final class WireGuardInterface: Sendable {
                 perform(state.withLock { $0.datagram(datagram, from: source, now: now) })
             }
         }
-        spawn("wg-timers") { [self] in
+        threads.start("wg-timers") { [self] in
             let interval = state.withLock { $0.tickInterval }
             while !stopping.load(ordering: .acquiring) {
                 Thread.sleep(forTimeInterval: interval.inSeconds)
@@ -258,16 +247,6 @@ public final class WireGuardInterface: Sendable {
                 perform(state.withLock { $0.tick(now: now) })
             }
         }
-    }
-
-    private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        threads.enter()
-        let thread = Thread { [threads] in
-            body()
-            threads.leave()
-        }
-        thread.name = name
-        thread.start()
     }
 
     /// Carries out the device's actions on the calling thread, outside the device's lock: the
@@ -313,7 +292,7 @@ public final class WireGuardInterface: Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         tun.interrupt()
         socket.interrupt()
-        threads.wait()
+        threads.join()
         tun.close()
         socket.close()
         if let (descriptor, path) = uapi {

@@ -206,6 +206,18 @@ extension UAPI {
 #if os(Linux)
 import Glibc
 
+/// `path` as a `sockaddr_un` (truncated to its 107 bytes) for the duration of `body`.
+func withUnixSocketAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
 /// Asks a running interface (farcast's or wireguard-go's) for its state over its UAPI socket.
 public enum UAPIClient {
     public static let directory = "/var/run/wireguard"
@@ -221,14 +233,7 @@ public enum UAPIClient {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw UAPIError(errno: errno, reason: "cannot open a Unix socket") }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let connected = withUnixSocketAddress(path) { connect(fd, $0, $1) }
         guard connected == 0 else {
             let code = errno
             throw UAPIError(errno: code, reason: code == ENOENT || code == ECONNREFUSED

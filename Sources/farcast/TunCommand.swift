@@ -148,24 +148,6 @@ final class StopLatch: Sendable {
     }
 }
 
-/// Runs `body` on a thread of its own and reports when it has returned.
-final class WorkerThreads: Sendable {
-    private let group = DispatchGroup()
-
-    func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        group.enter()
-        let thread = Thread { [group] in
-            body()
-            group.leave()
-        }
-        thread.name = name
-        thread.start()
-    }
-
-    /// Waits for every worker (they must have been told to stop).
-    func join() { group.wait() }
-}
-
 struct TunDeviceSummary: Codable {
     var name: String
     var index: Int32

@@ -142,17 +142,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
         var interface: String
         var publicKey: String
         var listenPort: UInt16
-        var peers: [PeerReport]
-    }
-
-    struct PeerReport: Codable {
-        var publicKey: String
-        var endpoint: String?
-        var allowedIps: [String]
-        /// ISO 8601, UTC.
-        var latestHandshake: String?
-        var receivedBytes: UInt64
-        var sentBytes: UInt64
+        var peers: [WireGuardPeerReport]
     }
 
     func run() async throws {
@@ -183,12 +173,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             interface.close()
             if let failure = interface.failed { throw CommandFailure(message: failure) }
             let report = Report(interface: interface.name, publicKey: interface.publicKey.base64, listenPort: interface.listenPort,
-                                peers: peers.map { peer in
-                                    PeerReport(publicKey: peer.status.publicKey.base64, endpoint: peer.status.endpoint?.description,
-                                               allowedIps: peer.status.allowedIPs.map(\.description),
-                                               latestHandshake: peer.lastHandshakeDate.map { $0.formatted(.iso8601) },
-                                               receivedBytes: peer.status.receivedBytes, sentBytes: peer.status.sentBytes)
-                                })
+                                peers: peers.map { WireGuardPeerReport($0.status, lastHandshake: $0.lastHandshakeDate) })
             if global.json {
                 try printJSON(report)
             } else if !quiet {
@@ -223,6 +208,41 @@ struct WireGuardUpCommand: AsyncParsableCommand {
 #endif
 
 #if os(Linux)
+/// A peer as `wg up --json` and `wg show --json` report it (never a key but the public one).
+struct WireGuardPeerReport: Codable {
+    var publicKey: String
+    var presharedKey: Bool
+    var endpoint: String?
+    var allowedIps: [String]
+    /// ISO 8601, UTC; absent when no handshake completed.
+    var latestHandshake: String?
+    var receivedBytes: UInt64
+    var sentBytes: UInt64
+    var persistentKeepalive: Int?
+
+    init(_ status: PeerStatus, lastHandshake: Date?) {
+        publicKey = status.publicKey.base64
+        presharedKey = status.hasPresharedKey
+        endpoint = status.endpoint?.description
+        allowedIps = status.allowedIPs.map(\.description)
+        latestHandshake = lastHandshake.map { $0.formatted(.iso8601) }
+        receivedBytes = status.receivedBytes
+        sentBytes = status.sentBytes
+        persistentKeepalive = status.persistentKeepalive.map { Int($0.components.seconds) }
+    }
+
+    init(_ peer: UAPIInterfaceState.Peer) {
+        publicKey = peer.publicKey.base64
+        presharedKey = peer.hasPresharedKey
+        endpoint = peer.endpoint
+        allowedIps = peer.allowedIPs
+        latestHandshake = peer.lastHandshake.map { Date(timeIntervalSince1970: $0).formatted(.iso8601) }
+        receivedBytes = peer.receivedBytes
+        sentBytes = peer.sentBytes
+        persistentKeepalive = peer.persistentKeepalive == 0 ? nil : peer.persistentKeepalive
+    }
+}
+
 struct WireGuardShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
@@ -245,19 +265,7 @@ struct WireGuardShowCommand: ParsableCommand {
         var interface: String
         var publicKey: String?
         var listenPort: UInt16
-        var peers: [Peer]
-    }
-
-    struct Peer: Codable {
-        var publicKey: String
-        var presharedKey: Bool
-        var endpoint: String?
-        var allowedIps: [String]
-        /// ISO 8601, UTC; absent when no handshake completed.
-        var latestHandshake: String?
-        var receivedBytes: UInt64
-        var sentBytes: UInt64
-        var persistentKeepalive: Int?
+        var peers: [WireGuardPeerReport]
     }
 
     func run() throws {
@@ -272,13 +280,7 @@ struct WireGuardShowCommand: ParsableCommand {
             }
             reports.append(Report(
                 interface: interface, publicKey: state.publicKey?.base64, listenPort: state.listenPort,
-                peers: state.peers.map { peer in
-                    Peer(publicKey: peer.publicKey.base64, presharedKey: peer.hasPresharedKey, endpoint: peer.endpoint,
-                         allowedIps: peer.allowedIPs,
-                         latestHandshake: peer.lastHandshake.map { Date(timeIntervalSince1970: $0).formatted(.iso8601) },
-                         receivedBytes: peer.receivedBytes, sentBytes: peer.sentBytes,
-                         persistentKeepalive: peer.persistentKeepalive == 0 ? nil : peer.persistentKeepalive)
-                }))
+                peers: state.peers.map(WireGuardPeerReport.init)))
         }
         if global.json {
             try printJSONList(reports)

@@ -90,3 +90,31 @@ print(json.dumps(out))
 PY
 }
 
+
+# scenario NAME TARGET START [FLAGS...]: a fresh pair, START's forwarders (none: veth alone),
+# a ping to TARGET until the path carries one, then each measurement of MEASURES ("PROTO:STREAMS"
+# words; default TCP then UDP, one stream each), then everything stopped. LOGS: files whose tails
+# explain a path that never came up.
+MEASURES=${MEASURES:-"tcp:1 udp:1"}
+scenario() {
+  local name=$1 target=$2 start=$3; shift 3
+  new_pair
+  FWD=()
+  [ "$start" != none ] && "$start" "$@"
+  local ready=0
+  for _ in $(seq 100); do inA ping -c 1 -W 1 "$target" >/dev/null 2>&1 && { ready=1; break; }; sleep 0.1; done
+  if [ "$ready" != 1 ]; then
+    say "  $name: the tunnel never carried a ping; skipping ($(tail -q -n 2 ${LOGS:-/dev/null} 2>/dev/null | tr '\n' ' '))"
+    echo "{\"name\": \"$name\", \"error\": \"tunnel did not come up\"}" >> "$WORK/results.jsonl"
+  else
+    local m proto streams
+    for m in $MEASURES; do
+      proto=${m%%:*} streams=${m##*:}
+      say "  $name: ${proto^^}$([ "$streams" -gt 1 ] && echo ", $streams streams" || true)…"
+      measure "$name" "$target" "$proto" "$streams"
+    done
+  fi
+  for p in "${FWD[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.5
+  cleanup
+}

@@ -39,26 +39,6 @@ start_openvpn() {
   nsenter -t "$B" -n -- openvpn "${common[@]}" --ifconfig 10.90.0.2 10.90.0.1 --remote 192.0.2.1 > "$WORK/ob.log" 2>&1 & FWD+=($!); PIDS+=($!)
 }
 
-# scenario NAME TARGET start-function [flags...]
-scenario() {
-  local name=$1 target=$2 start=$3; shift 3
-  new_pair
-  FWD=()
-  [ "$start" != none ] && "$start" "$@"
-  local ready=0
-  for _ in $(seq 100); do inA ping -c 1 -W 1 "$target" >/dev/null 2>&1 && { ready=1; break; }; sleep 0.1; done
-  if [ "$ready" != 1 ]; then
-    say "  $name: the tunnel never carried a ping; skipping"
-    echo "{\"name\": \"$name\", \"error\": \"tunnel did not come up\"}" >> "$WORK/results.jsonl"
-  else
-    say "  $name: TCP…"; measure "$name" "$target" tcp
-    say "  $name: UDP…"; measure "$name" "$target" udp
-  fi
-  for p in "${FWD[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.5
-  cleanup
-}
-
 : > "$WORK/results.jsonl"
 say "TUN throughput, ${SECONDS_PER} s per run, inner MTU $MTU; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 scenario veth 192.0.2.2 none

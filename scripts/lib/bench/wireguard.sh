@@ -12,6 +12,7 @@ FARCAST=$1 JSON=$2 WORK=$3
 SECONDS_PER=${SECONDS_PER:-10}
 MTU=1420
 say() { [ "$JSON" = 1 ] || echo "$*" >&2; }
+MEASURES="tcp:1 tcp:4 udp:1"
 source "$(dirname "$0")/netns_pair.sh"
 ip link set lo up
 
@@ -61,31 +62,13 @@ start_go() { go_side a "$A" "$IF_A"; go_side b "$B" "$IF_B"; }
 start_farcast() { farcast_side a "$A" "$IF_A"; farcast_side b "$B" "$IF_B"; }
 start_mixed() { farcast_side a "$A" "$IF_A"; go_side b "$B" "$IF_B"; }
 
-scenario() { # name start-function
-  local name=$1 start=$2
-  new_pair
-  FWD=()
-  "$start"
-  local ready=0
-  for _ in $(seq 100); do inA ping -c 1 -W 1 10.91.0.2 >/dev/null 2>&1 && { ready=1; break; }; sleep 0.1; done
-  if [ "$ready" != 1 ]; then
-    say "  $name: the tunnel never carried a ping; skipping ($(tail -n 3 "$WORK"/a.err "$WORK"/a.go.log 2>/dev/null | tr '\n' ' '))"
-    echo "{\"name\": \"$name\", \"error\": \"tunnel did not come up\"}" >> "$WORK/results.jsonl"
-  else
-    say "  $name: TCP…";            measure "$name" 10.91.0.2 tcp
-    say "  $name: TCP, 4 streams…"; measure "$name" 10.91.0.2 tcp 4
-    say "  $name: UDP…";            measure "$name" 10.91.0.2 udp
-  fi
-  for p in "${FWD[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.5
-  cleanup
-}
+LOGS="$WORK/a.err $WORK/b.err $WORK/a.go.log $WORK/b.go.log"
 
 : > "$WORK/results.jsonl"
 say "WireGuard throughput, ${SECONDS_PER} s per run, inner MTU $MTU; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-scenario wireguard-go start_go
-scenario farcast start_farcast
-scenario "farcast+go" start_mixed
+scenario wireguard-go 10.91.0.2 start_go
+scenario farcast 10.91.0.2 start_farcast
+scenario "farcast+go" 10.91.0.2 start_mixed
 
 python3 - "$WORK/results.jsonl" "$JSON" "$SECONDS_PER" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
