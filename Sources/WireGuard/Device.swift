@@ -259,8 +259,16 @@ public struct WireGuardDevice: Sendable {
     private mutating func receiveResponse(_ response: HandshakeResponse, bytes: [UInt8], from source: UDPEndpoint,
                                           now: MonotonicInstant, actions: inout [DeviceAction]) {
         guard let index = indices[response.receiverIndex], case .initiating(let pending, _, _, _) = peers[index].handshake,
-              pending.senderIndex == response.receiverIndex,
-              let keys = try? pending.finish(response, local: identity) else { return }
+              pending.senderIndex == response.receiverIndex else { return }
+        let keys: SessionKeys
+        do {
+            keys = try pending.finish(response, local: identity)
+        } catch {
+            // MAC1 proved the sender has our public key; what fails now is the preshared key
+            // (or a forgery). Said once per attempt: a retry follows REKEY_TIMEOUT later.
+            actions.append(.note("handshake response from \(source) for \(peers[index].configuration.publicKey) did not decrypt: the preshared keys differ (\(error))"))
+            return
+        }
         peers[index].handshake = .none
         peers[index].endpoint = source
         peers[index].receivedBytes += UInt64(bytes.count)

@@ -159,6 +159,19 @@ import Tunnel
         #expect(pair.deliveredToB.isEmpty, "the queued packet was dropped, never delivered")
     }
 
+    @Test func aPresharedKeyMismatchIsSaidAndGivesNoSession() {
+        var pair = Pair()
+        // B's idea of the preshared key differs from A's.
+        let aKey = pair.b.status[0].publicKey
+        var change = UAPISetRequest()
+        change.peers = [UAPISetRequest.Peer(publicKey: aKey, presharedKey: .random())]
+        try? pair.b.apply(change, listenPort: 1002, now: pair.now)
+        pair.aSends(Self.aToB)
+        pair.flush()
+        #expect(pair.deliveredToB.isEmpty && pair.a.status[0].lastHandshake == nil)
+        #expect(pair.notes.contains { $0.contains("did not decrypt: the preshared keys differ") }, "\(pair.notes)")
+    }
+
     @Test func aReplayedInitiationGetsNoResponse() {
         var pair = Pair()
         pair.aSends(Self.aToB)

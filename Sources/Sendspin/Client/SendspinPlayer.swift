@@ -399,23 +399,34 @@ public final class SendspinPlayer: Sendable {
                        telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true, openDeadline: Int64? = nil) async throws {
         let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
         runtime.attach(frameSink)
-        // The one writer: frames leave in the order they were encrypted. It is not cancelled
-        // with the others, so a goodbye still goes out before the close.
-        async let written: Void = {
+        // The one writer: frames leave in the order they were encrypted, then the close. It is
+        // not cancelled with the others, so a goodbye still goes out before the close.
+        let writer = Task {
             for await frame in frames { try await outbound.write(frame) }
             try? await outbound.close(.normalClosure, reason: nil)
-        }()
+        }
         runtime.perform(runtime.withSession { $0.start() }, now: nowUs())
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
             group.addTask { await self.timeSyncLoop(runtime) }
             if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry, openDeadline: openDeadline) } }
-            // Any of them ending ends the session (a close, our goodbye, an error).
-            try await group.next()
+            // Any of them ending ends the session (a close, our goodbye, an error). What it
+            // queued (a goodbye) is written and the close sent before the receive loop is
+            // cancelled: cancelling it first could drop the connection under the writer (the
+            // server then saw close code 1006 and no goodbye, once in a CI run).
+            do {
+                try await group.next()
+            } catch {
+                frameSink.finish()
+                _ = try? await writer.value
+                throw error
+            }
+            frameSink.finish()
+            _ = try? await writer.value
             group.cancelAll()
         }
         frameSink.finish()
-        try await written
+        try await writer.value
     }
 
     /// The session failed; the report says how far it got.
