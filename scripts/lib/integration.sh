@@ -71,12 +71,38 @@ done
 say "integration: clock-sensitive suites alone"
 status=0; group quiet 800 --filter "IntegrationTests\.($QUIET)\b" || status=$?
 report quiet $status
+# A test that failed is run once more, alone (no other group beside it), before the phase
+# fails: on this 2-core machine a timing test can lose to a neighbour's load or the host's, and
+# one such loss must not discard a session's work. Both outcomes stay in the log: a test that
+# passes the second time is listed as FLAKY at the end, for the next session to look at; one
+# that fails again fails the phase. A group that crashed (no failed test named) is not retried.
+failed_tests() {  # failed_tests LOG: the filter matching each test the log says failed, or nothing
+  local suites tests
+  suites=$(grep -oE '✘ Suite [A-Za-z0-9_]+ failed' "$1" | awk '{print $3}' | sort -u | paste -sd'|' -)
+  tests=$(grep -oE '✘ Test [A-Za-z0-9_]+\(' "$1" | sed 's/^✘ Test //; s/($//' | sort -u | paste -sd'|' -)
+  [ -n "$suites" ] && [ -n "$tests" ] && ! grep -q 'Fatal error' "$1" && echo "IntegrationTests\.($suites)/($tests)\("
+}
+FLAKY=()
+STILL_FAILED=()
+for name in "${FAILED[@]}"; do
+  selection=$(failed_tests "$RUNS/$name.log" || true)
+  if [ -z "$selection" ]; then STILL_FAILED+=("$name"); continue; fi
+  say "integration: running what failed in group $name once more, alone"
+  status=0; group "$name-again" 900 --filter "$selection" || status=$?
+  sed 's/^/['"$name"'-again] /' "$RUNS/$name-again.log" >&2
+  if [ "$status" -eq 0 ]; then FLAKY+=("$name"); else STILL_FAILED+=("$name"); fi
+done
 if [ ${#FAILED[@]} -ne 0 ]; then
   # CI keeps only the tail of a long log: repeat what failed, group by group, last.
   for name in "${FAILED[@]}"; do
     say "what failed in group $name:"
     grep -E -A2 '✘|Fatal error' "$RUNS/$name.log" | head -60 | sed 's/^/['"$name"'] /' >&2 || true
   done
-  say "integration groups that failed: ${FAILED[*]}"
+fi
+if [ ${#FLAKY[@]} -ne 0 ]; then
+  say "FLAKY: these groups had tests that failed and then passed when run again alone: ${FLAKY[*]} (their failures are above)"
+fi
+if [ ${#STILL_FAILED[@]} -ne 0 ]; then
+  say "integration groups that failed: ${STILL_FAILED[*]}"
   exit 1
 fi
