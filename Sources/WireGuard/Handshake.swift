@@ -110,6 +110,7 @@ struct SymmetricState: Sendable {
     }
 }
 
+/// The handshake AEAD's nonce: always zero (each key is used once). 12 bytes, so it cannot fail.
 private let zeroNonce = try! ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12))
 
 /// WireGuard's KDF_n: HMAC-BLAKE2s extract, then n chained expansions.

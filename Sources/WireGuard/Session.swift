@@ -61,6 +61,7 @@ public struct TransportSession: Sendable {
     static func nonce(_ counter: UInt64) -> ChaChaPoly.Nonce {
         var bytes = [UInt8](repeating: 0, count: 12)
         for i in 0..<8 { bytes[4 + i] = UInt8(truncatingIfNeeded: counter >> UInt64(8 * i)) }
+        // 12 bytes, as ChaChaPoly requires: cannot fail.
         return try! ChaChaPoly.Nonce(data: bytes)
     }
 }
