@@ -1,3 +1,4 @@
+import Foundation
 import FarcastSupport
 import Tunnel
 
@@ -66,12 +67,16 @@ public struct WireGuardDevice: Sendable {
     private var indices: [UInt32: Int] = [:]
     private var cookies: CookieChecker
     private var handshakeCount = (second: Int64(0), count: 0)
+    /// The wall clock at `started`: an initiation's TAI64N is this plus the monotonic time since,
+    /// so the timestamps follow the clock the device is fed (real or a test's) and never go back.
+    private let started: (instant: MonotonicInstant, wallClock: Date)
 
     /// The most packets held for a peer while its handshake is under way (older ones dropped).
     public static let queueLimit = 1024
 
     public init(privateKey: PrivateKey, peers: [PeerConfiguration], timers: WireGuardTimers = .standard,
-                loadThreshold: Int = 1000, now: MonotonicInstant) {
+                loadThreshold: Int = 1000, now: MonotonicInstant, wallClock: Date = Date()) {
+        started = (now, wallClock)
         identity = LocalIdentity(privateKey: privateKey)
         self.timers = timers
         self.loadThreshold = loadThreshold
@@ -80,6 +85,11 @@ public struct WireGuardDevice: Sendable {
             peerByKey[peer.publicKey] = self.peers.count
             self.peers.append(PeerState(configuration: peer))
         }
+    }
+
+    /// The TAI64N an initiation made at `now` carries.
+    func timestamp(at now: MonotonicInstant) -> TAI64N {
+        TAI64N(started.wallClock.addingTimeInterval(Double(now.nanoseconds(since: started.instant)) / 1e9))
     }
 
     public var status: [PeerStatus] {
@@ -173,7 +183,8 @@ public struct WireGuardDevice: Sendable {
             firstAttempt = now
         }
         let senderIndex = newIndex(for: index)
-        guard let (pending, initiation) = try? InitiatorHandshake.start(local: identity, remote: peers[index].remote, senderIndex: senderIndex) else {
+        guard let (pending, initiation) = try? InitiatorHandshake.start(local: identity, remote: peers[index].remote, senderIndex: senderIndex,
+                                                                           timestamp: timestamp(at: now)) else {
             indices[senderIndex] = nil
             actions.append(.note("peer \(peers[index].configuration.publicKey): its public key is a low-order point; no handshake is possible"))
             return

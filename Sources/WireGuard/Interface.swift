@@ -79,7 +79,8 @@ public final class WireGuardInterface: Sendable {
         listenPort = socket.localPort
         publicKey = configuration.privateKey.publicKey
         started = (clock.now(), Date())
-        state = Mutex(WireGuardDevice(privateKey: configuration.privateKey, peers: peers, timers: timers, now: clock.now()))
+        state = Mutex(WireGuardDevice(privateKey: configuration.privateKey, peers: peers, timers: timers,
+                                       now: started.monotonic, wallClock: started.wall))
         self.note = note
         startThreads()
     }
