@@ -14,6 +14,9 @@ Modes (any protocol):
   slowloris           send the RFB banner one byte per second, then stay silent
 RFB:
   rfb-banner-silent   send "RFB 003.008\\n", then nothing
+  rfb-banner-unasked  as rfb-banner-silent, but a client that speaks within 0.2 s gets no
+                      banner and no answer (what an HTTP client sees when it loses the
+                      banner that arrived before its request)
   rfb-close-mid       send the banner, read the client's version, close
   rfb-none-close-mid-stream
                       complete a handshake with security None and a 64x64 ServerInit, send half a
@@ -41,6 +44,7 @@ import argparse
 import base64
 import hashlib
 import os
+import select
 import signal
 import socket
 import struct
@@ -176,6 +180,11 @@ def handle(conn, mode):
             hold(conn)
         elif mode == "rfb-banner-silent":
             conn.sendall(b"RFB 003.008\n")
+            hold(conn)
+        elif mode == "rfb-banner-unasked":
+            readable, _, _ = select.select([conn], [], [], 0.2)
+            if not readable:
+                conn.sendall(b"RFB 003.008\n")
             hold(conn)
         elif mode == "rfb-close-mid":
             conn.sendall(b"RFB 003.008\n")

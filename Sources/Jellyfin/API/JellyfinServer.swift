@@ -77,14 +77,8 @@ public struct JellyfinServer: Sendable {
     /// A 503 (the server is starting) and an answer that is not Jellyfin's are typed errors.
     public func probe() async throws(JellyfinError) -> (server: JellyfinServer, info: ServerInfo) {
         let url = address.url.appendingPathComponent("System/Info/Public")
-        let response: JellyfinTransport.PlainResponse
-        do {
-            response = try await transport.get(url, headers: ["Accept": "application/json",
-                                                              "Authorization": AuthorizationHeader.value(identity: identity, token: nil)])
-        } catch {
-            if JellyfinError.isNotHTTP(error) { throw await notHTTP() }
-            throw JellyfinError.transportError(error, operation: "GET /System/Info/Public", url: address.description, timeout: transport.timeout)
-        }
+        let response = try await getOrNameTheGreeter(url, headers: ["Accept": "application/json",
+                                                                    "Authorization": AuthorizationHeader.value(identity: identity, token: nil)])
         if response.status == 503 {
             throw .serverStarting(url: address.description, retryAfter: response.headers["retry-after"].flatMap { Int($0) },
                                   message: response.headers["message"])
@@ -117,15 +111,65 @@ public struct JellyfinServer: Sendable {
         return (JellyfinServer(address: final, identity: identity, transport: transport), info)
     }
 
-    /// What to say of a server that answered a request with something other than HTTP: what it
-    /// greets with when it speaks first (SSH, VNC), as `farcast vnc info` names a wrong port.
-    private func notHTTP() async -> JellyfinError {
+    /// The probe's GET, raced (on Linux) against what the server says unasked. An HTTP server
+    /// waits for the request; an SSH or VNC server greets first, and its greeting ends the probe
+    /// at once with a sentence naming it. Without the race a greeting that reaches the HTTP
+    /// client before its request is on the wire can be dropped, and the GET then waits its whole
+    /// timeout for an answer that never comes (CI saw 30 s against a silent VNC greeter). When
+    /// the GET fails because the answer was not HTTP, the greeting names what answered.
+    private func getOrNameTheGreeter(_ url: URL, headers: [String: String]) async throws(JellyfinError) -> JellyfinTransport.PlainResponse {
         #if canImport(AsyncHTTPClient)
-        let greeting = await transport.greeting(host: address.host, port: address.port)
+        enum Outcome: Sendable {
+            case answer(Result<JellyfinTransport.PlainResponse, any Error>)
+            case greeting([UInt8])
+        }
+        let transport = transport, address = address
+        let result = await withTaskGroup(of: Outcome.self) { group -> Result<JellyfinTransport.PlainResponse, JellyfinError> in
+            group.addTask {
+                do { return .answer(.success(try await transport.get(url, headers: headers))) } catch { return .answer(.failure(error)) }
+            }
+            group.addTask { .greeting(await transport.greeting(host: address.host, port: address.port)) }
+            var greeting: [UInt8]?
+            var notHTTP = false
+            while let outcome = await group.next() {
+                switch outcome {
+                case .answer(.success(let response)):
+                    group.cancelAll()
+                    return .success(response)
+                case .answer(.failure(let error)):
+                    guard JellyfinError.isNotHTTP(error) else {
+                        group.cancelAll()
+                        return .failure(.transportError(error, operation: "GET /System/Info/Public", url: address.description, timeout: transport.timeout))
+                    }
+                    guard let greeting else { notHTTP = true; continue }   // the greeting will say what it is
+                    return .failure(Self.notHTTP(address, greeting: greeting))
+                case .greeting(let bytes):
+                    if notHTTP || (!bytes.isEmpty && !bytes.starts(with: Array("HTTP/".utf8))) {
+                        group.cancelAll()
+                        return .failure(Self.notHTTP(address, greeting: bytes))
+                    }
+                    greeting = bytes
+                }
+            }
+            return .failure(Self.notHTTP(address, greeting: greeting ?? []))   // not reached: the GET always ends
+        }
+        return try result.get()
+        #else
+        do {
+            return try await transport.get(url, headers: headers)
+        } catch {
+            if JellyfinError.isNotHTTP(error) { throw Self.notHTTP(address, greeting: []) }
+            throw JellyfinError.transportError(error, operation: "GET /System/Info/Public", url: address.description, timeout: transport.timeout)
+        }
+        #endif
+    }
+
+    /// What to say of a server that answered with something other than HTTP: what it greets
+    /// with when it speaks first (SSH, VNC), as `farcast vnc info` names a wrong port.
+    private static func notHTTP(_ address: ServerAddress, greeting: [UInt8]) -> JellyfinError {
         if let what = ForeignGreeting.describe(greeting) {
             return .notJellyfin(url: address.description, reason: "that is not an HTTP server; it is \(what)")
         }
-        #endif
         return .notJellyfin(url: address.description, reason: "that is not an HTTP server (its answer was not HTTP)")
     }
 

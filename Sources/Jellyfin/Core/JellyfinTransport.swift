@@ -102,32 +102,18 @@ public struct JellyfinTransport: Sendable {
     }
     /// The first bytes a server at `host:port` sends unasked (an SSH or VNC server greets
     /// first; a web server waits), for naming what answered when the answer was not HTTP. Empty
-    /// when it said nothing within `timeout` or could not be reached.
+    /// when it said nothing within `timeout`, could not be reached, or the task was cancelled
+    /// (which ends the wait at once: the socket is shut down under the blocked thread).
     func greeting(host: String, port: Int, timeout: Duration = .seconds(2)) async -> [UInt8] {
         let target = connectOverride[host] ?? host
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: Self.blockingGreeting(host: target, port: port, timeout: timeout)) }
+        let socket = GreetingSocket()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread { continuation.resume(returning: socket.read(host: target, port: port, timeout: timeout)) }
+            }
+        } onCancel: {
+            socket.cancel()
         }
-    }
-
-    private static func blockingGreeting(host: String, port: Int, timeout: Duration) -> [UInt8] {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return [] }
-        defer { freeaddrinfo(list) }
-        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        let micros = max(1, timeout.nanoseconds / 1000)
-        var limit = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
-        // SO_SNDTIMEO bounds connect() as well on Linux.
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return [] }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return n > 0 ? Array(buffer.prefix(n)) : []
     }
     #else
     func get(_ url: URL, headers: [String: String]) async throws -> PlainResponse {
@@ -143,6 +129,49 @@ public struct JellyfinTransport: Sendable {
     }
     #endif
 }
+
+#if canImport(AsyncHTTPClient)
+/// One blocking connect-and-read for `JellyfinTransport.greeting`, cancellable from another
+/// thread: `cancel` shuts the socket down, which ends a blocked connect or recv.
+private final class GreetingSocket: Sendable {
+    private let state = Mutex<(fd: Int32, cancelled: Bool)>((-1, false))
+
+    func cancel() {
+        state.withLock {
+            $0.cancelled = true
+            if $0.fd >= 0 { shutdown($0.fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    func read(host: String, port: Int, timeout: Duration) -> [UInt8] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return [] }
+        defer { freeaddrinfo(list) }
+        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
+        guard fd >= 0 else { return [] }
+        let cancelled = state.withLock { state -> Bool in
+            if !state.cancelled { state.fd = fd }
+            return state.cancelled
+        }
+        defer {
+            state.withLock { $0.fd = -1 }
+            close(fd)
+        }
+        guard !cancelled else { return [] }
+        let micros = max(1, timeout.nanoseconds / 1000)
+        var limit = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
+        // SO_SNDTIMEO bounds connect() as well on Linux.
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return n > 0 ? Array(buffer.prefix(n)) : []
+    }
+}
+#endif
 
 extension Duration {
     var nanoseconds: Int64 {
