@@ -263,6 +263,71 @@ struct WireGuardGoTests {
         #expect(handshakes.count >= 3, "new handshakes seen by \(partner.rawValue) in 20 s: \(handshakes.sorted())\n\(up.log)")
     }
 
+    /// Two `farcast wg up`, one per namespace: TCP and UDP (iperf3) through the tunnel, then the
+    /// peer roams — its outer address changes mid-ping — and our side answers it at its new
+    /// address (learned from the first authenticated packet that came from there), as `wg show`
+    /// then lists.
+    @Test func farcastToFarcastCarriesTCPAndUDPAndFollowsAPeerThatRoams() throws {
+        let ping = try requireExecutable("ping", package: "iputils-ping")
+        let iperf = try requireExecutable("iperf3", package: "iperf3")
+        let wg = try requireExecutable("wg", package: "wireguard-tools")
+        let farcast = try farcastBinary()
+        let ours = try NetworkNamespace("wg-ff-a"), theirs = try NetworkNamespace("wg-ff-b")
+        try NetworkNamespace.link(ours, "192.168.81.1/24", theirs, "192.168.81.2/24", mtu: 1500)
+        let folder = try TemporaryFolder()
+        let key = PrivateKey(), theirKey = PrivateKey()
+        let ifname = "fcfa\(getpid() % 100_000)", theirName = "fcfb\(getpid() % 100_000)"
+        func write(_ name: String, _ text: String) -> String {
+            let path = folder.path + "/\(name).conf"
+            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            return path
+        }
+        let ourConfig = write(ifname, "[Interface]\nPrivateKey = \(key.base64)\nAddress = 10.81.0.1/24\nListenPort = 51820\n\n"
+                              + "[Peer]\nPublicKey = \(theirKey.publicKey.base64)\nAllowedIPs = 10.81.0.2/32\nEndpoint = 192.168.81.2:51820\n")
+        let theirConfig = write(theirName, "[Interface]\nPrivateKey = \(theirKey.base64)\nAddress = 10.81.0.2/24\nListenPort = 51820\n\n"
+                                + "[Peer]\nPublicKey = \(key.publicKey.base64)\nAllowedIPs = 10.81.0.1/32\nEndpoint = 192.168.81.1:51820\n")
+        let partner = try theirs.start([farcast, "wg", "up", theirConfig], logName: "farcast-wg-b")
+        defer { partner.stop() }
+        let up = try ours.start([farcast, "wg", "up", ourConfig], logName: "farcast-wg-a")
+        defer { up.stop() }
+        for (namespace, name, address) in [(ours, ifname, "10.81.0.1/24"), (theirs, theirName, "10.81.0.2/24")] {
+            #expect(eventually { (try? namespace.run(["ip", "-o", "addr", "show", "dev", name]).stdout.contains(address)) == true }, "\(up.log)\n\(partner.log)")
+        }
+        let first = try ours.run([ping, "-c", "3", "-i", "0.2", "-W", "5", "10.81.0.2"])
+        #expect(first.status == 0, "\(first.stdout)\n\(up.log)\n\(partner.log)")
+
+        func iperfJSON(_ extra: [String]) throws -> [String: Any]? {
+            let server = try theirs.start([iperf, "-s", "-1", "-B", "10.81.0.2"], logName: "iperf3-ff")
+            defer { server.stop() }
+            _ = eventually { (try? theirs.run(["ss", "-ltn"]).stdout.contains("10.81.0.2:5201")) == true }
+            let client = try ours.run([iperf, "-c", "10.81.0.2", "-t", "2", "-J"] + extra, timeout: 30)
+            #expect(client.status == 0, "\(client.stdout.suffix(600))\(client.stderr)\n\(up.log)\n\(partner.log)")
+            return (try JSONSerialization.jsonObject(with: Data(client.stdout.utf8)) as? [String: Any])?["end"] as? [String: Any]
+        }
+        let tcp = try iperfJSON([])
+        let tcpBytes = (tcp?["sum_received"] as? [String: Any])?["bytes"] as? Int ?? 0
+        #expect(tcpBytes > 1_000_000, "TCP farcast to farcast: \(tcpBytes) bytes in 2 s")
+        // 50 Mbit/s of UDP: what the receiver counted, and how much of it was lost.
+        let udp = try iperfJSON(["-u", "-b", "50M", "-l", "1200"])
+        let udpSum = udp?["sum"] as? [String: Any]
+        let udpPackets = udpSum?["packets"] as? Int ?? 0, udpLost = udpSum?["lost_packets"] as? Int ?? -1
+        #expect(udpPackets > 5_000 && udpLost >= 0 && udpLost * 20 < udpPackets, "UDP farcast to farcast: \(udpSum ?? [:])")
+
+        // The peer roams: it sends from a new address while pinging us; we follow it there.
+        let pinging = try theirs.start([ping, "-c", "40", "-i", "0.1", "-W", "1", "10.81.0.1"], logName: "wg-roam-ping")
+        defer { pinging.stop() }
+        usleep(1_000_000)
+        // (Deleted first: deleting a primary address takes its subnet's secondaries with it.)
+        try theirs.check(["ip", "addr", "del", "192.168.81.2/24", "dev", "veth-b"])
+        try theirs.check(["ip", "addr", "add", "192.168.81.3/24", "dev", "veth-b"])
+        #expect(pinging.waitForExit(timeout: 15))
+        let summary = pinging.log.split(separator: "\n").first { $0.contains("packets transmitted") }.map(String.init) ?? pinging.log
+        let received = summary.split(separator: ",").dropFirst().first.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0
+        #expect(received >= 36, "pings across the move: \(summary)\n\(up.log)")
+        let endpoints = try run(wg, ["show", ifname, "endpoints"]).stdout
+        #expect(endpoints.contains("\(theirKey.publicKey.base64)\t192.168.81.3:51820"), "our side answers the peer where it is now: \(endpoints)")
+    }
+
     /// 5 % loss and 5 % reordering of the tunnel's UDP both ways (NFQUEUE: this kernel has no
     /// netem): TCP through `farcast wg up` ↔ wireguard-go keeps flowing, and pings get through.
     @Test func tcpKeepsFlowingWithLossAndReordering() throws {
