@@ -67,6 +67,8 @@ public struct WireGuardDevice: Sendable {
     private var indices: [UInt32: Int] = [:]
     private var cookies: CookieChecker
     private var handshakeCount = (second: Int64(0), count: 0)
+    /// Cryptokey routing: the peer each allowed-IPs prefix belongs to.
+    private var routes = AllowedIPsTable([])
     /// The wall clock at `started`: an initiation's TAI64N is this plus the monotonic time since,
     /// so the timestamps follow the clock the device is fed (real or a test's) and never go back.
     private let started: (instant: MonotonicInstant, wallClock: Date)
@@ -84,6 +86,17 @@ public struct WireGuardDevice: Sendable {
         for peer in peers {
             peerByKey[peer.publicKey] = self.peers.count
             self.peers.append(PeerState(configuration: peer))
+            claim(peer.allowedIPs, for: self.peers.count - 1)
+        }
+        routes = AllowedIPsTable(self.peers.map(\.configuration.allowedIPs))
+    }
+
+    /// Gives `prefixes` to peer `index` alone: another peer listing one of them loses it, as
+    /// `wg set … allowed-ips` moves a prefix between peers (a prefix has one owner).
+    private mutating func claim(_ prefixes: [IPPrefix], for index: Int) {
+        let networks = Set(prefixes.map(\.network))
+        for other in peers.indices where other != index {
+            peers[other].configuration.allowedIPs.removeAll { networks.contains($0.network) }
         }
     }
 
@@ -124,15 +137,7 @@ public struct WireGuardDevice: Sendable {
     }
 
     /// The peer index whose allowed IPs hold `address` most specifically.
-    func route(_ address: IPAddress) -> Int? {
-        var best: (index: Int, length: Int)?
-        for (index, peer) in peers.enumerated() {
-            for prefix in peer.configuration.allowedIPs where prefix.contains(address) && prefix.length > (best?.length ?? -1) {
-                best = (index, prefix.length)
-            }
-        }
-        return best?.index
-    }
+    func route(_ address: IPAddress) -> Int? { routes.lookup(address) }
 
     /// Reserves a counter on the current session and asks for the packet to be sealed and sent,
     /// if that session may still send; false if it may not.
@@ -411,6 +416,7 @@ public struct WireGuardDevice: Sendable {
                 peers[index].jar = CookieJar(remote: peers[index].remote)
             }
             peers[index].configuration = configuration
+            claim(change.allowedIPs, for: index)
         }
         rebuildIndices()
     }
@@ -424,8 +430,9 @@ public struct WireGuardDevice: Sendable {
         peers[index].queue = []
     }
 
-    /// The index tables, made again after peers moved in the array.
+    /// The index tables and the routing table, made again after peers or prefixes changed.
     private mutating func rebuildIndices() {
+        routes = AllowedIPsTable(peers.map(\.configuration.allowedIPs))
         peerByKey = [:]
         indices = [:]
         for (index, peer) in peers.enumerated() {
