@@ -60,24 +60,23 @@ struct CommandFailure: Error, CustomStringConvertible {
 
 /// Runs a leaf command's body. Failures become `CommandFailure`s worded for a person (one line,
 /// the cause, the OS reason where there is one); `Farcast.main` prints them and exits with their
-/// code. Usage mistakes (`ValidationError`) and interruptions pass through unchanged.
+/// code. Usage mistakes (`ValidationError`) and interruptions pass through unchanged. The SSH
+/// routes the command kept open end with it, however it ends (an OpenSSH master is told
+/// `-O exit` and waited for), so nothing it started is still running when it returns.
 func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
-    } catch let error as ExitCode {
-        throw error
-    } catch let error as CleanExit {
-        throw error
-    } catch let error as ValidationError {
-        throw error
-    } catch let error as CommandFailure {
-        throw error
-    } catch let error as CancellationError {
-        throw error
+        await HostOptions.closeOpenRoutes()
     } catch {
-        // Whatever a signal cut short reports it its own way; the policy words it once.
-        if Signals.received != nil { throw CancellationError() }
-        throw CommandFailure(message: describe(error))
+        await HostOptions.closeOpenRoutes()
+        switch error {
+        case is ExitCode, is CleanExit, is ValidationError, is CommandFailure, is CancellationError:
+            throw error
+        default:
+            // Whatever a signal cut short reports it its own way; the policy words it once.
+            if Signals.received != nil { throw CancellationError() }
+            throw CommandFailure(message: describe(error))
+        }
     }
 }
 

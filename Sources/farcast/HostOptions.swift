@@ -130,6 +130,15 @@ struct HostOptions: ParsableArguments {
     /// do not authenticate again.
     private static let openRoutes = Mutex<[String: any SSHTransport]>([:])
 
+    /// Closes the routes kept open (`reportingFailures` does, as a command ends).
+    static func closeOpenRoutes() async {
+        let open = openRoutes.withLock { routes in
+            defer { routes = [:] }
+            return Array(routes.values)
+        }
+        for transport in open { await transport.close() }
+    }
+
     /// The transport already open for `route`, else a new one (kept for the command's life).
     func sharedTransport(_ route: SSHRoute, savedVia: SSHVia?, timeout: Duration, logger: Logger,
                          ask: (@Sendable (String, Bool) async -> String?)?) async throws -> any SSHTransport {
