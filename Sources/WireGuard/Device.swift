@@ -123,17 +123,27 @@ public struct WireGuardDevice: Sendable {
     /// An IP packet the kernel routed into the interface: sealed for the peer whose allowed IPs
     /// hold its destination (longest prefix), or held while a handshake is made.
     public mutating func packetFromTunnel(_ packet: [UInt8], now: MonotonicInstant) -> [DeviceAction] {
-        guard let destination = IPHeader.destination(of: packet) else { return [] }
-        guard let index = route(destination) else {
-            return []   // no peer has this address: dropped (the kernel answers nothing; wireguard-go neither)
-        }
         var actions: [DeviceAction] = []
-        if !send(packet, toPeer: index, now: now, actions: &actions) {
-            peers[index].queue.append(packet)
-            if peers[index].queue.count > Self.queueLimit { peers[index].queue.removeFirst() }
-            initiate(index, now: now, actions: &actions)
-        }
+        let sealing = packet.withUnsafeBytes { packetFromTunnel($0, now: now, actions: &actions) }
+        if let (job, endpoint) = sealing { actions.insert(.seal(job, packet: packet, to: endpoint), at: 0) }
         return actions
+    }
+
+    /// The same for batched I/O, with the packet left where it is: when the current session can
+    /// take it, the job that seals it and where to send it come back (the caller seals it in
+    /// place, `SealJob.seal(_:into:)`); otherwise it is copied into the peer's queue and a
+    /// handshake started, or dropped when no peer has its destination. Other work (a handshake
+    /// initiation) lands in `actions`.
+    public mutating func packetFromTunnel(_ packet: UnsafeRawBufferPointer, now: MonotonicInstant,
+                                          actions: inout [DeviceAction]) -> (SealJob, UDPEndpoint)? {
+        guard let destination = IPHeader.destination(of: packet), let index = route(destination) else {
+            return nil   // no peer has this address: dropped (the kernel answers nothing; wireguard-go neither)
+        }
+        if let sealing = reserve(packet.count, toPeer: index, now: now, actions: &actions) { return sealing }
+        peers[index].queue.append(Array(packet))
+        if peers[index].queue.count > Self.queueLimit { peers[index].queue.removeFirst() }
+        initiate(index, now: now, actions: &actions)
+        return nil
     }
 
     /// The peer index whose allowed IPs hold `address` most specifically.
@@ -142,14 +152,23 @@ public struct WireGuardDevice: Sendable {
     /// Reserves a counter on the current session and asks for the packet to be sealed and sent,
     /// if that session may still send; false if it may not.
     private mutating func send(_ packet: [UInt8], toPeer index: Int, now: MonotonicInstant, actions: inout [DeviceAction]) -> Bool {
+        guard let (job, endpoint) = reserve(packet.count, toPeer: index, now: now, actions: &actions) else { return false }
+        actions.append(.seal(job, packet: packet, to: endpoint))
+        return true
+    }
+
+    /// A counter on the current session for a packet of `length` bytes (0: a keepalive) and the
+    /// peer's endpoint, with the accounting and timers of sending it; nil when that session may
+    /// not send (none yet, too old, a responder's not yet confirmed, its counters used up).
+    private mutating func reserve(_ length: Int, toPeer index: Int, now: MonotonicInstant,
+                                  actions: inout [DeviceAction]) -> (SealJob, UDPEndpoint)? {
         guard let endpoint = peers[index].endpoint, var session = peers[index].current,
               now.nanoseconds(since: session.established) < timers.rejectAfterTime.wholeNanoseconds,
               session.keys.isInitiator || session.hasReceived,
-              let job = try? session.reserve() else { return false }
+              let job = try? session.reserve() else { return nil }
         peers[index].current = session
-        actions.append(.seal(job, packet: packet, to: endpoint))
-        account(sent: job.sealedLength(packet.count), toPeer: index, now: now)
-        if !packet.isEmpty, peers[index].newHandshakeDue == nil {
+        account(sent: job.sealedLength(length), toPeer: index, now: now)
+        if length > 0, peers[index].newHandshakeDue == nil {
             peers[index].newHandshakeDue = now.advanced(byNanoseconds: (timers.keepaliveTimeout + timers.rekeyTimeout).wholeNanoseconds)
         }
         // The initiator renews an old or much-used session when it next sends.
@@ -158,7 +177,7 @@ public struct WireGuardDevice: Sendable {
             || session.sendingCounter >= TransportSession.rekeyAfterMessages {
             initiate(index, now: now, actions: &actions)
         }
-        return true
+        return (job, endpoint)
     }
 
     private mutating func emit(_ datagram: [UInt8], toPeer index: Int, endpoint: UDPEndpoint, now: MonotonicInstant, actions: inout [DeviceAction]) {
@@ -535,10 +554,14 @@ struct PeerState: Sendable {
 
 /// The few IP header fields cryptokey routing reads.
 enum IPHeader {
-    static func destination(of packet: [UInt8]) -> IPAddress? {
+    /// The destination address (read in place: once per packet sent).
+    static func destination(of packet: UnsafeRawBufferPointer) -> IPAddress? {
         guard let version = packet.first.map({ $0 >> 4 }) else { return nil }
-        if version == 4, packet.count >= 20 { return IPAddress(bytes: packet[16..<20]) }
-        if version == 6, packet.count >= 40 { return IPAddress(bytes: packet[24..<40]) }
+        if version == 4, packet.count >= 20 { return .v4(UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: 16, as: UInt32.self))) }
+        if version == 6, packet.count >= 40 {
+            return .v6(high: UInt64(bigEndian: packet.loadUnaligned(fromByteOffset: 24, as: UInt64.self)),
+                       low: UInt64(bigEndian: packet.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
+        }
         return nil
     }
 

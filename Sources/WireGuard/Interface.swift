@@ -26,10 +26,21 @@ public final class WireGuardInterface: Sendable {
     private let uapi: (descriptor: Int32, path: String)?
     /// Monotonic and wall clock read together, to show handshake times as dates.
     private let started: (monotonic: MonotonicInstant, wall: Date)
+    /// The largest packet a batch slot takes: the device's MTU, at least 1500.
+    private let slotSize: Int
+    /// Whether the TUN device hands over and takes super-packets (virtio-net header, TSO) and
+    /// the socket sends and receives UDP GSO/GRO runs.
+    public let offload: Bool
+    /// Packets per batch on each path.
+    static let batchSize = 64
 
     /// Brings the interface up. `resolve` turns an endpoint's `host:port` into an address
     /// (IP literals need none); `note` receives log lines (handshakes, peers that went quiet).
-    public init(configuration: WireGuardConfiguration, name: String, timers: WireGuardTimers = .standard,
+    ///
+    /// `offload`: super-packets from and to the TUN device (split and coalesced here) and UDP
+    /// segmentation offload where the kernel has them, so a batch of packets costs one system
+    /// call each way; false moves packets one per call (for comparison and odd kernels).
+    public init(configuration: WireGuardConfiguration, name: String, timers: WireGuardTimers = .standard, offload: Bool = true,
                 note: @escaping @Sendable (String) -> Void = { _ in }) throws(WireGuardInterfaceError) {
         var peers: [PeerConfiguration] = []
         for peer in configuration.peers {
@@ -39,12 +50,12 @@ public final class WireGuardInterface: Sendable {
                                            endpoint: endpoint, persistentKeepalive: peer.persistentKeepalive))
         }
         do {
-            socket = try UDPDatagramSocket(port: configuration.listenPort ?? 0)
+            socket = try UDPDatagramSocket(port: configuration.listenPort ?? 0, offload: offload)
         } catch {
             throw .socket("\(error)")
         }
         do {
-            tun = try TunDevice(TunDevice.Configuration(name: name, layer: .tun, queues: 1))
+            tun = try TunDevice(TunDevice.Configuration(name: name, layer: .tun, queues: 1, offload: offload))
         } catch {
             socket.close()
             throw .device("\(error)")
@@ -76,6 +87,8 @@ public final class WireGuardInterface: Sendable {
         }
         if uapi == nil { note("no UAPI socket (cannot write /var/run/wireguard): `wg show \(tun.name)` will not see this interface") }
         self.name = tun.name
+        self.offload = !tun.offload.isEmpty
+        slotSize = max(configuration.mtu ?? 1420, 1500)
         listenPort = socket.localPort
         publicKey = configuration.privateKey.publicKey
         started = (clock.now(), Date())
@@ -202,42 +215,21 @@ public final class WireGuardInterface: Sendable {
             threads.start("wg-uapi") { [self] in serveUAPI(descriptor) }
         }
         threads.start("wg-tun") { [self] in
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count: Int
-                do {
-                    count = try buffer.withUnsafeMutableBytes { raw in try tun.queues[0].read(into: raw, timeout: nil) }
-                } catch TunnelError.interrupted {
-                    return
-                } catch TunnelError.closed {
-                    return
-                } catch {
-                    fail("reading \(name): \(error)")
-                    return
-                }
-                let packet = Array(buffer.prefix(count))
-                let now = clock.now()
-                perform(state.withLock { $0.packetFromTunnel(packet, now: now) })
+            do {
+                try carryPacketsOut()
+            } catch TunnelError.interrupted {
+            } catch TunnelError.closed {
+            } catch {
+                fail("reading \(name): \(error)")
             }
         }
         threads.start("wg-udp") { [self] in
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let received: (Int, UDPEndpoint)?
-                do {
-                    received = try buffer.withUnsafeMutableBytes { raw in try socket.receive(into: raw, timeout: nil) }
-                } catch TunnelError.interrupted {
-                    return
-                } catch TunnelError.closed {
-                    return
-                } catch {
-                    fail("receiving on UDP port \(listenPort): \(error)")
-                    return
-                }
-                guard let (count, source) = received else { continue }
-                let datagram = Array(buffer.prefix(count))
-                let now = clock.now()
-                perform(state.withLock { $0.datagram(datagram, from: source, now: now) })
+            do {
+                try carryDatagramsIn()
+            } catch TunnelError.interrupted {
+            } catch TunnelError.closed {
+            } catch {
+                fail("receiving on UDP port \(listenPort): \(error)")
             }
         }
         threads.start("wg-timers") { [self] in
@@ -247,6 +239,88 @@ public final class WireGuardInterface: Sendable {
                 let now = clock.now()
                 perform(state.withLock { $0.tick(now: now) })
             }
+        }
+    }
+
+    /// The device's packets to their peers, a batch at a time: read (super-packets split into
+    /// MTU-sized ones), routed and given counters under one hold of the lock, sealed in place
+    /// outside it, and sent with one system call (runs to one peer as UDP GSO super-datagrams).
+    private func carryPacketsOut() throws(TunnelError) {
+        let packets = PacketBatch(capacity: Self.batchSize, slotSize: slotSize)
+        let datagrams = PacketBatch(capacity: Self.batchSize, slotSize: slotSize + 64)
+        var seals: [(packet: Int, job: SealJob, endpoint: UDPEndpoint)] = []
+        var destinations: [UDPEndpoint] = []
+        var other: [DeviceAction] = []
+        seals.reserveCapacity(Self.batchSize)
+        destinations.reserveCapacity(Self.batchSize)
+        while true {
+            packets.removeAll()
+            _ = try tun.queues[0].readPackets(into: packets, timeout: nil)
+            let now = clock.now()
+            seals.removeAll(keepingCapacity: true)
+            other.removeAll(keepingCapacity: true)
+            state.withLock { device in
+                for index in 0..<packets.count {
+                    if let (job, endpoint) = device.packetFromTunnel(UnsafeRawBufferPointer(packets[index]), now: now, actions: &other) {
+                        seals.append((index, job, endpoint))
+                    }
+                }
+            }
+            perform(other)
+            datagrams.removeAll()
+            destinations.removeAll(keepingCapacity: true)
+            for seal in seals {
+                datagrams.append { slot in seal.job.seal(UnsafeRawBufferPointer(packets[seal.packet]), into: slot) }
+                destinations.append(seal.endpoint)
+            }
+            try socket.send(datagrams, to: destinations)
+        }
+    }
+
+    /// Datagrams from the peers into the device, a batch at a time: received (GRO runs split),
+    /// checked and handed their sessions under one hold of the lock, opened outside it, taken in
+    /// under a second, and written with one system call (segments of one TCP flow coalesced).
+    private func carryDatagramsIn() throws(TunnelError) {
+        let datagrams = PacketBatch(capacity: Self.batchSize, slotSize: slotSize + 64)
+        let packets = PacketBatch(capacity: Self.batchSize, slotSize: slotSize)
+        let gro = offload ? tun.makeGROTable(capacity: Self.batchSize) : nil
+        var sources: [UDPEndpoint] = []
+        var opens: [(job: OpenJob, source: UDPEndpoint, size: Int)] = []
+        var opened: [(job: OpenJob, packet: [UInt8], source: UDPEndpoint, size: Int)] = []
+        var other: [DeviceAction] = []
+        while true {
+            datagrams.removeAll()
+            sources.removeAll(keepingCapacity: true)
+            _ = try socket.receive(into: datagrams, sources: &sources, timeout: nil)
+            let now = clock.now()
+            opens.removeAll(keepingCapacity: true)
+            other.removeAll(keepingCapacity: true)
+            state.withLock { device in
+                for index in 0..<datagrams.count {
+                    for action in device.datagram(Array(UnsafeRawBufferPointer(datagrams[index])), from: sources[index], now: now) {
+                        if case .open(let job, let source, let size) = action { opens.append((job, source, size)) } else { other.append(action) }
+                    }
+                }
+            }
+            perform(other)
+            opened.removeAll(keepingCapacity: true)
+            for open in opens {
+                if let packet = try? open.job.open() { opened.append((open.job, packet, open.source, open.size)) }
+            }
+            guard !opened.isEmpty else { continue }
+            other.removeAll(keepingCapacity: true)
+            let later = clock.now()
+            state.withLock { device in
+                for done in opened { other += device.opened(done.job, packet: done.packet, from: done.source, size: done.size, now: later) }
+            }
+            packets.removeAll()
+            var rest: [DeviceAction] = []
+            for action in other {
+                if case .deliver(let packet) = action, packets.append(packet) { continue }
+                rest.append(action)
+            }
+            if !packets.isEmpty { try tun.queues[0].writePackets(packets, coalescingWith: gro) }
+            perform(rest)
         }
     }
 

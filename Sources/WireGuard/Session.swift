@@ -79,26 +79,30 @@ public struct SealJob: Sendable {
         Message.transportHeaderLength + min((length + 15) & ~15, max(mtu, length)) + 16
     }
 
+    /// The transport message for `packet` written into `out` (at least `sealedLength` bytes):
+    /// header, then the packet padded with zeros, sealed. Returns its length.
+    public func seal(_ packet: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int {
+        let header = Message.transportHeaderLength
+        let padded = min((packet.count + 15) & ~15, max(mtu, packet.count))
+        precondition(out.count >= header + padded + 16, "room for the sealed message")
+        out.storeBytes(of: MessageType.transport.rawValue.littleEndian, toByteOffset: 0, as: UInt32.self)
+        out.storeBytes(of: receiverIndex.littleEndian, toByteOffset: 4, as: UInt32.self)
+        out.storeBytes(of: counter.littleEndian, toByteOffset: 8, as: UInt64.self)
+        let body = UnsafeMutableRawBufferPointer(rebasing: out[header..<(header + padded)])
+        if let source = packet.baseAddress, packet.count > 0 { body.baseAddress!.copyMemory(from: source, byteCount: packet.count) }
+        if padded > packet.count { (body.baseAddress! + packet.count).initializeMemory(as: UInt8.self, repeating: 0, count: padded - packet.count) }
+        // Sealing with a 32-byte key and a 12-byte nonce cannot fail.
+        let box = try! ChaChaPoly.seal(UnsafeRawBufferPointer(body), using: key, nonce: TransportSession.nonce(counter))
+        box.ciphertext.withUnsafeBytes { body.copyMemory(from: $0) }
+        box.tag.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[(header + padded)...]).copyMemory(from: $0) }
+        return header + padded + 16
+    }
+
     /// The transport message: header, then the packet padded with zeros, sealed.
     public func seal(_ packet: [UInt8]) -> [UInt8] {
-        let padded = min((packet.count + 15) & ~15, max(mtu, packet.count))
-        var out = [UInt8]()
-        out.reserveCapacity(Message.transportHeaderLength + padded + 16)
-        out += wireWord(MessageType.transport.rawValue)
-        out += wireWord(receiverIndex)
-        out += wireWord(UInt32(truncatingIfNeeded: counter))
-        out += wireWord(UInt32(truncatingIfNeeded: counter >> 32))
-        // Sealing with a 32-byte key and a 12-byte nonce cannot fail.
-        let box: ChaChaPoly.SealedBox
-        if padded == packet.count {
-            box = try! ChaChaPoly.seal(packet, using: key, nonce: TransportSession.nonce(counter))
-        } else {
-            box = try! ChaChaPoly.seal(packet + [UInt8](repeating: 0, count: padded - packet.count), using: key,
-                                       nonce: TransportSession.nonce(counter))
+        [UInt8](unsafeUninitializedCapacity: sealedLength(packet.count)) { buffer, count in
+            count = packet.withUnsafeBytes { seal($0, into: UnsafeMutableRawBufferPointer(buffer)) }
         }
-        out += box.ciphertext
-        out += box.tag
-        return out
     }
 }
 

@@ -113,6 +113,10 @@ struct WireGuardUpCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Take the interface down after this many seconds (default: run until SIGINT or SIGTERM).", valueName: "seconds"))
     var duration: Double?
 
+    @Flag(name: .customLong("no-offload"),
+          help: "Move packets one per system call: no TUN super-packets, no UDP GSO/GRO (slower; for comparison, or a kernel that misbehaves with them).")
+    var noOffload = false
+
     /// Tests only: every protocol timer divided by this (rekeying after 120 s / N…), so timer
     /// rules can be watched against a real peer in seconds. Never for a real tunnel.
     @Option(name: .customLong("test-timer-scale"), help: ArgumentHelp(visibility: .private))
@@ -158,7 +162,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             let interface: WireGuardInterface
             do {
                 interface = try WireGuardInterface(configuration: configuration, name: interfaceName,
-                                                   timers: WireGuardTimers.standard.scaled(by: testTimerScale)) { line in
+                                                   timers: WireGuardTimers.standard.scaled(by: testTimerScale), offload: !noOffload) { line in
                     if !quiet { FileHandleOutput.stderr("farcast: \(line)\n") }
                 }
             } catch {
@@ -166,7 +170,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             }
             defer { interface.close() }
             if !quiet {
-                FileHandleOutput.stderr("\(interface.name) is up: public key \(interface.publicKey), UDP port \(interface.listenPort), \(configuration.peers.count) peer(s); SIGINT or SIGTERM takes it down\n")
+                FileHandleOutput.stderr("\(interface.name) is up: public key \(interface.publicKey), UDP port \(interface.listenPort), \(configuration.peers.count) peer(s), offload \(interface.offload ? "on" : "off"); SIGINT or SIGTERM takes it down\n")
             }
             await latch.wait(duration: duration)
             let peers = interface.peers

@@ -35,6 +35,8 @@ public final class PacketBatch {
     var pendingScratchSegment = 0
     /// For a coalesced UDP read waiting in the scratch: its segment size.
     var pendingSegmentSize = 0
+    /// For a coalesced UDP read waiting in the scratch on an unconnected socket: its sender.
+    var pendingSource: UDPEndpoint?
 
     #if os(Linux)
     /// Message vectors for batch socket calls, made on first use.
@@ -155,6 +157,28 @@ public final class PacketBatch {
     @usableFromInline
     func setLength(_ length: Int, at index: Int) {
         lengths[index] = length
+    }
+
+    /// Splits the coalesced datagram waiting in the scratch (`pendingScratchLength` bytes of
+    /// `pendingSegmentSize`-byte segments, a shorter last) into the free slots; a segment longer
+    /// than a slot is dropped (`tooLarge`). False when segments are left for the next call (the batch is
+    /// then full).
+    func splitPendingDatagram(tooLarge: () -> Void) -> Bool {
+        let total = pendingScratchLength
+        let size = max(1, pendingSegmentSize)
+        var offset = pendingScratchSegment * size
+        while offset < total {
+            guard freeSlots > 0 else {
+                pendingScratchSegment = offset / size
+                return false
+            }
+            let length = min(size, total - offset)
+            if length > slotSize || !append(copying: UnsafeRawBufferPointer(start: scratch + offset, count: length)) { tooLarge() }
+            offset += length
+        }
+        pendingScratchLength = 0
+        pendingScratchSegment = 0
+        return true
     }
 
     /// Packet `index` copied out (tests and tools).

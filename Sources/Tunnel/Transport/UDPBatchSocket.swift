@@ -120,81 +120,11 @@ public final class UDPBatchSocket: Sendable {
         defer { descriptor.leave() }
         guard batch.count > 0 else { return 0 }
         let vectors = batch.messageVectors
-        let segment = segmentation.load(ordering: .relaxed)
-        // Group runs of equal-sized datagrams (a shorter one may end a run) into messages.
-        var messages = 0
-        var i = 0
-        while i < batch.count {
-            let size = batch.length(at: i)
-            var n = 1
-            var total = size
-            if segment {
-                while i + n < batch.count, n < Self.maximumSegments {
-                    let next = batch.length(at: i + n)
-                    guard next <= size, total + next <= Self.maximumSuperDatagram else { break }
-                    total += next
-                    n += 1
-                    if next < size { break }
-                }
-            }
-            for k in 0..<n {
-                let packet = batch[i + k]
-                vectors.iovecs[i + k] = iovec(iov_base: packet.baseAddress, iov_len: packet.count)
-            }
-            vectors.prepare(message: messages, iovecs: i, count: n, segmentSize: n > 1 ? size : nil)
-            messages += 1
-            i += n
-        }
-        var sent = 0
-        var first = 0
-        while first < messages {
-            let n = ctunnel_sendmmsg(descriptor.fileDescriptor, vectors.messages + first, UInt32(messages - first), 0)
-            counters.sendCalls.add(1, ordering: .relaxed)
-            if n > 0 {
-                for m in first..<(first + Int(n)) { sent += vectors.datagrams[m] }
-                first += Int(n)
-                continue
-            }
-            let code = errno
-            switch code {
-            case EINTR:
-                continue
-            case EAGAIN, EWOULDBLOCK:
-                _ = try descriptor.wait(for: Int16(POLLOUT), timeout: .seconds(1))
-            case EIO where vectors.datagrams[first] > 1:
-                // The kernel refused segmentation offload for this route: send one by one from
-                // now on (the run goes out again as separate messages).
-                segmentation.store(false, ordering: .relaxed)
-                try sendSeparately(vectors, message: first)
-                sent += vectors.datagrams[first]
-                first += 1
-            case ECONNREFUSED, EMSGSIZE, EHOSTUNREACH, ENETUNREACH, EPERM, ENOBUFS, EIO, EINVAL:
-                drop(vectors.datagrams[first], code)
-                first += 1
-            case EBADF:
-                throw .closed
-            default:
-                throw .system(operation: "send to \(remote)", errno: code)
-            }
-        }
+        let messages = vectors.plan(batch, segmenting: segmentation.load(ordering: .relaxed), destination: nil)
+        let sent = try vectors.transmit(messages, on: descriptor, segmentation: segmentation, what: "\(remote)",
+                                        called: { counters.sendCalls.add(1, ordering: .relaxed) }, dropped: drop)
         counters.sent.add(sent, ordering: .relaxed)
         return sent
-    }
-
-    private func sendSeparately(_ vectors: MessageVectors, message: Int) throws(TunnelError) {
-        let start = vectors.firstIOVec[message]
-        for k in 0..<vectors.datagrams[message] {
-            let v = vectors.iovecs[start + k]
-            while true {
-                let n = Glibc.send(descriptor.fileDescriptor, v.iov_base, v.iov_len, 0)
-                if n >= 0 { break }
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN { _ = try descriptor.wait(for: Int16(POLLOUT), timeout: .seconds(1)); continue }
-                drop(1, code)
-                break
-            }
-        }
     }
 
     // MARK: - Receiving
@@ -218,7 +148,7 @@ public final class UDPBatchSocket: Sendable {
 
     private func drain(into batch: PacketBatch) throws(TunnelError) {
         if receiveOffload {
-            if batch.pendingScratchLength > 0 { guard splitScratch(batch) else { return } }
+            if batch.pendingScratchLength > 0 { guard batch.splitPendingDatagram(tooLarge: { drop(1, EMSGSIZE) }) else { return } }
             while batch.freeSlots > 0 {
                 let vectors = batch.messageVectors
                 let (n, segmentSize) = vectors.receiveOne(descriptor.fileDescriptor, into: batch.scratch, capacity: PacketBatch.scratchSize)
@@ -226,7 +156,7 @@ public final class UDPBatchSocket: Sendable {
                 guard try check(n) else { return }
                 batch.pendingScratchLength = n
                 batch.pendingSegmentSize = segmentSize ?? n
-                guard splitScratch(batch) else { return }
+                guard batch.splitPendingDatagram(tooLarge: { drop(1, EMSGSIZE) }) else { return }
             }
             return
         }
@@ -260,28 +190,6 @@ public final class UDPBatchSocket: Sendable {
         }
     }
 
-    /// Splits a coalesced datagram in the batch's scratch into the free slots. False when
-    /// segments of it are left for the next call (the batch is then full).
-    private func splitScratch(_ batch: PacketBatch) -> Bool {
-        let total = batch.pendingScratchLength
-        let size = max(1, batch.pendingSegmentSize)
-        var offset = batch.pendingScratchSegment * size
-        while offset < total {
-            guard batch.freeSlots > 0 else {
-                batch.pendingScratchSegment = offset / size
-                return false
-            }
-            let length = min(size, total - offset)
-            if length > batch.slotSize || !batch.append(copying: UnsafeRawBufferPointer(start: batch.scratch + offset, count: length)) {
-                drop(1, EMSGSIZE)
-            }
-            offset += length
-        }
-        batch.pendingScratchLength = 0
-        batch.pendingScratchSegment = 0
-        return true
-    }
-
     private func check(_ n: some BinaryInteger) throws(TunnelError) -> Bool {
         if n >= 0 { return true }
         let code = errno
@@ -300,6 +208,8 @@ final class MessageVectors {
     let iovecs: UnsafeMutablePointer<iovec>
     let control: UnsafeMutableRawPointer
     let controlStride: Int
+    /// A socket address per message, for sockets that are not connected.
+    let names: UnsafeMutablePointer<sockaddr_storage>
     /// Datagrams and first iovec of each prepared message.
     var datagrams: [Int]
     var firstIOVec: [Int]
@@ -313,22 +223,129 @@ final class MessageVectors {
         controlStride = Int(ctunnel_cmsg_space(UInt(MemoryLayout<CInt>.size)))
         control = .allocate(byteCount: controlStride * capacity, alignment: 8)
         control.initializeMemory(as: UInt8.self, repeating: 0, count: controlStride * capacity)
+        names = .allocate(capacity: capacity)
+        names.initialize(repeating: sockaddr_storage(), count: capacity)
         datagrams = Array(repeating: 0, count: capacity)
         firstIOVec = Array(repeating: 0, count: capacity)
     }
 
     deinit {
+        names.deallocate()
         messages.deallocate()
         iovecs.deallocate()
         control.deallocate()
     }
 
-    /// Fills message `m` with `count` iovecs from `first`, and a `UDP_SEGMENT` control message
-    /// when `segmentSize` is given.
-    func prepare(message m: Int, iovecs first: Int, count: Int, segmentSize: Int?) {
+    /// The messages for sending `batch`: one datagram per packet, in order; with `segmenting`,
+    /// runs of equal-sized datagrams to one destination (a shorter one may end a run) become one
+    /// `UDP_SEGMENT` message. `destination` gives packet i's address (nil: a connected socket).
+    /// Returns the number of messages.
+    func plan(_ batch: PacketBatch, segmenting: Bool, destination: ((Int) -> UDPEndpoint)?) -> Int {
+        var messages = 0
+        var i = 0
+        while i < batch.count {
+            let size = batch.length(at: i)
+            let target = destination?(i)
+            var n = 1
+            var total = size
+            if segmenting {
+                while i + n < batch.count, n < UDPBatchSocket.maximumSegments {
+                    let next = batch.length(at: i + n)
+                    guard next <= size, total + next <= UDPBatchSocket.maximumSuperDatagram, destination?(i + n) == target else { break }
+                    total += next
+                    n += 1
+                    if next < size { break }
+                }
+            }
+            for k in 0..<n {
+                let packet = batch[i + k]
+                iovecs[i + k] = iovec(iov_base: packet.baseAddress, iov_len: packet.count)
+            }
+            prepare(message: messages, iovecs: i, count: n, segmentSize: n > 1 ? size : nil, name: target)
+            messages += 1
+            i += n
+        }
+        return messages
+    }
+
+    /// Sends the `count` planned messages, waiting for buffer room when the socket is full.
+    /// Messages the network refuses are `dropped` (datagrams, errno); a run the kernel will not
+    /// segment turns segmentation off for good and goes out datagram by datagram. Returns the
+    /// datagrams handed to the kernel.
+    func transmit(_ count: Int, on descriptor: InterruptibleDescriptor, segmentation: borrowing Atomic<Bool>, what: @autoclosure () -> String,
+                  called: () -> Void, dropped: (Int, Int32) -> Void) throws(TunnelError) -> Int {
+        var sent = 0
+        var first = 0
+        while first < count {
+            let n = ctunnel_sendmmsg(descriptor.fileDescriptor, messages + first, UInt32(count - first), 0)
+            called()
+            if n > 0 {
+                for m in first..<(first + Int(n)) { sent += datagrams[m] }
+                first += Int(n)
+                continue
+            }
+            let code = errno
+            switch code {
+            case EINTR:
+                continue
+            case EAGAIN, EWOULDBLOCK:
+                _ = try descriptor.wait(for: Int16(POLLOUT), timeout: .seconds(1))
+            case EIO where datagrams[first] > 1:
+                // The kernel refused segmentation offload for this route: datagram by datagram
+                // from now on (this run goes out again as separate datagrams).
+                segmentation.store(false, ordering: .relaxed)
+                sent += try sendSeparately(message: first, on: descriptor, dropped: dropped)
+                first += 1
+            case ECONNREFUSED, EMSGSIZE, EHOSTUNREACH, ENETUNREACH, EPERM, ENOBUFS, EIO, EINVAL, EADDRNOTAVAIL, EAFNOSUPPORT:
+                dropped(datagrams[first], code)
+                first += 1
+            case EBADF:
+                throw .closed
+            default:
+                throw .system(operation: "send to \(what())", errno: code)
+            }
+        }
+        return sent
+    }
+
+    /// Message `m`'s datagrams one by one, to its address if it has one.
+    private func sendSeparately(message m: Int, on descriptor: InterruptibleDescriptor, dropped: (Int, Int32) -> Void) throws(TunnelError) -> Int {
+        var sent = 0
+        let start = firstIOVec[m]
+        for k in 0..<datagrams[m] {
+            var header = messages[m].msg_hdr
+            header.msg_iov = iovecs + start + k
+            header.msg_iovlen = 1
+            header.msg_control = nil
+            header.msg_controllen = 0
+            while true {
+                if sendmsg(descriptor.fileDescriptor, &header, 0) >= 0 {
+                    sent += 1
+                    break
+                }
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN {
+                    _ = try descriptor.wait(for: Int16(POLLOUT), timeout: .seconds(1))
+                    continue
+                }
+                dropped(1, code)
+                break
+            }
+        }
+        return sent
+    }
+
+    /// Fills message `m` with `count` iovecs from `first`, a `UDP_SEGMENT` control message when
+    /// `segmentSize` is given, and `name` as its destination when given.
+    func prepare(message m: Int, iovecs first: Int, count: Int, segmentSize: Int?, name: UDPEndpoint? = nil) {
         var header = msghdr()
         header.msg_iov = iovecs + first
         header.msg_iovlen = count
+        if let name {
+            header.msg_name = UnsafeMutableRawPointer(names + m)
+            header.msg_namelen = name.write(to: UnsafeMutableRawPointer(names + m))
+        }
         if let segmentSize {
             let buffer = control + m * controlStride
             header.msg_control = buffer
@@ -345,11 +362,16 @@ final class MessageVectors {
     }
 
     /// One `recvmsg` into `buffer`; returns the length (or -1) and the `UDP_GRO` segment size.
-    func receiveOne(_ fd: Int32, into buffer: UnsafeMutableRawPointer, capacity: Int) -> (Int, Int?) {
+    /// With `named`, the sender's address is left in `names[0]`.
+    func receiveOne(_ fd: Int32, into buffer: UnsafeMutableRawPointer, capacity: Int, named: Bool = false) -> (Int, Int?) {
         iovecs[0] = iovec(iov_base: buffer, iov_len: capacity)
         var header = msghdr()
         header.msg_iov = iovecs
         header.msg_iovlen = 1
+        if named {
+            header.msg_name = UnsafeMutableRawPointer(names)
+            header.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        }
         header.msg_control = control
         header.msg_controllen = controlStride
         let n = recvmsg(fd, &header, Int32(MSG_DONTWAIT))

@@ -38,6 +38,31 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
         address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)"
     }
 
+    /// Writes the `sockaddr_in`/`sockaddr_in6` for this endpoint at `storage` (room for a
+    /// `sockaddr_storage`) and returns its length. Allocates nothing (a batch send does this per
+    /// message).
+    func write(to storage: UnsafeMutableRawPointer) -> socklen_t {
+        switch address {
+        case .v4(let value):
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = port.bigEndian
+            a.sin_addr.s_addr = value.bigEndian
+            storage.storeBytes(of: a, as: sockaddr_in.self)
+            return socklen_t(MemoryLayout<sockaddr_in>.size)
+        case .v6(let high, let low):
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &a.sin6_addr) {
+                $0.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+                $0.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
+            }
+            storage.storeBytes(of: a, as: sockaddr_in6.self)
+            return socklen_t(MemoryLayout<sockaddr_in6>.size)
+        }
+    }
+
     /// The `sockaddr_in`/`sockaddr_in6` for this endpoint and its length.
     public func withSocketAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> T) rethrows -> T {
         switch address {
