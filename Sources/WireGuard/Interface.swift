@@ -40,8 +40,11 @@ public final class WireGuardInterface: Sendable {
     /// `offload`: super-packets from and to the TUN device (split and coalesced here) and UDP
     /// segmentation offload where the kernel has them, so a batch of packets costs one system
     /// call each way; false moves packets one per call (for comparison and odd kernels).
+    ///
+    /// `loadThreshold`: handshake messages a second beyond which MAC2 (a cookie) is required
+    /// (0: always, which tests use to see a peer answer our cookie replies).
     public init(configuration: WireGuardConfiguration, name: String, timers: WireGuardTimers = .standard, offload: Bool = true,
-                note: @escaping @Sendable (String) -> Void = { _ in }) throws(WireGuardInterfaceError) {
+                loadThreshold: Int = 1000, note: @escaping @Sendable (String) -> Void = { _ in }) throws(WireGuardInterfaceError) {
         var peers: [PeerConfiguration] = []
         for peer in configuration.peers {
             var endpoint: UDPEndpoint?
@@ -93,7 +96,7 @@ public final class WireGuardInterface: Sendable {
         publicKey = configuration.privateKey.publicKey
         started = (clock.now(), Date())
         state = Mutex(WireGuardDevice(privateKey: configuration.privateKey, peers: peers, timers: timers,
-                                       now: started.monotonic, wallClock: started.wall))
+                                       loadThreshold: loadThreshold, now: started.monotonic, wallClock: started.wall))
         self.note = note
         startThreads()
     }

@@ -122,6 +122,11 @@ struct WireGuardUpCommand: AsyncParsableCommand {
     @Option(name: .customLong("test-timer-scale"), help: ArgumentHelp(visibility: .private))
     var testTimerScale: Int = 1
 
+    /// Tests only: handshake messages a second beyond which a cookie is required (0: always),
+    /// to watch a real peer answer our cookie replies. Never for a real tunnel.
+    @Option(name: .customLong("test-load-threshold"), help: ArgumentHelp(visibility: .private))
+    var testLoadThreshold: Int = 1000
+
     @OptionGroup var global: GlobalOptions
 
     /// The file CONFIG names.
@@ -137,6 +142,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
     func validate() throws {
         if let duration, !(duration > 0 && duration <= 100_000_000) { throw ValidationError("--duration must be a positive number of seconds") }
         guard (1...1000).contains(testTimerScale) else { throw ValidationError("--test-timer-scale must be 1–1000") }
+        guard testLoadThreshold >= 0 else { throw ValidationError("--test-load-threshold must be 0 or more") }
         do { try TunDevice.validate(name: interfaceName) } catch {
             throw ValidationError("the interface name: \(describe(error)); choose one with --name")
         }
@@ -162,7 +168,8 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             let interface: WireGuardInterface
             do {
                 interface = try WireGuardInterface(configuration: configuration, name: interfaceName,
-                                                   timers: WireGuardTimers.standard.scaled(by: testTimerScale), offload: !noOffload) { line in
+                                                   timers: WireGuardTimers.standard.scaled(by: testTimerScale), offload: !noOffload,
+                                                   loadThreshold: testLoadThreshold) { line in
                     if !quiet { FileHandleOutput.stderr("farcast: \(line)\n") }
                 }
             } catch {

@@ -5,6 +5,8 @@
 #   wireguard-go    Debian's wireguard-go at both ends, configured with wg (the peer to beat)
 #   farcast         `farcast wg up` at both ends
 #   farcast+go      farcast at one end, wireguard-go at the other (interoperability, not a goal)
+#   farcast-plain   `farcast wg up --no-offload` at both ends: one packet per system call (what
+#                   the batched, offloaded data path gains)
 # Inner MTU 1420 over a 1500-byte veth, as wg-quick sets it. For each run: Gbit/s received, and
 # CPU seconds per Gbit moved, counting both WireGuard processes and both iperf3 processes.
 set -euo pipefail
@@ -45,8 +47,8 @@ CONF
 }
 write_config a; write_config b
 
-farcast_side() { # side ns-pid ifname
-  nsenter -t "$2" -n -- "$FARCAST" wg up "$WORK/$1.conf" --name "$3" --quiet > "$WORK/$1.out" 2> "$WORK/$1.err" & FWD+=($!); PIDS+=($!)
+farcast_side() { # side ns-pid ifname [extra options]
+  nsenter -t "$2" -n -- "$FARCAST" wg up "$WORK/$1.conf" --name "$3" --quiet "${@:4}" > "$WORK/$1.out" 2> "$WORK/$1.err" & FWD+=($!); PIDS+=($!)
 }
 go_side() { # side ns-pid ifname
   local side=$1 pid=$2 name=$3 address other endpoint
@@ -61,6 +63,7 @@ go_side() { # side ns-pid ifname
 start_go() { go_side a "$A" "$IF_A"; go_side b "$B" "$IF_B"; }
 start_farcast() { farcast_side a "$A" "$IF_A"; farcast_side b "$B" "$IF_B"; }
 start_mixed() { farcast_side a "$A" "$IF_A"; go_side b "$B" "$IF_B"; }
+start_plain() { farcast_side a "$A" "$IF_A" --no-offload; farcast_side b "$B" "$IF_B" --no-offload; }
 
 LOGS="$WORK/a.err $WORK/b.err $WORK/a.go.log $WORK/b.go.log"
 
@@ -69,6 +72,7 @@ say "WireGuard throughput, ${SECONDS_PER} s per run, inner MTU $MTU; load before
 scenario wireguard-go 10.91.0.2 start_go
 scenario farcast 10.91.0.2 start_farcast
 scenario "farcast+go" 10.91.0.2 start_mixed
+scenario farcast-plain 10.91.0.2 start_plain
 
 python3 - "$WORK/results.jsonl" "$JSON" "$SECONDS_PER" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
