@@ -41,10 +41,14 @@ public final class WireGuardInterface: Sendable {
     /// segmentation offload where the kernel has them, so a batch of packets costs one system
     /// call each way; false moves packets one per call (for comparison and odd kernels).
     ///
+    /// `queues`: TUN queues, each read by a thread of its own (the kernel spreads flows over
+    /// them), so sealing what leaves runs on that many cores; what arrives is opened on one
+    /// thread, which keeps each flow's packets in order.
+    ///
     /// `loadThreshold`: handshake messages a second beyond which MAC2 (a cookie) is required
     /// (0: always, which tests use to see a peer answer our cookie replies).
     public init(configuration: WireGuardConfiguration, name: String, timers: WireGuardTimers = .standard, offload: Bool = true,
-                loadThreshold: Int = 1000, note: @escaping @Sendable (String) -> Void = { _ in }) throws(WireGuardInterfaceError) {
+                queues: Int = 1, loadThreshold: Int = 1000, note: @escaping @Sendable (String) -> Void = { _ in }) throws(WireGuardInterfaceError) {
         var peers: [PeerConfiguration] = []
         for peer in configuration.peers {
             var endpoint: UDPEndpoint?
@@ -58,7 +62,7 @@ public final class WireGuardInterface: Sendable {
             throw .socket("\(error)")
         }
         do {
-            tun = try TunDevice(TunDevice.Configuration(name: name, layer: .tun, queues: 1, offload: offload))
+            tun = try TunDevice(TunDevice.Configuration(name: name, layer: .tun, queues: max(1, queues), offload: offload))
         } catch {
             socket.close()
             throw .device("\(error)")
@@ -217,13 +221,15 @@ public final class WireGuardInterface: Sendable {
         if let (descriptor, _) = uapi {
             threads.start("wg-uapi") { [self] in serveUAPI(descriptor) }
         }
-        threads.start("wg-tun") { [self] in
-            do {
-                try carryPacketsOut()
-            } catch TunnelError.interrupted {
-            } catch TunnelError.closed {
-            } catch {
-                fail("reading \(name): \(error)")
+        for (index, queue) in tun.queues.enumerated() {
+            threads.start("wg-tun-\(index)") { [self] in
+                do {
+                    try carryPacketsOut(from: queue)
+                } catch TunnelError.interrupted {
+                } catch TunnelError.closed {
+                } catch {
+                    fail("reading \(name): \(error)")
+                }
             }
         }
         threads.start("wg-udp") { [self] in
@@ -248,7 +254,7 @@ public final class WireGuardInterface: Sendable {
     /// The device's packets to their peers, a batch at a time: read (super-packets split into
     /// MTU-sized ones), routed and given counters under one hold of the lock, sealed in place
     /// outside it, and sent with one system call (runs to one peer as UDP GSO super-datagrams).
-    private func carryPacketsOut() throws(TunnelError) {
+    private func carryPacketsOut(from queue: TunQueue) throws(TunnelError) {
         let packets = PacketBatch(capacity: Self.batchSize, slotSize: slotSize)
         let datagrams = PacketBatch(capacity: Self.batchSize, slotSize: slotSize + 64)
         var seals: [(packet: Int, job: SealJob, endpoint: UDPEndpoint)] = []
@@ -258,7 +264,7 @@ public final class WireGuardInterface: Sendable {
         destinations.reserveCapacity(Self.batchSize)
         while true {
             packets.removeAll()
-            _ = try tun.queues[0].readPackets(into: packets, timeout: nil)
+            _ = try queue.readPackets(into: packets, timeout: nil)
             let now = clock.now()
             seals.removeAll(keepingCapacity: true)
             other.removeAll(keepingCapacity: true)

@@ -117,6 +117,9 @@ struct WireGuardUpCommand: AsyncParsableCommand {
           help: "Move packets one per system call: no TUN super-packets, no UDP GSO/GRO (slower; for comparison, or a kernel that misbehaves with them).")
     var noOffload = false
 
+    @Option(help: ArgumentHelp("TUN queues, each read by a thread of its own, so what leaves is encrypted on that many cores (1–16).", valueName: "n"))
+    var queues: Int = 1
+
     /// Tests only: every protocol timer divided by this (rekeying after 120 s / N…), so timer
     /// rules can be watched against a real peer in seconds. Never for a real tunnel.
     @Option(name: .customLong("test-timer-scale"), help: ArgumentHelp(visibility: .private))
@@ -142,6 +145,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
     func validate() throws {
         if let duration, !(duration > 0 && duration <= 100_000_000) { throw ValidationError("--duration must be a positive number of seconds") }
         guard (1...1000).contains(testTimerScale) else { throw ValidationError("--test-timer-scale must be 1–1000") }
+        guard (1...16).contains(queues) else { throw ValidationError("--queues must be 1–16") }
         guard testLoadThreshold >= 0 else { throw ValidationError("--test-load-threshold must be 0 or more") }
         do { try TunDevice.validate(name: interfaceName) } catch {
             throw ValidationError("the interface name: \(describe(error)); choose one with --name")
@@ -169,7 +173,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             do {
                 interface = try WireGuardInterface(configuration: configuration, name: interfaceName,
                                                    timers: WireGuardTimers.standard.scaled(by: testTimerScale), offload: !noOffload,
-                                                   loadThreshold: testLoadThreshold) { line in
+                                                   queues: queues, loadThreshold: testLoadThreshold) { line in
                     if !quiet { FileHandleOutput.stderr("farcast: \(line)\n") }
                 }
             } catch {
@@ -177,7 +181,7 @@ struct WireGuardUpCommand: AsyncParsableCommand {
             }
             defer { interface.close() }
             if !quiet {
-                FileHandleOutput.stderr("\(interface.name) is up: public key \(interface.publicKey), UDP port \(interface.listenPort), \(configuration.peers.count) peer(s), offload \(interface.offload ? "on" : "off"); SIGINT or SIGTERM takes it down\n")
+                FileHandleOutput.stderr("\(interface.name) is up: public key \(interface.publicKey), UDP port \(interface.listenPort), \(configuration.peers.count) peer(s), offload \(interface.offload ? "on" : "off"), \(queues) queue(s); SIGINT or SIGTERM takes it down\n")
             }
             await latch.wait(duration: duration)
             let peers = interface.peers

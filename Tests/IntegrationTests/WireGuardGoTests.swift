@@ -272,10 +272,10 @@ struct WireGuardGoTests {
         #expect(handshakes.count >= 3, "new handshakes seen by \(partner.rawValue) in 20 s: \(handshakes.sorted())\n\(up.log)")
     }
 
-    /// Two `farcast wg up`, one per namespace: TCP and UDP (iperf3) through the tunnel, then the
-    /// peer roams — its outer address changes mid-ping — and our side answers it at its new
-    /// address (learned from the first authenticated packet that came from there), as `wg show`
-    /// then lists.
+    /// Two `farcast wg up`, one per namespace (ours with two TUN queues): TCP (four streams) and
+    /// UDP (iperf3) through the tunnel, then the peer roams — its outer address changes
+    /// mid-ping — and our side answers it at its new address (learned from the first
+    /// authenticated packet that came from there), as `wg show` then lists.
     @Test func farcastToFarcastCarriesTCPAndUDPAndFollowsAPeerThatRoams() throws {
         let ping = try requireExecutable("ping", package: "iputils-ping")
         let iperf = try requireExecutable("iperf3", package: "iperf3")
@@ -297,13 +297,15 @@ struct WireGuardGoTests {
                                 + "[Peer]\nPublicKey = \(key.publicKey.base64)\nAllowedIPs = 10.81.0.1/32\nEndpoint = 192.168.81.1:51820\n")
         let partner = try theirs.start([farcast, "wg", "up", theirConfig], logName: "farcast-wg-b")
         defer { partner.stop() }
-        let up = try ours.start([farcast, "wg", "up", ourConfig], logName: "farcast-wg-a")
+        let up = try ours.start([farcast, "wg", "up", ourConfig, "--queues", "2"], logName: "farcast-wg-a")
         defer { up.stop() }
         for (namespace, name, address) in [(ours, ifname, "10.81.0.1/24"), (theirs, theirName, "10.81.0.2/24")] {
             #expect(eventually { (try? namespace.run(["ip", "-o", "addr", "show", "dev", name]).stdout.contains(address)) == true }, "\(up.log)\n\(partner.log)")
         }
         let first = try ours.run([ping, "-c", "3", "-i", "0.2", "-W", "5", "10.81.0.2"])
         #expect(first.status == 0, "\(first.stdout)\n\(up.log)\n\(partner.log)")
+        let details = try ours.run(["ip", "-d", "link", "show", "dev", ifname]).stdout
+        #expect(details.contains("multi_queue numqueues 2") && details.contains("vnet_hdr on"), "two TUN queues, offload on: \(details)")
 
         func iperfJSON(_ extra: [String]) throws -> [String: Any]? {
             let server = try theirs.start([iperf, "-s", "-1", "-B", "10.81.0.2"], logName: "iperf3-ff")
@@ -313,9 +315,10 @@ struct WireGuardGoTests {
             #expect(client.status == 0, "\(client.stdout.suffix(600))\(client.stderr)\n\(up.log)\n\(partner.log)")
             return (try JSONSerialization.jsonObject(with: Data(client.stdout.utf8)) as? [String: Any])?["end"] as? [String: Any]
         }
-        let tcp = try iperfJSON([])
+        // Four streams: the kernel spreads them over our two queues, each sealed on its own thread.
+        let tcp = try iperfJSON(["-P", "4"])
         let tcpBytes = (tcp?["sum_received"] as? [String: Any])?["bytes"] as? Int ?? 0
-        #expect(tcpBytes > 1_000_000, "TCP farcast to farcast: \(tcpBytes) bytes in 2 s")
+        #expect(tcpBytes > 1_000_000, "TCP farcast to farcast, 4 streams: \(tcpBytes) bytes in 2 s")
         // 50 Mbit/s of UDP: what the receiver counted, and how much of it was lost.
         let udp = try iperfJSON(["-u", "-b", "50M", "-l", "1200"])
         let udpSum = udp?["sum"] as? [String: Any]

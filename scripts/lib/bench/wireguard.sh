@@ -7,6 +7,7 @@
 #   farcast+go      farcast at one end, wireguard-go at the other (interoperability, not a goal)
 #   farcast-plain   `farcast wg up --no-offload` at both ends: one packet per system call (what
 #                   the batched, offloaded data path gains)
+#   farcast-2q      `farcast wg up --queues 2` at both ends: two TUN queues, sealing on two threads
 # Inner MTU 1420 over a 1500-byte veth, as wg-quick sets it. For each run: Gbit/s received, and
 # CPU seconds per Gbit moved, counting both WireGuard processes and both iperf3 processes.
 set -euo pipefail
@@ -64,6 +65,7 @@ start_go() { go_side a "$A" "$IF_A"; go_side b "$B" "$IF_B"; }
 start_farcast() { farcast_side a "$A" "$IF_A"; farcast_side b "$B" "$IF_B"; }
 start_mixed() { farcast_side a "$A" "$IF_A"; go_side b "$B" "$IF_B"; }
 start_plain() { farcast_side a "$A" "$IF_A" --no-offload; farcast_side b "$B" "$IF_B" --no-offload; }
+start_queues() { farcast_side a "$A" "$IF_A" --queues 2; farcast_side b "$B" "$IF_B" --queues 2; }
 
 LOGS="$WORK/a.err $WORK/b.err $WORK/a.go.log $WORK/b.go.log"
 
@@ -73,6 +75,7 @@ scenario wireguard-go 10.91.0.2 start_go
 scenario farcast 10.91.0.2 start_farcast
 scenario "farcast+go" 10.91.0.2 start_mixed
 scenario farcast-plain 10.91.0.2 start_plain
+scenario farcast-2q 10.91.0.2 start_queues
 
 python3 - "$WORK/results.jsonl" "$JSON" "$SECONDS_PER" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
