@@ -48,6 +48,26 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(name: .customLong("dac-ppm"), help: ArgumentHelp("Make the software DAC's clock run this many ppm fast (negative: slow), to exercise sync correction.", valueName: "ppm"))
     var dacPPM: Double = 0
 
+    @Option(help: ArgumentHelp("Take the artwork role and keep the current picture of each channel here as channel-N.jpg or .png (replaced atomically when it changes at its scheduled time, removed when cleared), for a photo frame or a status bar to watch. Made if missing.", valueName: "dir"))
+    var artwork: String?
+
+    @Option(name: .customLong("artwork-channel"), help: ArgumentHelp("With --artwork: the picture wanted on the next channel (repeat for up to 4): SOURCE[:FORMAT[:WIDTHxHEIGHT]], SOURCE album, artist or none, FORMAT jpeg or png. Default: one channel, album:jpeg:300x300.", valueName: "spec"))
+    var artworkChannelSpecs: [String] = []
+
+    /// The artwork channels asked for (none without --artwork).
+    var artworkChannels: [ArtworkChannel] {
+        get throws {
+            guard artwork != nil else { return [] }
+            let specs = artworkChannelSpecs.isEmpty ? ["album:jpeg:300x300"] : artworkChannelSpecs
+            return try specs.map { spec in
+                switch ArtworkChannel.parse(spec) {
+                case .success(let channel): return channel
+                case .failure(let error): throw ValidationError("--artwork-channel: \(error)")
+                }
+            }
+        }
+    }
+
     func validate() throws {
         guard output == "null" || (output.hasPrefix("wav:") && output.count > 4) || (output.hasPrefix("alsa:") && output.count > 5) else {
             throw ValidationError("--output must be alsa:DEVICE, null or wav:PATH")
@@ -56,6 +76,9 @@ struct SendspinPlayerOptions: ParsableArguments {
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+        if artwork == nil && !artworkChannelSpecs.isEmpty { throw ValidationError("--artwork-channel needs --artwork DIR (where the pictures go)") }
+        guard artworkChannelSpecs.count <= 4 else { throw ValidationError("--artwork-channel: at most 4 channels") }
+        _ = try artworkChannels
         // Files written during or after playing are checked now, not after the session.
         do {
             if output.hasPrefix("wav:") { try OutputPath.check(String(output.dropFirst(4)), what: "WAV output") }
@@ -91,6 +114,15 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.dacPPM = dacPPM
         options.allowLegacy = allowLegacy
         options.openTimeout = openTimeout
+        if let artwork {
+            options.artworkChannels = try artworkChannels
+            let folder = try ArtworkFolder(path: artwork)
+            var observer = options.observer ?? SendspinPlayer.SessionObserver()
+            observer.artwork = { image in
+                do { try folder.show(image) } catch { logger.warning("artwork: \((error as? CommandFailure)?.message ?? "\(error)")") }
+            }
+            options.observer = observer
+        }
         let store = PlayerStore(directory: try StateDirectory.resolve())
         options.store = store
         options.staticPairingCode = store.staticPairingCode()
@@ -521,4 +553,43 @@ private func writeTrace(_ records: [ChunkTrace], to path: String, logger: Logger
     var text = ""
     for r in records { text += ((try? jsonString(r)) ?? "{}") + "\n" }
     do { try OutputPath.save(Array(text.utf8), to: path, what: "trace file") } catch { logger.error("\(describe(error))") }
+}
+
+/// `--artwork DIR`: each channel's current picture as `channel-N.jpg` or `.png`, written beside
+/// and renamed into place (a watcher never sees half a file), removed when the channel clears.
+struct ArtworkFolder: Sendable {
+    let path: String
+
+    init(path: String) throws {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {
+                throw CommandFailure(message: "--artwork: cannot make \(path): \(describe(error))", exitCode: 1)
+            }
+        } else if !isDirectory.boolValue {
+            throw CommandFailure(message: "--artwork: \(path) is a file, not a directory", exitCode: 2)
+        }
+        guard access(path, W_OK) == 0 else { throw CommandFailure(message: "--artwork: \(path) is not writable", exitCode: 1) }
+        self.path = path
+    }
+
+    func file(_ channel: Int, _ format: ArtworkChannel.Format) -> String {
+        "\(path)/channel-\(channel).\(format == .png ? "png" : "jpg")"
+    }
+
+    func show(_ image: ArtworkImage) throws {
+        let keep = image.isClear ? nil : file(image.channel, image.format ?? .jpeg)
+        if let keep {
+            let temporary = "\(path)/.channel-\(image.channel).partial"
+            try Data(image.data).write(to: URL(fileURLWithPath: temporary))
+            guard rename(temporary, keep) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(temporary)
+                throw CommandFailure(message: "cannot rename into \(keep): \(reason)")
+            }
+        }
+        for format in ArtworkChannel.Format.allCases where file(image.channel, format) != keep {
+            unlink(file(image.channel, format))
+        }
+    }
 }

@@ -34,6 +34,9 @@ final class Runtime: Sendable {
         /// Allowed to play into the shared core (always, for a connection the player dialled).
         var admitted: Bool
         var serverID: String?
+        /// artwork@v1: pictures waiting for their time, per channel, and the channels showing one.
+        var pendingArtwork: [Int: Task<Void, Never>] = [:]
+        var shownArtwork: Set<Int> = []
     }
 
     /// Decides whether an activated connection may play (listening mode); nil admits it.
@@ -103,17 +106,21 @@ final class Runtime: Sendable {
     func timeExchanged() { state.withLock { $0.exchanges += 1 } }
 
     func end(_ error: SendspinError?) {
-        let waiters = state.withLock { s -> [CheckedContinuation<(ServerTime, Int64)?, Never>] in
+        let (waiters, shown) = state.withLock { s -> ([CheckedContinuation<(ServerTime, Int64)?, Never>], Set<Int>) in
             if !s.finished {
                 s.finished = true
                 s.endReason = error
                 s.endedCleanly = error == nil
             }
             s.frames?.finish()
+            for task in s.pendingArtwork.values { task.cancel() }
+            s.pendingArtwork = [:]
             defer { s.pendingTimes = [:] }
-            return Array(s.pendingTimes.values)
+            return (Array(s.pendingTimes.values), s.shownArtwork)
         }
         for w in waiters { w.resume(returning: nil) }
+        // Without a server there is no current picture: what was shown is cleared.
+        for channel in shown.sorted() { showArtwork(ArtworkImage(channel: channel, timestamp: 0, data: [])) }
     }
 
     func persistedSettings(base: PlayerStore.Settings) -> PlayerStore.Settings {
@@ -161,6 +168,43 @@ final class Runtime: Sendable {
                 end(error)
             }
         }
+    }
+
+    /// artwork@v1: a picture is shown once whole and its time (server clock, through the clock
+    /// filter) has come; a newer one for the channel replaces one still waiting. Never dropped
+    /// for being late.
+    private func scheduleArtwork(_ image: ArtworkImage) {
+        let filter = core.filter
+        let now = SystemClock(.monotonicRaw).now().microseconds
+        let due = filter.isSynchronized ? filter.clientTime(forServerTime: image.timestamp) : now
+        let wait = due - now
+        state.withLock { s in
+            s.pendingArtwork.removeValue(forKey: image.channel)?.cancel()
+            guard wait > 1_000, !s.finished else { return }
+            s.pendingArtwork[image.channel] = Task { [self] in
+                try? await Task.sleep(for: .microseconds(wait))
+                let current = state.withLock { s -> Bool in
+                    guard !Task.isCancelled else { return false }
+                    s.pendingArtwork[image.channel] = nil
+                    return true
+                }
+                if current { showArtwork(image) }
+            }
+        }
+        if wait <= 1_000 { showArtwork(image) }
+    }
+
+    private func showArtwork(_ image: ArtworkImage) {
+        let wasShown = state.withLock { s in
+            image.isClear ? s.shownArtwork.remove(image.channel) != nil : !s.shownArtwork.insert(image.channel).inserted
+        }
+        if image.isClear {
+            if wasShown { logger.info("artwork channel \(image.channel) cleared") }
+        } else {
+            let size = image.width.flatMap { w in image.height.map { "\(w)×\($0) " } } ?? ""
+            logger.info("artwork channel \(image.channel): \(size)\(image.format?.rawValue ?? "unknown format"), \(image.data.count) bytes")
+        }
+        observer?.artwork?(image)
     }
 
     /// Sends client/state with the full player object.
@@ -294,6 +338,20 @@ final class Runtime: Sendable {
                 logger.notice("group: \(update.groupName ?? previous.0 ?? "?") (\(update.playbackState ?? previous.1 ?? "?"))")
             }
             logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
+        case .artworkStream(let channels):
+            logger.info("artwork: \(channels.enumerated().map { "channel \($0.offset) \($0.element)" }.joined(separator: ", "))")
+        case .artwork(let image):
+            scheduleArtwork(image)
+        case .artworkCancelled(let channel):
+            state.withLock { $0.pendingArtwork.removeValue(forKey: channel)?.cancel() }
+        case .artworkEnded:
+            let shown = state.withLock { s -> Set<Int> in
+                for task in s.pendingArtwork.values { task.cancel() }
+                s.pendingArtwork = [:]
+                defer { s.shownArtwork = [] }
+                return s.shownArtwork
+            }
+            for channel in shown.sorted() { showArtwork(ArtworkImage(channel: channel, timestamp: 0, data: [])) }
         case .metadata(let metadata):
             observer?.metadata?(metadata)
             let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }

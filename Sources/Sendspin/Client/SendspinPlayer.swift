@@ -40,8 +40,11 @@ public final class SendspinPlayer: Sendable {
         /// pairing window stays open (the gesture a code attempt needs).
         public var staticPairingCode: String?
         public var pairingWindow: Duration?
-        /// The roles offered in client/hello.
+        /// The roles offered in client/hello (`artwork@v1` is added when `artworkChannels` has any).
         public var roles = ["player@v1", "metadata@v1", "controller@v1"]
+        /// artwork@v1: the pictures wanted, one per channel (at most 4); each reaches
+        /// `SessionObserver.artwork` when it is due.
+        public var artworkChannels: [ArtworkChannel] = []
         /// Sees what each session receives (for recording tools such as the conformance adapter).
         public var observer: SessionObserver?
         /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
@@ -129,6 +132,9 @@ public final class SendspinPlayer: Sendable {
         public var audio: (@Sendable (_ payload: [UInt8], _ decoded: PCMBuffer?) -> Void)?
         public var streamEnd: (@Sendable () -> Void)?
         public var metadata: (@Sendable (Metadata) -> Void)?
+        /// artwork@v1: a channel's picture when it is due to be shown (empty data: cleared; the
+        /// artwork stream ending clears every channel that showed one).
+        public var artwork: (@Sendable (ArtworkImage) -> Void)?
         /// Controller state; a command returned is sent to the server.
         public var controller: (@Sendable (ControllerState) -> ControllerCommand?)?
         /// The connection ended (either side).
@@ -167,6 +173,10 @@ public final class SendspinPlayer: Sendable {
         configuration.bufferCapacity = options.bufferCapacity
         configuration.deviceInfo = options.deviceInfo
         configuration.roles = options.roles
+        if !options.artworkChannels.isEmpty {
+            configuration.artworkChannels = Array(options.artworkChannels.prefix(4))
+            if !configuration.roles.contains("artwork@v1") { configuration.roles.append("artwork@v1") }
+        }
         configuration.staticPairingCode = options.staticPairingCode.map { Array($0.utf8) }
         if let window = options.pairingWindow {
             configuration.pairingWindowUntil = nowUs() + window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000

@@ -37,6 +37,8 @@ struct EncryptedSessionCore: SendspinSessionCore {
     private(set) var state: State = .idle
     private var pairing: PairingExchange
     private var reportedUnknown: Set<String> = []
+    /// artwork@v1's transfer in flight.
+    private var artwork = ArtworkTransfers()
 
     // What the session learned; it stays readable after the session closes.
     private(set) var serverID: String?
@@ -57,6 +59,8 @@ struct EncryptedSessionCore: SendspinSessionCore {
     }
 
     var isClosed: Bool { if case .closed = state { true } else { false } }
+    /// The client offered artwork@v1: its messages are read, not reported as unknown.
+    var wantsArtwork: Bool { configuration.roles.contains("artwork@v1") }
     var isActive: Bool { if case .established(_, .active) = state { true } else { false } }
     private var isPairing: Bool { activities.contains(.pairing) }
 
@@ -218,6 +222,13 @@ struct EncryptedSessionCore: SendspinSessionCore {
             } else {
                 actions.append(.event(.malformedAudio("an audio message of \(body.count + 1) bytes, shorter than the 13-byte header")))
             }
+        case ArtworkTransfers.firstType...ArtworkTransfers.lastType where wantsArtwork:
+            guard phase == .active else { return phase }
+            switch try artwork.receive(type: type, body: body) {
+            case .image(let image): actions.append(.event(.artwork(image)))
+            case .cancelled(let channel): actions.append(.event(.artworkCancelled(channel: channel)))
+            case nil: break
+            }
         case 2, 3:
             throw SendspinError.protocolViolation("deprecated fragment framing (type \(type)); this client speaks only the current framing")
         default:
@@ -242,7 +253,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
             return try readActivation(body, at: time, &transport, &actions)
         case (.awaitingActivation, "group/update"), (.awaitingActivation, "server/state"), (.awaitingActivation, "server/time"):
             // Tolerated before activation; handled like in the active phase.
-            actions += try ServerMessages.events(type: type, body: body, at: time)?.map(Action.event) ?? []
+            actions += try ServerMessages.events(type: type, body: body, at: time, artwork: wantsArtwork)?.map(Action.event) ?? []
             return phase
         case (.awaitingActivation, _):
             reportUnknown("\(type) before server/activate", &actions)
@@ -290,7 +301,8 @@ struct EncryptedSessionCore: SendspinSessionCore {
     /// A message in the active phase; nil when it ended the session.
     private mutating func readActiveMessage(_ type: String, _ body: [UInt8], at time: Int64, _ transport: inout SessionTransport,
                                             _ actions: inout [Action]) throws -> Phase? {
-        if let events = try ServerMessages.events(type: type, body: body, at: time) {
+        if let events = try ServerMessages.events(type: type, body: body, at: time, artwork: wantsArtwork) {
+            if events.contains(.artworkEnded) { artwork.reset() }
             actions += events.map(Action.event)
             return .active
         }
@@ -394,7 +406,9 @@ struct EncryptedSessionCore: SendspinSessionCore {
 
     mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {
         guard !isPairing else { return [] }
-        return sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player))
+        let channels = configuration.artworkChannels
+        return sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player,
+                                                                     artwork: channels.isEmpty ? nil : ArtworkChannels(channels: channels)))
     }
 
     mutating func sendCommand(_ command: ControllerCommand) -> [Action] {

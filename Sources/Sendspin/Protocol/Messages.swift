@@ -193,6 +193,7 @@ public struct PlayerStateReport: Codable, Sendable, Equatable {
 struct ClientState: Codable {
     var available: Bool
     var player: PlayerStateReport?
+    var artwork: ArtworkChannels?
 }
 
 public struct PlayerCommand: Codable, Sendable, Equatable {
@@ -286,7 +287,8 @@ public struct StreamFormat: Codable, Sendable, Equatable {
 struct StreamStart: Codable {
     var serverTransmitted: Int64?
     var player: StreamFormat?
-    enum CodingKeys: String, CodingKey { case serverTransmitted = "server_transmitted", player }
+    var artwork: ArtworkChannels?
+    enum CodingKeys: String, CodingKey { case serverTransmitted = "server_transmitted", player, artwork }
 }
 
 struct StreamRoles: Codable { var roles: [String]? }

@@ -37,6 +37,15 @@ public enum SendspinEvent: Sendable, Equatable {
     case malformedAudio(String)
     case groupUpdate(GroupUpdate)
     case metadata(Metadata)
+    /// artwork@v1: a stream started with these channels (as the server will send them).
+    case artworkStream([ArtworkChannel])
+    /// artwork@v1: a picture arrived whole (empty: the channel is cleared), to be shown from
+    /// its timestamp.
+    case artwork(ArtworkImage)
+    /// artwork@v1: the server withdrew the channel's picture that had not been shown yet.
+    case artworkCancelled(channel: Int)
+    /// artwork@v1: the artwork stream ended: every channel is cleared.
+    case artworkEnded
     case controller(ControllerState)
     case playerCommand(PlayerCommand)
     /// A message type this client does not handle, reported once per type.

@@ -15,6 +15,9 @@ public struct SendspinSession: Sendable {
         public var name: String
         public var suite: NoiseSuite = .chaChaPoly
         public var roles: [String] = ["player@v1", "metadata@v1", "controller@v1"]
+        /// artwork@v1's channels (at most 4; their index is the channel number), sent in every
+        /// client/state. Empty: no artwork (list `artwork@v1` in `roles` to get it).
+        public var artworkChannels: [ArtworkChannel] = []
         public var formats: [AudioFormatSpec]
         /// Bytes of compressed audio the player can queue; a hard cap for the server.
         public var bufferCapacity: Int = 2_000_000

@@ -2,17 +2,19 @@
 /// group and state updates, player commands — read into the events they report.
 enum ServerMessages {
     /// The events for a message of `type`, or nil when `type` is not one of these (the core
-    /// decides what it means); a body that does not decode throws.
-    static func events(type: String, body: [UInt8], at time: Int64) throws -> [SendspinEvent]? {
+    /// decides what it means); a body that does not decode throws. `artwork`: the client took
+    /// the artwork role (its stream's start and end are reported).
+    static func events(type: String, body: [UInt8], at time: Int64, artwork: Bool = false) throws -> [SendspinEvent]? {
         switch type {
         case "server/time":
             return [.serverTime(try WireJSON.decode(ServerTime.self, from: body), receivedAt: time)]
         case "stream/start":
-            return [.streamStart(try WireJSON.decode(StreamStart.self, from: body).player)]
+            let start = try WireJSON.decode(StreamStart.self, from: body)
+            return [.streamStart(start.player)] + (artwork ? start.artwork.map { [.artworkStream($0.channels)] } ?? [] : [])
         case "stream/clear":
-            return concernsPlayer(body) ? [.streamClear] : []
+            return concerns("player", body) ? [.streamClear] : []
         case "stream/end":
-            return concernsPlayer(body) ? [.streamEnd] : []
+            return (concerns("player", body) ? [.streamEnd] : []) + (artwork && concerns("artwork", body) ? [.artworkEnded] : [])
         case "group/update":
             return [.groupUpdate(try WireJSON.decode(GroupUpdate.self, from: body))]
         case "server/state":
@@ -27,7 +29,7 @@ enum ServerMessages {
 
     /// stream/clear and stream/end name the roles they apply to; none named (or a body that
     /// does not say) means all of them.
-    private static func concernsPlayer(_ body: [UInt8]) -> Bool {
-        (try? WireJSON.decode(StreamRoles.self, from: body).roles).map { $0?.contains("player") ?? true } ?? true
+    private static func concerns(_ role: String, _ body: [UInt8]) -> Bool {
+        (try? WireJSON.decode(StreamRoles.self, from: body).roles).map { $0?.contains(role) ?? true } ?? true
     }
 }

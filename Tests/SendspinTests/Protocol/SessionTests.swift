@@ -6,16 +6,20 @@ import Testing
 /// The session state machine against a scripted server: handshake, hello and activation,
 /// message handling, framing, and every kind of bad input.
 @Suite struct SessionTests {
-    static func makeSession(unpaired: Bool = true, suite: NoiseSuite = .chaChaPoly) -> SendspinSession {
+    static func makeSession(unpaired: Bool = true, suite: NoiseSuite = .chaChaPoly, artwork: [ArtworkChannel] = []) -> SendspinSession {
         var configuration = SendspinSession.Configuration(name: "Test Player", formats: [AudioFormatSpec(codec: "pcm", channels: 2, sampleRate: 48000, bitDepth: 16)])
         configuration.unpairedAccess = unpaired
         configuration.suite = suite
+        if !artwork.isEmpty {
+            configuration.roles.append("artwork@v1")
+            configuration.artworkChannels = artwork
+        }
         return SendspinSession(configuration: configuration, identity: Curve25519.KeyAgreement.PrivateKey())
     }
 
     /// Handshake, hello and activation for playback.
-    static func activeSession() throws -> (SendspinSession, FakeServer) {
-        var session = makeSession()
+    static func activeSession(artwork: [ArtworkChannel] = []) throws -> (SendspinSession, FakeServer) {
+        var session = makeSession(artwork: artwork)
         var server = FakeServer()
         _ = try server.handshake(&session)
         var actions: [SendspinSession.Action] = []
