@@ -65,24 +65,10 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
 
     /// The `sockaddr_in`/`sockaddr_in6` for this endpoint and its length.
     public func withSocketAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> T) rethrows -> T {
-        switch address {
-        case .v4(let value):
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = port.bigEndian
-            a.sin_addr.s_addr = value.bigEndian
-            return try withUnsafePointer(to: &a) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        case .v6:
-            var a = sockaddr_in6()
-            a.sin6_family = sa_family_t(AF_INET6)
-            a.sin6_port = port.bigEndian
-            let bytes = address.bytes
-            withUnsafeMutableBytes(of: &a.sin6_addr) { for i in 0..<16 { $0[i] = bytes[i] } }
-            return try withUnsafePointer(to: &a) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+        var storage = sockaddr_storage()
+        let length = withUnsafeMutableBytes(of: &storage) { write(to: $0.baseAddress!) }
+        return try withUnsafePointer(to: &storage) {
+            try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, length) }
         }
     }
 }
