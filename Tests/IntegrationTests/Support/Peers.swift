@@ -276,7 +276,14 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
         for pointer in envp { free(pointer) }
     }
     var pid: pid_t = 0
-    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    var result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    // "Text file busy" is transient on Linux: exec refuses a file some process holds open for
+    // writing, and a fork elsewhere in this many-threaded process can hold such a descriptor
+    // for a moment (a CI run saw it once for the Jellyfin stand-in, which nothing writes).
+    for _ in 0..<5 where result == ETXTBSY {
+        usleep(100_000)
+        result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    }
     guard result == 0 else {
         throw PeerFailed(name: executable, log: "posix_spawn failed: \(String(cString: strerror(result)))")
     }
