@@ -285,9 +285,29 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
         result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
     }
     guard result == 0 else {
-        throw PeerFailed(name: executable, log: "posix_spawn failed: \(String(cString: strerror(result)))")
+        let holders = result == ETXTBSY ? "; open for writing by: \(writers(of: executable).joined(separator: ", "))" : ""
+        throw PeerFailed(name: executable, log: "posix_spawn failed: \(String(cString: strerror(result)))\(holders)")
     }
     return pid
+}
+
+/// The processes holding `path` open for writing ("PID (command) fd N"), from /proc: who makes
+/// exec refuse it with "Text file busy".
+func writers(of path: String) -> [String] {
+    let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    var found: [String] = []
+    for pid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(pid) != nil {
+        for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [] {
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == target,
+                  let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8),
+                  let flags = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") })
+                      .flatMap({ Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) }),
+                  flags & Int(O_ACCMODE) != Int(O_RDONLY) else { continue }
+            let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            found.append("\(pid) (\(command)) fd \(fd)")
+        }
+    }
+    return found.isEmpty ? ["no process found (it may have closed it since)"] : found
 }
 
 /// Waits until something accepts TCP connections on 127.0.0.1:port.
