@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import FarcastSupport
 import Foundation
 import Logging
 import NIOCore
@@ -40,7 +41,7 @@ public final class OpenSSHTransport: SSHTransport {
     public let command: OpenSSHCommand
     public var via: String { route.description }
     /// farcast's own master, nil when the user's configuration decides (its ControlMaster).
-    let master: SSHChildProcess?
+    let master: ChildProcess?
     /// A private 0700 folder for the master's socket and the askpass socket, when either exists.
     let controlFolder: String?
     let askpass: OpenSSHAskpassServer?
@@ -56,7 +57,7 @@ public final class OpenSSHTransport: SSHTransport {
 
     var controlPath: String? { master == nil ? nil : controlFolder.map { $0 + "/master" } }
 
-    private init(route: SSHRoute, command: OpenSSHCommand, master: SSHChildProcess?, controlFolder: String?, askpass: OpenSSHAskpassServer?,
+    private init(route: SSHRoute, command: OpenSSHCommand, master: ChildProcess?, controlFolder: String?, askpass: OpenSSHAskpassServer?,
                  environment: [String: String], settings: [String], connectTimeout: Duration, logger: Logger) {
         self.route = route
         self.command = command
@@ -115,11 +116,11 @@ public final class OpenSSHTransport: SSHTransport {
 
         let controlFolder = folder ?? ""
         let controlPath = controlFolder + "/master"
-        let master: SSHChildProcess
+        let master: ChildProcess
         do {
             // In farcast's own process group: at a terminal it may ask for a password or code.
-            master = try await SSHChildProcess.spawn(try command.master(route, controlPath: controlPath, settings: settings),
-                                                     ownGroup: false, environment: environment)
+            master = try await ChildProcess.ssh(try command.master(route, controlPath: controlPath, settings: settings),
+                                                ownGroup: false, environment: environment)
         } catch {
             askpass?.close()
             rmdir(controlFolder)
@@ -179,9 +180,9 @@ public final class OpenSSHTransport: SSHTransport {
     static func capture(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
         let (ours, theirs) = try pipe()
         defer { closeDescriptor(ours) }
-        let child: SSHChildProcess
+        let child: ChildProcess
         do {
-            child = try await SSHChildProcess.spawn(arguments, stdout: theirs, ownGroup: true)
+            child = try await ChildProcess.ssh(arguments, stdout: theirs, ownGroup: true)
         } catch {
             closeDescriptor(theirs)
             throw error
@@ -203,7 +204,7 @@ public final class OpenSSHTransport: SSHTransport {
 
     /// A pipe, both ends close-on-exec: (read, write).
     static func pipe() throws(SSHTunnelError) -> (Int32, Int32) {
-        guard let pipe = SSHChildProcess.makePipe() else {
+        guard let pipe = ChildProcess.makePipe() else {
             throw .connectionLost(host: "OpenSSH", reason: "cannot make a pipe: \(String(cString: strerror(errno)))")
         }
         return pipe
@@ -238,11 +239,11 @@ public final class OpenSSHTransport: SSHTransport {
             throw error
         }
         let mark = master?.stderrWritten ?? 0
-        let child: SSHChildProcess
+        let child: ChildProcess
         do {
             // Through farcast's master a stream never asks anything: a group of its own. Without
             // one, the stream may be the one that authenticates and must reach the terminal.
-            child = try await SSHChildProcess.spawn(arguments, stdin: stdinRead, stdout: stdoutWrite, ownGroup: master != nil, environment: environment)
+            child = try await ChildProcess.ssh(arguments, stdin: stdinRead, stdout: stdoutWrite, ownGroup: master != nil, environment: environment)
         } catch {
             for fd in [stdinRead, stdinWrite, stdoutRead, stdoutWrite] { closeDescriptor(fd) }
             throw error
@@ -261,7 +262,7 @@ public final class OpenSSHTransport: SSHTransport {
 
     /// A running `-W` child, with where the master's stderr stood when it started.
     struct Stream: Sendable {
-        let child: SSHChildProcess
+        let child: ChildProcess
         let masterMark: Int
         let target: String
     }
@@ -492,5 +493,17 @@ final class OpenSSHForwarder: SSHForwarding {
     func stop() async {
         try? await listener.close().get()
         await transport.close()
+    }
+}
+
+extension ChildProcess {
+    /// Starts an `ssh` (or the user's SSH command); a failure to start is a lost connection.
+    static func ssh(_ arguments: [String], stdin: Int32? = nil, stdout: Int32? = nil, ownGroup: Bool,
+                    environment: [String: String] = [:]) async throws(SSHTunnelError) -> ChildProcess {
+        do {
+            return try await spawn(arguments, stdin: stdin, stdout: stdout, ownGroup: ownGroup, environment: environment)
+        } catch {
+            throw .connectionLost(host: arguments[0], reason: error.description)
+        }
     }
 }

@@ -6,21 +6,21 @@ import Darwin
 import Foundation
 import Synchronization
 
-/// One `ssh` process farcast started: spawned directly (no shell), its standard input and
-/// output one end of a socket pair (or /dev/null), its standard error kept (the last 16 KiB)
-/// for the error message.
+/// One program farcast started (`ssh`, `mpv`, …): spawned directly (no shell), its standard
+/// input and output descriptors of the caller's (or /dev/null), its standard error kept (the
+/// last 16 KiB) for the error message.
 ///
 /// Each child has a thread of its own that spawns it, drains its stderr and reaps it. Exit is
-/// observed with `waitpid`, never by stderr reaching EOF: a ControlPersist master started by a
-/// child inherits that stderr and may hold it open for minutes. On Linux the child is started
+/// observed with `waitpid`, never by stderr reaching EOF: a grandchild (an ssh ControlPersist
+/// master) may inherit that stderr and hold it open for minutes. On Linux the child is started
 /// through `setpriv --pdeathsig TERM`, so it gets SIGTERM when the thread that started it ends —
 /// which is when the child has exited, or when farcast has died (SIGKILL included): no `ssh` is
 /// left behind in any path. (The thread is what Linux means by "parent" for PR_SET_PDEATHSIG,
 /// which is why the spawning thread lives exactly as long as the child.)
-final class SSHChildProcess: Sendable {
-    let pid: pid_t
-    let arguments: [String]
-    let ownGroup: Bool
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    public let arguments: [String]
+    public let ownGroup: Bool
     private let shared: Shared
 
     private struct State {
@@ -36,7 +36,7 @@ final class SSHChildProcess: Sendable {
         let state = Mutex(State())
     }
 
-    static let stderrLimit = 16 * 1024
+    public static let stderrLimit = 16 * 1024
 
     private init(pid: pid_t, arguments: [String], ownGroup: Bool, shared: Shared) {
         self.pid = pid
@@ -59,14 +59,14 @@ final class SSHChildProcess: Sendable {
     /// descriptors to give it (they stay open here; the caller closes its copies), else /dev/null.
     /// `ownGroup`: a process group of its own (signals for farcast's terminal do not reach it).
     /// `environment`: variables set for the child beyond farcast's own.
-    static func spawn(_ arguments: [String], stdin: Int32? = nil, stdout: Int32? = nil, ownGroup: Bool,
-                      environment: [String: String] = [:]) async throws(SSHTunnelError) -> SSHChildProcess {
+    public static func spawn(_ arguments: [String], stdin: Int32? = nil, stdout: Int32? = nil, ownGroup: Bool,
+                             environment: [String: String] = [:]) async throws(ChildProcessError) -> ChildProcess {
         let shared = Shared()
-        let started: Result<pid_t, SSHTunnelError> = await withCheckedContinuation { continuation in
+        let started: Result<pid_t, ChildProcessError> = await withCheckedContinuation { continuation in
             let thread = Thread {
                 let errorPipe = makePipe()
                 guard let errorPipe else {
-                    continuation.resume(returning: .failure(.connectionLost(host: arguments[0], reason: "cannot make a pipe: \(String(cString: strerror(errno)))")))
+                    continuation.resume(returning: .failure(.cannotStart(program: arguments[0], reason: "cannot make a pipe: \(String(cString: strerror(errno)))")))
                     return
                 }
                 var launched = arguments
@@ -82,11 +82,11 @@ final class SSHChildProcess: Sendable {
                     watch(pid: pid, stderr: errorPipe.read, shared: shared)
                 }
             }
-            thread.name = "farcast ssh child"
+            thread.name = "farcast child \(arguments[0].split(separator: "/").last ?? "")"
             thread.start()
         }
         switch started {
-        case .success(let pid): return SSHChildProcess(pid: pid, arguments: arguments, ownGroup: ownGroup, shared: shared)
+        case .success(let pid): return ChildProcess(pid: pid, arguments: arguments, ownGroup: ownGroup, shared: shared)
         case .failure(let error): throw error
         }
     }
@@ -140,21 +140,21 @@ final class SSHChildProcess: Sendable {
     }
 
     /// What the child wrote on stderr so far (the last 16 KiB), as text.
-    var stderr: String { shared.state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
+    public var stderr: String { shared.state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
 
     /// How many bytes the child has written to stderr so far: a mark for `stderr(since:)`.
-    var stderrWritten: Int { shared.state.withLock { $0.written } }
+    public var stderrWritten: Int { shared.state.withLock { $0.written } }
 
     /// What the child wrote on stderr after `mark` (as far as the kept 16 KiB reach back).
-    func stderr(since mark: Int) -> String {
+    public func stderr(since mark: Int) -> String {
         shared.state.withLock { s in String(decoding: s.stderr.suffix(max(0, min(s.written - mark, s.stderr.count))), as: UTF8.self) }
     }
 
     /// The exit code (128 + the signal when a signal ended it); nil while it runs.
-    var exitStatus: Int32? { shared.state.withLock { $0.status } }
+    public var exitStatus: Int32? { shared.state.withLock { $0.status } }
 
     /// Waits for the child to exit; returns its exit status.
-    func waitForExit() async -> Int32 {
+    public func waitForExit() async -> Int32 {
         await withCheckedContinuation { continuation in
             let done: Int32? = shared.state.withLock { s in
                 if let status = s.status { return status }
@@ -166,13 +166,13 @@ final class SSHChildProcess: Sendable {
     }
 
     /// Sends `signal` to the child (and its group when it has one of its own).
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         guard exitStatus == nil else { return }
         _ = kill(ownGroup ? -pid : pid, number)
     }
 
     /// SIGTERM, up to `grace` for it to exit, then SIGKILL; returns once it is reaped.
-    func terminate(grace: Duration = .seconds(2)) async {
+    public func terminate(grace: Duration = .seconds(2)) async {
         guard exitStatus == nil else { return }
         signal(SIGTERM)
         let exited = await withTaskGroup(of: Bool.self) { group in
@@ -188,7 +188,7 @@ final class SSHChildProcess: Sendable {
         }
     }
 
-    static func makePipe() -> (read: Int32, write: Int32)? {
+    public static func makePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [-1, -1]
         // pipe2 is not imported from Glibc; the descriptors are marked at once (a child spawned
         // by another thread in between could inherit them, and would only hold them open).
@@ -198,7 +198,7 @@ final class SSHChildProcess: Sendable {
     }
 
     private static func posixSpawn(_ arguments: [String], stdin: Int32?, stdout: Int32?, stderr: Int32, ownGroup: Bool,
-                                   environment extra: [String: String]) -> Result<pid_t, SSHTunnelError> {
+                                   environment extra: [String: String]) -> Result<pid_t, ChildProcessError> {
         #if os(Linux)
         var actions = posix_spawn_file_actions_t()
         var attributes = posix_spawnattr_t()
@@ -238,8 +238,19 @@ final class SSHChildProcess: Sendable {
         var pid: pid_t = 0
         let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard result == 0 else {
-            return .failure(.connectionLost(host: arguments[0], reason: "cannot start \(arguments[0]): \(String(cString: strerror(result)))"))
+            return .failure(.cannotStart(program: arguments[0], reason: String(cString: strerror(result))))
         }
         return .success(pid)
+    }
+}
+
+/// Why a program could not be started.
+public enum ChildProcessError: Error, Sendable, Equatable, CustomStringConvertible {
+    case cannotStart(program: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .cannotStart(let program, let reason): return "cannot start \(program): \(reason)"
+        }
     }
 }
