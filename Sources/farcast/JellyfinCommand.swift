@@ -13,7 +13,7 @@ import Glibc
 struct JellyfinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jellyfin",
-        abstract: "Browse Jellyfin media servers: sign in, list, search, images, live session.",
+        abstract: "Jellyfin media servers: sign in, browse, search, images, play in mpv, live session.",
         discussion: """
             Sign in once with `farcast jellyfin login URL`; the server, user and access token are remembered in the state directory (jellyfin/servers.json, mode 0600) and every other command uses them. With several servers or users remembered, pick one with --server and --user (a name, an id, or for servers the URL).
 
@@ -25,7 +25,7 @@ struct JellyfinCommand: AsyncParsableCommand {
             JellyfinDiscoverCommand.self, JellyfinLoginCommand.self, JellyfinLogoutCommand.self, JellyfinServersCommand.self,
             JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
             JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
-            JellyfinEventsCommand.self,
+            JellyfinPlayCommand.self, JellyfinEventsCommand.self,
         ]
     )
 }

@@ -203,24 +203,7 @@ struct Library: Sendable {
         if detail || fields.contains("MediaStreams") || fields.contains("MediaSources"), let entry = item.entry, entry.path != nil {
             let streams = entry.streams.map(Self.stream)
             if detail || fields.contains("MediaStreams") { dto.mediaStreams = streams }
-            if detail || fields.contains("MediaSources") {
-                var source = Components.Schemas.MediaSourceInfo()
-                source.id = item.id
-                source.path = mediaDirectory + "/" + (entry.path ?? "")
-                source.container = entry.container
-                source.size = entry.size.map { Int64($0) }
-                source.name = item.name
-                source._protocol = .init(value1: "File")
-                source._type = .init(value1: "Default")
-                source.runTimeTicks = entry.runTimeTicks
-                source.bitrate = entry.bitrate.map { Int32($0) }
-                source.supportsDirectPlay = true
-                source.supportsDirectStream = true
-                source.supportsTranscoding = true
-                source.isRemote = false
-                source.mediaStreams = streams
-                dto.mediaSources = [source]
-            }
+            if detail || fields.contains("MediaSources") { dto.mediaSources = mediaSource(item).map { [$0] } }
         }
         let data = userData ?? StandInState.ItemData()
         var userDto = Components.Schemas.UserItemDataDto()
@@ -236,6 +219,28 @@ struct Library: Sendable {
         }
         dto.userData = .init(value1: userDto)
         return dto
+    }
+
+    /// The item's one media source (its file), as items and PlaybackInfo show it.
+    func mediaSource(_ item: Item) -> Components.Schemas.MediaSourceInfo? {
+        guard let entry = item.entry, let path = entry.path else { return nil }
+        var source = Components.Schemas.MediaSourceInfo()
+        source.id = item.id
+        source.path = mediaDirectory + "/" + path
+        source.container = entry.container
+        source.size = entry.size.map { Int64($0) }
+        source.name = item.name
+        source._protocol = .init(value1: "File")
+        source._type = .init(value1: "Default")
+        source.runTimeTicks = entry.runTimeTicks
+        source.bitrate = entry.bitrate.map { Int32($0) }
+        source.supportsDirectPlay = true
+        source.supportsDirectStream = true
+        source.supportsTranscoding = true
+        source.isRemote = false
+        source.mediaStreams = entry.streams.map(Self.stream)
+        source.defaultAudioStreamIndex = entry.streams.first { $0.type == "Audio" }.map { Int32($0.index) }
+        return source
     }
 
     static func stream(_ s: MediaCatalog.Stream) -> Components.Schemas.MediaStream {

@@ -16,6 +16,8 @@ struct StandInAPI: APIProtocol {
     let publicURL: @Sendable () -> String
     /// Bumped on every change a listing could show, so cached listings are never stale.
     let generation: Locked<Int>
+    /// Play sessions and the playback reports received (Playback.swift).
+    let playback = PlaybackLog()
 
     static let notFound = Components.Schemas.ProblemDetails(status: 404, title: "Not Found")
 

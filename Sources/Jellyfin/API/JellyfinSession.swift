@@ -26,12 +26,12 @@ public final class JellyfinSession: Sendable {
     }
 
     /// Runs one generated operation with errors made readable.
-    private func perform<T>(_ operation: String, _ body: () async throws -> T) async throws(JellyfinError) -> T {
+    func perform<T>(_ operation: String, _ body: () async throws -> T) async throws(JellyfinError) -> T {
         try await server.perform(operation, body)
     }
 
     /// The error for an output case other than success (401, 403, 404, 503, …).
-    private func failure(_ operation: String, _ output: some Sendable) -> JellyfinError {
+    func failure(_ operation: String, _ output: some Sendable) -> JellyfinError {
         // Every generated Output is an enum whose case names are the documented statuses.
         switch Mirror(reflecting: output).children.first?.label {
         case "unauthorized": return .signedOutByServer(url: server.address.description)

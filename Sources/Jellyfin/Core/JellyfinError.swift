@@ -29,6 +29,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
     case discoveryFailed(String)
     case credentialStore(String)
     case imageCache(String)
+    /// The server offers no stream of this item that the player can play.
+    case noPlayableStream(item: String, reason: String)
 
     public var description: String {
         switch self {
@@ -63,6 +65,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(operation) timed out after \(seconds.formatted0) s"
         case .discoveryFailed(let reason):
             return "discovery failed: \(reason)"
+        case .noPlayableStream(let item, let reason):
+            return "cannot play \(item): \(reason)"
         case .credentialStore(let reason), .imageCache(let reason):
             return reason
         }

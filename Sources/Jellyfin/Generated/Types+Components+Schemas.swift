@@ -8615,10 +8615,1247 @@ extension Components {
         package typealias PlayAccess = Swift.String
         /// - Remark: Generated from `#/components/schemas/PlayMethod`.
         package typealias PlayMethod = Swift.String
+        /// - Remark: Generated from `#/components/schemas/PlaybackErrorCode`.
+        package typealias PlaybackErrorCode = Swift.String
+        /// Playback info dto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto`.
+        package struct PlaybackInfoDto: Codable, Hashable, Sendable {
+            /// Gets or sets a value indicating whether to allow audio stream copy.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/AllowAudioStreamCopy`.
+            package var allowAudioStreamCopy: Swift.Bool?
+            /// Gets or sets a value indicating whether to enable video stream copy.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/AllowVideoStreamCopy`.
+            package var allowVideoStreamCopy: Swift.Bool?
+            /// Gets or sets a value indicating whether always burn in subtitles when transcoding.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/AlwaysBurnInSubtitleWhenTranscoding`.
+            package var alwaysBurnInSubtitleWhenTranscoding: Swift.Bool?
+            /// Gets or sets the audio stream index.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/AudioStreamIndex`.
+            package var audioStreamIndex: Swift.Int32?
+            /// Gets or sets a value indicating whether to auto open the live stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/AutoOpenLiveStream`.
+            package var autoOpenLiveStream: Swift.Bool?
+            /// A MediaBrowser.Model.Dlna.DeviceProfile represents a set of metadata which determines which content a certain device is able to play.
+            /// <br />
+            /// Specifically, it defines the supported <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.ContainerProfiles">containers</see> and
+            /// <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.CodecProfiles">codecs</see> (video and/or audio, including codec profiles and levels)
+            /// the device is able to direct play (without transcoding or remuxing),
+            /// as well as which <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.TranscodingProfiles">containers/codecs to transcode to</see> in case it isn't.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/DeviceProfile`.
+            package struct DeviceProfilePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/DeviceProfile/value1`.
+                package var value1: Components.Schemas.DeviceProfile
+                /// Creates a new `DeviceProfilePayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.DeviceProfile) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// A MediaBrowser.Model.Dlna.DeviceProfile represents a set of metadata which determines which content a certain device is able to play.
+            /// <br />
+            /// Specifically, it defines the supported <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.ContainerProfiles">containers</see> and
+            /// <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.CodecProfiles">codecs</see> (video and/or audio, including codec profiles and levels)
+            /// the device is able to direct play (without transcoding or remuxing),
+            /// as well as which <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.TranscodingProfiles">containers/codecs to transcode to</see> in case it isn't.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/DeviceProfile`.
+            package var deviceProfile: Components.Schemas.PlaybackInfoDto.DeviceProfilePayload?
+            /// Gets or sets a value indicating whether to enable direct play.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/EnableDirectPlay`.
+            package var enableDirectPlay: Swift.Bool?
+            /// Gets or sets a value indicating whether to enable direct stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/EnableDirectStream`.
+            package var enableDirectStream: Swift.Bool?
+            /// Gets or sets a value indicating whether to enable transcoding.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/EnableTranscoding`.
+            package var enableTranscoding: Swift.Bool?
+            /// Gets or sets the live stream id.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/LiveStreamId`.
+            package var liveStreamId: Swift.String?
+            /// Gets or sets the max audio channels.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/MaxAudioChannels`.
+            package var maxAudioChannels: Swift.Int32?
+            /// Gets or sets the max streaming bitrate.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/MaxStreamingBitrate`.
+            package var maxStreamingBitrate: Swift.Int32?
+            /// Gets or sets the media source id.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/MediaSourceId`.
+            package var mediaSourceId: Swift.String?
+            /// Gets or sets the start time in ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/StartTimeTicks`.
+            package var startTimeTicks: Swift.Int64?
+            /// Gets or sets the subtitle stream index.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/SubtitleStreamIndex`.
+            package var subtitleStreamIndex: Swift.Int32?
+            /// Gets or sets the playback userId.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoDto/UserId`.
+            package var userId: Swift.String?
+            /// Creates a new `PlaybackInfoDto`.
+            ///
+            /// - Parameters:
+            ///   - allowAudioStreamCopy: Gets or sets a value indicating whether to allow audio stream copy.
+            ///   - allowVideoStreamCopy: Gets or sets a value indicating whether to enable video stream copy.
+            ///   - alwaysBurnInSubtitleWhenTranscoding: Gets or sets a value indicating whether always burn in subtitles when transcoding.
+            ///   - audioStreamIndex: Gets or sets the audio stream index.
+            ///   - autoOpenLiveStream: Gets or sets a value indicating whether to auto open the live stream.
+            ///   - deviceProfile: A MediaBrowser.Model.Dlna.DeviceProfile represents a set of metadata which determines which content a certain device is able to play.
+            /// <br />
+            /// Specifically, it defines the supported <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.ContainerProfiles">containers</see> and
+            /// <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.CodecProfiles">codecs</see> (video and/or audio, including codec profiles and levels)
+            /// the device is able to direct play (without transcoding or remuxing),
+            /// as well as which <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.TranscodingProfiles">containers/codecs to transcode to</see> in case it isn't.
+            ///   - enableDirectPlay: Gets or sets a value indicating whether to enable direct play.
+            ///   - enableDirectStream: Gets or sets a value indicating whether to enable direct stream.
+            ///   - enableTranscoding: Gets or sets a value indicating whether to enable transcoding.
+            ///   - liveStreamId: Gets or sets the live stream id.
+            ///   - maxAudioChannels: Gets or sets the max audio channels.
+            ///   - maxStreamingBitrate: Gets or sets the max streaming bitrate.
+            ///   - mediaSourceId: Gets or sets the media source id.
+            ///   - startTimeTicks: Gets or sets the start time in ticks.
+            ///   - subtitleStreamIndex: Gets or sets the subtitle stream index.
+            ///   - userId: Gets or sets the playback userId.
+            package init(
+                allowAudioStreamCopy: Swift.Bool? = nil,
+                allowVideoStreamCopy: Swift.Bool? = nil,
+                alwaysBurnInSubtitleWhenTranscoding: Swift.Bool? = nil,
+                audioStreamIndex: Swift.Int32? = nil,
+                autoOpenLiveStream: Swift.Bool? = nil,
+                deviceProfile: Components.Schemas.PlaybackInfoDto.DeviceProfilePayload? = nil,
+                enableDirectPlay: Swift.Bool? = nil,
+                enableDirectStream: Swift.Bool? = nil,
+                enableTranscoding: Swift.Bool? = nil,
+                liveStreamId: Swift.String? = nil,
+                maxAudioChannels: Swift.Int32? = nil,
+                maxStreamingBitrate: Swift.Int32? = nil,
+                mediaSourceId: Swift.String? = nil,
+                startTimeTicks: Swift.Int64? = nil,
+                subtitleStreamIndex: Swift.Int32? = nil,
+                userId: Swift.String? = nil
+            ) {
+                self.allowAudioStreamCopy = allowAudioStreamCopy
+                self.allowVideoStreamCopy = allowVideoStreamCopy
+                self.alwaysBurnInSubtitleWhenTranscoding = alwaysBurnInSubtitleWhenTranscoding
+                self.audioStreamIndex = audioStreamIndex
+                self.autoOpenLiveStream = autoOpenLiveStream
+                self.deviceProfile = deviceProfile
+                self.enableDirectPlay = enableDirectPlay
+                self.enableDirectStream = enableDirectStream
+                self.enableTranscoding = enableTranscoding
+                self.liveStreamId = liveStreamId
+                self.maxAudioChannels = maxAudioChannels
+                self.maxStreamingBitrate = maxStreamingBitrate
+                self.mediaSourceId = mediaSourceId
+                self.startTimeTicks = startTimeTicks
+                self.subtitleStreamIndex = subtitleStreamIndex
+                self.userId = userId
+            }
+            package enum CodingKeys: String, CodingKey {
+                case allowAudioStreamCopy = "AllowAudioStreamCopy"
+                case allowVideoStreamCopy = "AllowVideoStreamCopy"
+                case alwaysBurnInSubtitleWhenTranscoding = "AlwaysBurnInSubtitleWhenTranscoding"
+                case audioStreamIndex = "AudioStreamIndex"
+                case autoOpenLiveStream = "AutoOpenLiveStream"
+                case deviceProfile = "DeviceProfile"
+                case enableDirectPlay = "EnableDirectPlay"
+                case enableDirectStream = "EnableDirectStream"
+                case enableTranscoding = "EnableTranscoding"
+                case liveStreamId = "LiveStreamId"
+                case maxAudioChannels = "MaxAudioChannels"
+                case maxStreamingBitrate = "MaxStreamingBitrate"
+                case mediaSourceId = "MediaSourceId"
+                case startTimeTicks = "StartTimeTicks"
+                case subtitleStreamIndex = "SubtitleStreamIndex"
+                case userId = "UserId"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.allowAudioStreamCopy = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .allowAudioStreamCopy
+                )
+                self.allowVideoStreamCopy = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .allowVideoStreamCopy
+                )
+                self.alwaysBurnInSubtitleWhenTranscoding = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .alwaysBurnInSubtitleWhenTranscoding
+                )
+                self.audioStreamIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .audioStreamIndex
+                )
+                self.autoOpenLiveStream = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .autoOpenLiveStream
+                )
+                self.deviceProfile = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackInfoDto.DeviceProfilePayload.self,
+                    forKey: .deviceProfile
+                )
+                self.enableDirectPlay = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .enableDirectPlay
+                )
+                self.enableDirectStream = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .enableDirectStream
+                )
+                self.enableTranscoding = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .enableTranscoding
+                )
+                self.liveStreamId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .liveStreamId
+                )
+                self.maxAudioChannels = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .maxAudioChannels
+                )
+                self.maxStreamingBitrate = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .maxStreamingBitrate
+                )
+                self.mediaSourceId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .mediaSourceId
+                )
+                self.startTimeTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .startTimeTicks
+                )
+                self.subtitleStreamIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .subtitleStreamIndex
+                )
+                self.userId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .userId
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "AllowAudioStreamCopy",
+                    "AllowVideoStreamCopy",
+                    "AlwaysBurnInSubtitleWhenTranscoding",
+                    "AudioStreamIndex",
+                    "AutoOpenLiveStream",
+                    "DeviceProfile",
+                    "EnableDirectPlay",
+                    "EnableDirectStream",
+                    "EnableTranscoding",
+                    "LiveStreamId",
+                    "MaxAudioChannels",
+                    "MaxStreamingBitrate",
+                    "MediaSourceId",
+                    "StartTimeTicks",
+                    "SubtitleStreamIndex",
+                    "UserId"
+                ])
+            }
+        }
+        /// Class PlaybackInfoResponse.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PlaybackInfoResponse`.
+        package struct PlaybackInfoResponse: Codable, Hashable, Sendable {
+            /// Gets or sets the error code.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoResponse/ErrorCode`.
+            package struct ErrorCodePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackInfoResponse/ErrorCode/value1`.
+                package var value1: Components.Schemas.PlaybackErrorCode
+                /// Creates a new `ErrorCodePayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.PlaybackErrorCode) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the error code.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoResponse/ErrorCode`.
+            package var errorCode: Components.Schemas.PlaybackInfoResponse.ErrorCodePayload?
+            /// Gets or sets the media sources.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoResponse/MediaSources`.
+            package var mediaSources: [Components.Schemas.MediaSourceInfo]?
+            /// Gets or sets the play session identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackInfoResponse/PlaySessionId`.
+            package var playSessionId: Swift.String?
+            /// Creates a new `PlaybackInfoResponse`.
+            ///
+            /// - Parameters:
+            ///   - errorCode: Gets or sets the error code.
+            ///   - mediaSources: Gets or sets the media sources.
+            ///   - playSessionId: Gets or sets the play session identifier.
+            package init(
+                errorCode: Components.Schemas.PlaybackInfoResponse.ErrorCodePayload? = nil,
+                mediaSources: [Components.Schemas.MediaSourceInfo]? = nil,
+                playSessionId: Swift.String? = nil
+            ) {
+                self.errorCode = errorCode
+                self.mediaSources = mediaSources
+                self.playSessionId = playSessionId
+            }
+            package enum CodingKeys: String, CodingKey {
+                case errorCode = "ErrorCode"
+                case mediaSources = "MediaSources"
+                case playSessionId = "PlaySessionId"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.errorCode = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackInfoResponse.ErrorCodePayload.self,
+                    forKey: .errorCode
+                )
+                self.mediaSources = try container.decodeIfPresent(
+                    [Components.Schemas.MediaSourceInfo].self,
+                    forKey: .mediaSources
+                )
+                self.playSessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playSessionId
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "ErrorCode",
+                    "MediaSources",
+                    "PlaySessionId"
+                ])
+            }
+        }
         /// Enum PlaybackOrder.
         ///
         /// - Remark: Generated from `#/components/schemas/PlaybackOrder`.
         package typealias PlaybackOrder = Swift.String
+        /// Class PlaybackProgressInfo.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo`.
+        package struct PlaybackProgressInfo: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/AspectRatio`.
+            package var aspectRatio: Swift.String?
+            /// Gets or sets the index of the audio stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/AudioStreamIndex`.
+            package var audioStreamIndex: Swift.Int32?
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/Brightness`.
+            package var brightness: Swift.Int32?
+            /// Gets or sets a value indicating whether this instance can seek.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/CanSeek`.
+            package var canSeek: Swift.Bool?
+            /// Gets or sets a value indicating whether this instance is muted.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/IsMuted`.
+            package var isMuted: Swift.Bool?
+            /// Gets or sets a value indicating whether this instance is paused.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/IsPaused`.
+            package var isPaused: Swift.Bool?
+            /// Gets or sets the item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/Item`.
+            package struct ItemPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/Item/value1`.
+                package var value1: Components.Schemas.BaseItemDto
+                /// Creates a new `ItemPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.BaseItemDto) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// Gets or sets the item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/Item`.
+            package var item: Components.Schemas.PlaybackProgressInfo.ItemPayload?
+            /// Gets or sets the item identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/ItemId`.
+            package var itemId: Swift.String?
+            /// Gets or sets the live stream identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/LiveStreamId`.
+            package var liveStreamId: Swift.String?
+            /// Gets or sets the media version identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/MediaSourceId`.
+            package var mediaSourceId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/NowPlayingQueue`.
+            package var nowPlayingQueue: [Components.Schemas.QueueItem]?
+            /// Gets or sets the play method.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlayMethod`.
+            package struct PlayMethodPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlayMethod/value1`.
+                package var value1: Components.Schemas.PlayMethod
+                /// Creates a new `PlayMethodPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.PlayMethod) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the play method.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlayMethod`.
+            package var playMethod: Components.Schemas.PlaybackProgressInfo.PlayMethodPayload?
+            /// Gets or sets the play session identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlaySessionId`.
+            package var playSessionId: Swift.String?
+            /// Gets or sets the playback order.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlaybackOrder`.
+            package struct PlaybackOrderPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlaybackOrder/value1`.
+                package var value1: Components.Schemas.PlaybackOrder
+                /// Creates a new `PlaybackOrderPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.PlaybackOrder) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the playback order.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlaybackOrder`.
+            package var playbackOrder: Components.Schemas.PlaybackProgressInfo.PlaybackOrderPayload?
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlaybackStartTimeTicks`.
+            package var playbackStartTimeTicks: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PlaylistItemId`.
+            package var playlistItemId: Swift.String?
+            /// Gets or sets the position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/PositionTicks`.
+            package var positionTicks: Swift.Int64?
+            /// Gets or sets the repeat mode.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/RepeatMode`.
+            package struct RepeatModePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/RepeatMode/value1`.
+                package var value1: Components.Schemas.RepeatMode
+                /// Creates a new `RepeatModePayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.RepeatMode) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the repeat mode.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/RepeatMode`.
+            package var repeatMode: Components.Schemas.PlaybackProgressInfo.RepeatModePayload?
+            /// Gets or sets the session id.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/SessionId`.
+            package var sessionId: Swift.String?
+            /// Gets or sets the index of the subtitle stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/SubtitleStreamIndex`.
+            package var subtitleStreamIndex: Swift.Int32?
+            /// Gets or sets the volume level.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackProgressInfo/VolumeLevel`.
+            package var volumeLevel: Swift.Int32?
+            /// Creates a new `PlaybackProgressInfo`.
+            ///
+            /// - Parameters:
+            ///   - aspectRatio:
+            ///   - audioStreamIndex: Gets or sets the index of the audio stream.
+            ///   - brightness:
+            ///   - canSeek: Gets or sets a value indicating whether this instance can seek.
+            ///   - isMuted: Gets or sets a value indicating whether this instance is muted.
+            ///   - isPaused: Gets or sets a value indicating whether this instance is paused.
+            ///   - item: Gets or sets the item.
+            ///   - itemId: Gets or sets the item identifier.
+            ///   - liveStreamId: Gets or sets the live stream identifier.
+            ///   - mediaSourceId: Gets or sets the media version identifier.
+            ///   - nowPlayingQueue:
+            ///   - playMethod: Gets or sets the play method.
+            ///   - playSessionId: Gets or sets the play session identifier.
+            ///   - playbackOrder: Gets or sets the playback order.
+            ///   - playbackStartTimeTicks:
+            ///   - playlistItemId:
+            ///   - positionTicks: Gets or sets the position ticks.
+            ///   - repeatMode: Gets or sets the repeat mode.
+            ///   - sessionId: Gets or sets the session id.
+            ///   - subtitleStreamIndex: Gets or sets the index of the subtitle stream.
+            ///   - volumeLevel: Gets or sets the volume level.
+            package init(
+                aspectRatio: Swift.String? = nil,
+                audioStreamIndex: Swift.Int32? = nil,
+                brightness: Swift.Int32? = nil,
+                canSeek: Swift.Bool? = nil,
+                isMuted: Swift.Bool? = nil,
+                isPaused: Swift.Bool? = nil,
+                item: Components.Schemas.PlaybackProgressInfo.ItemPayload? = nil,
+                itemId: Swift.String? = nil,
+                liveStreamId: Swift.String? = nil,
+                mediaSourceId: Swift.String? = nil,
+                nowPlayingQueue: [Components.Schemas.QueueItem]? = nil,
+                playMethod: Components.Schemas.PlaybackProgressInfo.PlayMethodPayload? = nil,
+                playSessionId: Swift.String? = nil,
+                playbackOrder: Components.Schemas.PlaybackProgressInfo.PlaybackOrderPayload? = nil,
+                playbackStartTimeTicks: Swift.Int64? = nil,
+                playlistItemId: Swift.String? = nil,
+                positionTicks: Swift.Int64? = nil,
+                repeatMode: Components.Schemas.PlaybackProgressInfo.RepeatModePayload? = nil,
+                sessionId: Swift.String? = nil,
+                subtitleStreamIndex: Swift.Int32? = nil,
+                volumeLevel: Swift.Int32? = nil
+            ) {
+                self.aspectRatio = aspectRatio
+                self.audioStreamIndex = audioStreamIndex
+                self.brightness = brightness
+                self.canSeek = canSeek
+                self.isMuted = isMuted
+                self.isPaused = isPaused
+                self.item = item
+                self.itemId = itemId
+                self.liveStreamId = liveStreamId
+                self.mediaSourceId = mediaSourceId
+                self.nowPlayingQueue = nowPlayingQueue
+                self.playMethod = playMethod
+                self.playSessionId = playSessionId
+                self.playbackOrder = playbackOrder
+                self.playbackStartTimeTicks = playbackStartTimeTicks
+                self.playlistItemId = playlistItemId
+                self.positionTicks = positionTicks
+                self.repeatMode = repeatMode
+                self.sessionId = sessionId
+                self.subtitleStreamIndex = subtitleStreamIndex
+                self.volumeLevel = volumeLevel
+            }
+            package enum CodingKeys: String, CodingKey {
+                case aspectRatio = "AspectRatio"
+                case audioStreamIndex = "AudioStreamIndex"
+                case brightness = "Brightness"
+                case canSeek = "CanSeek"
+                case isMuted = "IsMuted"
+                case isPaused = "IsPaused"
+                case item = "Item"
+                case itemId = "ItemId"
+                case liveStreamId = "LiveStreamId"
+                case mediaSourceId = "MediaSourceId"
+                case nowPlayingQueue = "NowPlayingQueue"
+                case playMethod = "PlayMethod"
+                case playSessionId = "PlaySessionId"
+                case playbackOrder = "PlaybackOrder"
+                case playbackStartTimeTicks = "PlaybackStartTimeTicks"
+                case playlistItemId = "PlaylistItemId"
+                case positionTicks = "PositionTicks"
+                case repeatMode = "RepeatMode"
+                case sessionId = "SessionId"
+                case subtitleStreamIndex = "SubtitleStreamIndex"
+                case volumeLevel = "VolumeLevel"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.aspectRatio = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .aspectRatio
+                )
+                self.audioStreamIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .audioStreamIndex
+                )
+                self.brightness = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .brightness
+                )
+                self.canSeek = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .canSeek
+                )
+                self.isMuted = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isMuted
+                )
+                self.isPaused = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPaused
+                )
+                self.item = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackProgressInfo.ItemPayload.self,
+                    forKey: .item
+                )
+                self.itemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .itemId
+                )
+                self.liveStreamId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .liveStreamId
+                )
+                self.mediaSourceId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .mediaSourceId
+                )
+                self.nowPlayingQueue = try container.decodeIfPresent(
+                    [Components.Schemas.QueueItem].self,
+                    forKey: .nowPlayingQueue
+                )
+                self.playMethod = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackProgressInfo.PlayMethodPayload.self,
+                    forKey: .playMethod
+                )
+                self.playSessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playSessionId
+                )
+                self.playbackOrder = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackProgressInfo.PlaybackOrderPayload.self,
+                    forKey: .playbackOrder
+                )
+                self.playbackStartTimeTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .playbackStartTimeTicks
+                )
+                self.playlistItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playlistItemId
+                )
+                self.positionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .positionTicks
+                )
+                self.repeatMode = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackProgressInfo.RepeatModePayload.self,
+                    forKey: .repeatMode
+                )
+                self.sessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .sessionId
+                )
+                self.subtitleStreamIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .subtitleStreamIndex
+                )
+                self.volumeLevel = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .volumeLevel
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "AspectRatio",
+                    "AudioStreamIndex",
+                    "Brightness",
+                    "CanSeek",
+                    "IsMuted",
+                    "IsPaused",
+                    "Item",
+                    "ItemId",
+                    "LiveStreamId",
+                    "MediaSourceId",
+                    "NowPlayingQueue",
+                    "PlayMethod",
+                    "PlaySessionId",
+                    "PlaybackOrder",
+                    "PlaybackStartTimeTicks",
+                    "PlaylistItemId",
+                    "PositionTicks",
+                    "RepeatMode",
+                    "SessionId",
+                    "SubtitleStreamIndex",
+                    "VolumeLevel"
+                ])
+            }
+        }
+        /// Class PlaybackStartInfo.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo`.
+        package struct PlaybackStartInfo: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/AspectRatio`.
+            package var aspectRatio: Swift.String?
+            /// Gets or sets the index of the audio stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/AudioStreamIndex`.
+            package var audioStreamIndex: Swift.Int32?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/Brightness`.
+            package var brightness: Swift.Int32?
+            /// Gets or sets a value indicating whether this instance can seek.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/CanSeek`.
+            package var canSeek: Swift.Bool?
+            /// Gets or sets a value indicating whether this instance is muted.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/IsMuted`.
+            package var isMuted: Swift.Bool?
+            /// Gets or sets a value indicating whether this instance is paused.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/IsPaused`.
+            package var isPaused: Swift.Bool?
+            /// Gets or sets the item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/Item`.
+            package struct ItemPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/Item/value1`.
+                package var value1: Components.Schemas.BaseItemDto
+                /// Creates a new `ItemPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.BaseItemDto) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// Gets or sets the item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/Item`.
+            package var item: Components.Schemas.PlaybackStartInfo.ItemPayload?
+            /// Gets or sets the item identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/ItemId`.
+            package var itemId: Swift.String?
+            /// Gets or sets the live stream identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/LiveStreamId`.
+            package var liveStreamId: Swift.String?
+            /// Gets or sets the media version identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/MediaSourceId`.
+            package var mediaSourceId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/NowPlayingQueue`.
+            package var nowPlayingQueue: [Components.Schemas.QueueItem]?
+            /// Gets or sets the play method.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlayMethod`.
+            package struct PlayMethodPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlayMethod/value1`.
+                package var value1: Components.Schemas.PlayMethod
+                /// Creates a new `PlayMethodPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.PlayMethod) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the play method.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlayMethod`.
+            package var playMethod: Components.Schemas.PlaybackStartInfo.PlayMethodPayload?
+            /// Gets or sets the play session identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlaySessionId`.
+            package var playSessionId: Swift.String?
+            /// Gets or sets the playback order.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlaybackOrder`.
+            package struct PlaybackOrderPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlaybackOrder/value1`.
+                package var value1: Components.Schemas.PlaybackOrder
+                /// Creates a new `PlaybackOrderPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.PlaybackOrder) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the playback order.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlaybackOrder`.
+            package var playbackOrder: Components.Schemas.PlaybackStartInfo.PlaybackOrderPayload?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlaybackStartTimeTicks`.
+            package var playbackStartTimeTicks: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PlaylistItemId`.
+            package var playlistItemId: Swift.String?
+            /// Gets or sets the position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/PositionTicks`.
+            package var positionTicks: Swift.Int64?
+            /// Gets or sets the repeat mode.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/RepeatMode`.
+            package struct RepeatModePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/RepeatMode/value1`.
+                package var value1: Components.Schemas.RepeatMode
+                /// Creates a new `RepeatModePayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.RepeatMode) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the repeat mode.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/RepeatMode`.
+            package var repeatMode: Components.Schemas.PlaybackStartInfo.RepeatModePayload?
+            /// Gets or sets the session id.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/SessionId`.
+            package var sessionId: Swift.String?
+            /// Gets or sets the index of the subtitle stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/SubtitleStreamIndex`.
+            package var subtitleStreamIndex: Swift.Int32?
+            /// Gets or sets the volume level.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStartInfo/VolumeLevel`.
+            package var volumeLevel: Swift.Int32?
+            /// Creates a new `PlaybackStartInfo`.
+            ///
+            /// - Parameters:
+            ///   - aspectRatio:
+            ///   - audioStreamIndex: Gets or sets the index of the audio stream.
+            ///   - brightness:
+            ///   - canSeek: Gets or sets a value indicating whether this instance can seek.
+            ///   - isMuted: Gets or sets a value indicating whether this instance is muted.
+            ///   - isPaused: Gets or sets a value indicating whether this instance is paused.
+            ///   - item: Gets or sets the item.
+            ///   - itemId: Gets or sets the item identifier.
+            ///   - liveStreamId: Gets or sets the live stream identifier.
+            ///   - mediaSourceId: Gets or sets the media version identifier.
+            ///   - nowPlayingQueue:
+            ///   - playMethod: Gets or sets the play method.
+            ///   - playSessionId: Gets or sets the play session identifier.
+            ///   - playbackOrder: Gets or sets the playback order.
+            ///   - playbackStartTimeTicks:
+            ///   - playlistItemId:
+            ///   - positionTicks: Gets or sets the position ticks.
+            ///   - repeatMode: Gets or sets the repeat mode.
+            ///   - sessionId: Gets or sets the session id.
+            ///   - subtitleStreamIndex: Gets or sets the index of the subtitle stream.
+            ///   - volumeLevel: Gets or sets the volume level.
+            package init(
+                aspectRatio: Swift.String? = nil,
+                audioStreamIndex: Swift.Int32? = nil,
+                brightness: Swift.Int32? = nil,
+                canSeek: Swift.Bool? = nil,
+                isMuted: Swift.Bool? = nil,
+                isPaused: Swift.Bool? = nil,
+                item: Components.Schemas.PlaybackStartInfo.ItemPayload? = nil,
+                itemId: Swift.String? = nil,
+                liveStreamId: Swift.String? = nil,
+                mediaSourceId: Swift.String? = nil,
+                nowPlayingQueue: [Components.Schemas.QueueItem]? = nil,
+                playMethod: Components.Schemas.PlaybackStartInfo.PlayMethodPayload? = nil,
+                playSessionId: Swift.String? = nil,
+                playbackOrder: Components.Schemas.PlaybackStartInfo.PlaybackOrderPayload? = nil,
+                playbackStartTimeTicks: Swift.Int64? = nil,
+                playlistItemId: Swift.String? = nil,
+                positionTicks: Swift.Int64? = nil,
+                repeatMode: Components.Schemas.PlaybackStartInfo.RepeatModePayload? = nil,
+                sessionId: Swift.String? = nil,
+                subtitleStreamIndex: Swift.Int32? = nil,
+                volumeLevel: Swift.Int32? = nil
+            ) {
+                self.aspectRatio = aspectRatio
+                self.audioStreamIndex = audioStreamIndex
+                self.brightness = brightness
+                self.canSeek = canSeek
+                self.isMuted = isMuted
+                self.isPaused = isPaused
+                self.item = item
+                self.itemId = itemId
+                self.liveStreamId = liveStreamId
+                self.mediaSourceId = mediaSourceId
+                self.nowPlayingQueue = nowPlayingQueue
+                self.playMethod = playMethod
+                self.playSessionId = playSessionId
+                self.playbackOrder = playbackOrder
+                self.playbackStartTimeTicks = playbackStartTimeTicks
+                self.playlistItemId = playlistItemId
+                self.positionTicks = positionTicks
+                self.repeatMode = repeatMode
+                self.sessionId = sessionId
+                self.subtitleStreamIndex = subtitleStreamIndex
+                self.volumeLevel = volumeLevel
+            }
+            package enum CodingKeys: String, CodingKey {
+                case aspectRatio = "AspectRatio"
+                case audioStreamIndex = "AudioStreamIndex"
+                case brightness = "Brightness"
+                case canSeek = "CanSeek"
+                case isMuted = "IsMuted"
+                case isPaused = "IsPaused"
+                case item = "Item"
+                case itemId = "ItemId"
+                case liveStreamId = "LiveStreamId"
+                case mediaSourceId = "MediaSourceId"
+                case nowPlayingQueue = "NowPlayingQueue"
+                case playMethod = "PlayMethod"
+                case playSessionId = "PlaySessionId"
+                case playbackOrder = "PlaybackOrder"
+                case playbackStartTimeTicks = "PlaybackStartTimeTicks"
+                case playlistItemId = "PlaylistItemId"
+                case positionTicks = "PositionTicks"
+                case repeatMode = "RepeatMode"
+                case sessionId = "SessionId"
+                case subtitleStreamIndex = "SubtitleStreamIndex"
+                case volumeLevel = "VolumeLevel"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.aspectRatio = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .aspectRatio
+                )
+                self.audioStreamIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .audioStreamIndex
+                )
+                self.brightness = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .brightness
+                )
+                self.canSeek = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .canSeek
+                )
+                self.isMuted = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isMuted
+                )
+                self.isPaused = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPaused
+                )
+                self.item = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackStartInfo.ItemPayload.self,
+                    forKey: .item
+                )
+                self.itemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .itemId
+                )
+                self.liveStreamId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .liveStreamId
+                )
+                self.mediaSourceId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .mediaSourceId
+                )
+                self.nowPlayingQueue = try container.decodeIfPresent(
+                    [Components.Schemas.QueueItem].self,
+                    forKey: .nowPlayingQueue
+                )
+                self.playMethod = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackStartInfo.PlayMethodPayload.self,
+                    forKey: .playMethod
+                )
+                self.playSessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playSessionId
+                )
+                self.playbackOrder = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackStartInfo.PlaybackOrderPayload.self,
+                    forKey: .playbackOrder
+                )
+                self.playbackStartTimeTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .playbackStartTimeTicks
+                )
+                self.playlistItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playlistItemId
+                )
+                self.positionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .positionTicks
+                )
+                self.repeatMode = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackStartInfo.RepeatModePayload.self,
+                    forKey: .repeatMode
+                )
+                self.sessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .sessionId
+                )
+                self.subtitleStreamIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .subtitleStreamIndex
+                )
+                self.volumeLevel = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .volumeLevel
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "AspectRatio",
+                    "AudioStreamIndex",
+                    "Brightness",
+                    "CanSeek",
+                    "IsMuted",
+                    "IsPaused",
+                    "Item",
+                    "ItemId",
+                    "LiveStreamId",
+                    "MediaSourceId",
+                    "NowPlayingQueue",
+                    "PlayMethod",
+                    "PlaySessionId",
+                    "PlaybackOrder",
+                    "PlaybackStartTimeTicks",
+                    "PlaylistItemId",
+                    "PositionTicks",
+                    "RepeatMode",
+                    "SessionId",
+                    "SubtitleStreamIndex",
+                    "VolumeLevel"
+                ])
+            }
+        }
+        /// Class PlaybackStopInfo.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo`.
+        package struct PlaybackStopInfo: Codable, Hashable, Sendable {
+            /// Gets or sets a value indicating whether this MediaBrowser.Model.Session.PlaybackStopInfo is failed.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/Failed`.
+            package var failed: Swift.Bool?
+            /// Gets or sets the item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/Item`.
+            package struct ItemPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/Item/value1`.
+                package var value1: Components.Schemas.BaseItemDto
+                /// Creates a new `ItemPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.BaseItemDto) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// Gets or sets the item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/Item`.
+            package var item: Components.Schemas.PlaybackStopInfo.ItemPayload?
+            /// Gets or sets the item identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/ItemId`.
+            package var itemId: Swift.String?
+            /// Gets or sets the live stream identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/LiveStreamId`.
+            package var liveStreamId: Swift.String?
+            /// Gets or sets the media version identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/MediaSourceId`.
+            package var mediaSourceId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/NextMediaType`.
+            package var nextMediaType: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/NowPlayingQueue`.
+            package var nowPlayingQueue: [Components.Schemas.QueueItem]?
+            /// Gets or sets the play session identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/PlaySessionId`.
+            package var playSessionId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/PlaylistItemId`.
+            package var playlistItemId: Swift.String?
+            /// Gets or sets the position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/PositionTicks`.
+            package var positionTicks: Swift.Int64?
+            /// Gets or sets the session id.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlaybackStopInfo/SessionId`.
+            package var sessionId: Swift.String?
+            /// Creates a new `PlaybackStopInfo`.
+            ///
+            /// - Parameters:
+            ///   - failed: Gets or sets a value indicating whether this MediaBrowser.Model.Session.PlaybackStopInfo is failed.
+            ///   - item: Gets or sets the item.
+            ///   - itemId: Gets or sets the item identifier.
+            ///   - liveStreamId: Gets or sets the live stream identifier.
+            ///   - mediaSourceId: Gets or sets the media version identifier.
+            ///   - nextMediaType:
+            ///   - nowPlayingQueue:
+            ///   - playSessionId: Gets or sets the play session identifier.
+            ///   - playlistItemId:
+            ///   - positionTicks: Gets or sets the position ticks.
+            ///   - sessionId: Gets or sets the session id.
+            package init(
+                failed: Swift.Bool? = nil,
+                item: Components.Schemas.PlaybackStopInfo.ItemPayload? = nil,
+                itemId: Swift.String? = nil,
+                liveStreamId: Swift.String? = nil,
+                mediaSourceId: Swift.String? = nil,
+                nextMediaType: Swift.String? = nil,
+                nowPlayingQueue: [Components.Schemas.QueueItem]? = nil,
+                playSessionId: Swift.String? = nil,
+                playlistItemId: Swift.String? = nil,
+                positionTicks: Swift.Int64? = nil,
+                sessionId: Swift.String? = nil
+            ) {
+                self.failed = failed
+                self.item = item
+                self.itemId = itemId
+                self.liveStreamId = liveStreamId
+                self.mediaSourceId = mediaSourceId
+                self.nextMediaType = nextMediaType
+                self.nowPlayingQueue = nowPlayingQueue
+                self.playSessionId = playSessionId
+                self.playlistItemId = playlistItemId
+                self.positionTicks = positionTicks
+                self.sessionId = sessionId
+            }
+            package enum CodingKeys: String, CodingKey {
+                case failed = "Failed"
+                case item = "Item"
+                case itemId = "ItemId"
+                case liveStreamId = "LiveStreamId"
+                case mediaSourceId = "MediaSourceId"
+                case nextMediaType = "NextMediaType"
+                case nowPlayingQueue = "NowPlayingQueue"
+                case playSessionId = "PlaySessionId"
+                case playlistItemId = "PlaylistItemId"
+                case positionTicks = "PositionTicks"
+                case sessionId = "SessionId"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.failed = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .failed
+                )
+                self.item = try container.decodeIfPresent(
+                    Components.Schemas.PlaybackStopInfo.ItemPayload.self,
+                    forKey: .item
+                )
+                self.itemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .itemId
+                )
+                self.liveStreamId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .liveStreamId
+                )
+                self.mediaSourceId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .mediaSourceId
+                )
+                self.nextMediaType = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .nextMediaType
+                )
+                self.nowPlayingQueue = try container.decodeIfPresent(
+                    [Components.Schemas.QueueItem].self,
+                    forKey: .nowPlayingQueue
+                )
+                self.playSessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playSessionId
+                )
+                self.playlistItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playlistItemId
+                )
+                self.positionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .positionTicks
+                )
+                self.sessionId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .sessionId
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Failed",
+                    "Item",
+                    "ItemId",
+                    "LiveStreamId",
+                    "MediaSourceId",
+                    "NextMediaType",
+                    "NowPlayingQueue",
+                    "PlaySessionId",
+                    "PlaylistItemId",
+                    "PositionTicks",
+                    "SessionId"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/PlayerStateInfo`.
         package struct PlayerStateInfo: Codable, Hashable, Sendable {
             /// Gets or sets the index of the now playing audio stream.

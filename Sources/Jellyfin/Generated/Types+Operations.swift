@@ -2002,6 +2002,487 @@ package enum Operations {
             }
         }
     }
+    /// Gets live playback media info for an item.
+    ///
+    /// For backwards compatibility parameters can be sent via Query or Body, with Query having higher precedence.
+    /// Query parameters are obsolete.
+    ///
+    /// - Remark: HTTP `POST /Items/{itemId}/PlaybackInfo`.
+    /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)`.
+    package enum GetPostedPlaybackInfo {
+        package static let id: Swift.String = "GetPostedPlaybackInfo"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item id.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/path/itemId`.
+                package var itemId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - itemId: The item id.
+                package init(itemId: Swift.String) {
+                    self.itemId = itemId
+                }
+            }
+            package var path: Operations.GetPostedPlaybackInfo.Input.Path
+            /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query`.
+            package struct Query: Sendable, Hashable {
+                /// The user id.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/userId`.
+                package var userId: Swift.String?
+                /// The maximum streaming bitrate.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/maxStreamingBitrate`.
+                package var maxStreamingBitrate: Swift.Int32?
+                /// The start time in ticks.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/startTimeTicks`.
+                package var startTimeTicks: Swift.Int64?
+                /// The audio stream index.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/audioStreamIndex`.
+                package var audioStreamIndex: Swift.Int32?
+                /// The subtitle stream index.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/subtitleStreamIndex`.
+                package var subtitleStreamIndex: Swift.Int32?
+                /// The maximum number of audio channels.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/maxAudioChannels`.
+                package var maxAudioChannels: Swift.Int32?
+                /// The media source id.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/mediaSourceId`.
+                package var mediaSourceId: Swift.String?
+                /// The livestream id.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/liveStreamId`.
+                package var liveStreamId: Swift.String?
+                /// Whether to auto open the livestream.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/autoOpenLiveStream`.
+                package var autoOpenLiveStream: Swift.Bool?
+                /// Whether to enable direct play. Default: true.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/enableDirectPlay`.
+                package var enableDirectPlay: Swift.Bool?
+                /// Whether to enable direct stream. Default: true.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/enableDirectStream`.
+                package var enableDirectStream: Swift.Bool?
+                /// Whether to enable transcoding. Default: true.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/enableTranscoding`.
+                package var enableTranscoding: Swift.Bool?
+                /// Whether to allow to copy the video stream. Default: true.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/allowVideoStreamCopy`.
+                package var allowVideoStreamCopy: Swift.Bool?
+                /// Whether to allow to copy the audio stream. Default: true.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/query/allowAudioStreamCopy`.
+                package var allowAudioStreamCopy: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - userId: The user id.
+                ///   - maxStreamingBitrate: The maximum streaming bitrate.
+                ///   - startTimeTicks: The start time in ticks.
+                ///   - audioStreamIndex: The audio stream index.
+                ///   - subtitleStreamIndex: The subtitle stream index.
+                ///   - maxAudioChannels: The maximum number of audio channels.
+                ///   - mediaSourceId: The media source id.
+                ///   - liveStreamId: The livestream id.
+                ///   - autoOpenLiveStream: Whether to auto open the livestream.
+                ///   - enableDirectPlay: Whether to enable direct play. Default: true.
+                ///   - enableDirectStream: Whether to enable direct stream. Default: true.
+                ///   - enableTranscoding: Whether to enable transcoding. Default: true.
+                ///   - allowVideoStreamCopy: Whether to allow to copy the video stream. Default: true.
+                ///   - allowAudioStreamCopy: Whether to allow to copy the audio stream. Default: true.
+                package init(
+                    userId: Swift.String? = nil,
+                    maxStreamingBitrate: Swift.Int32? = nil,
+                    startTimeTicks: Swift.Int64? = nil,
+                    audioStreamIndex: Swift.Int32? = nil,
+                    subtitleStreamIndex: Swift.Int32? = nil,
+                    maxAudioChannels: Swift.Int32? = nil,
+                    mediaSourceId: Swift.String? = nil,
+                    liveStreamId: Swift.String? = nil,
+                    autoOpenLiveStream: Swift.Bool? = nil,
+                    enableDirectPlay: Swift.Bool? = nil,
+                    enableDirectStream: Swift.Bool? = nil,
+                    enableTranscoding: Swift.Bool? = nil,
+                    allowVideoStreamCopy: Swift.Bool? = nil,
+                    allowAudioStreamCopy: Swift.Bool? = nil
+                ) {
+                    self.userId = userId
+                    self.maxStreamingBitrate = maxStreamingBitrate
+                    self.startTimeTicks = startTimeTicks
+                    self.audioStreamIndex = audioStreamIndex
+                    self.subtitleStreamIndex = subtitleStreamIndex
+                    self.maxAudioChannels = maxAudioChannels
+                    self.mediaSourceId = mediaSourceId
+                    self.liveStreamId = liveStreamId
+                    self.autoOpenLiveStream = autoOpenLiveStream
+                    self.enableDirectPlay = enableDirectPlay
+                    self.enableDirectStream = enableDirectStream
+                    self.enableTranscoding = enableTranscoding
+                    self.allowVideoStreamCopy = allowVideoStreamCopy
+                    self.allowAudioStreamCopy = allowAudioStreamCopy
+                }
+            }
+            package var query: Operations.GetPostedPlaybackInfo.Input.Query
+            /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetPostedPlaybackInfo.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetPostedPlaybackInfo.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetPostedPlaybackInfo.Input.Headers
+            /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Playback info dto.
+                ///
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.PlaybackInfoDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.PlaybackInfoDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/requestBody/content/application\/json`.
+                case json(Operations.GetPostedPlaybackInfo.Input.Body.JsonPayload)
+            }
+            package var body: Operations.GetPostedPlaybackInfo.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.GetPostedPlaybackInfo.Input.Path,
+                query: Operations.GetPostedPlaybackInfo.Input.Query = .init(),
+                headers: Operations.GetPostedPlaybackInfo.Input.Headers = .init(),
+                body: Operations.GetPostedPlaybackInfo.Input.Body? = nil
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.PlaybackInfoResponse)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.PlaybackInfoResponse {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetPostedPlaybackInfo.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetPostedPlaybackInfo.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Playback info returned.
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetPostedPlaybackInfo.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetPostedPlaybackInfo.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetPostedPlaybackInfo.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetPostedPlaybackInfo.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetPostedPlaybackInfo.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetPostedPlaybackInfo.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/404/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas.ProblemDetails)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.ProblemDetails {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetPostedPlaybackInfo.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetPostedPlaybackInfo.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// Item not found.
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GetPostedPlaybackInfo.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Operations.GetPostedPlaybackInfo.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Items/{itemId}/PlaybackInfo/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
     /// Authorizes a pending quick connect request.
     ///
     /// - Remark: HTTP `POST /QuickConnect/Authorize`.
@@ -4218,6 +4699,1099 @@ package enum Operations {
             /// - Throws: An error if `self` is not `.serviceUnavailable`.
             /// - SeeAlso: `.serviceUnavailable`.
             package var serviceUnavailable: Operations.ReportSessionEnded.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Reports playback has started within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)`.
+    package enum ReportPlaybackStart {
+        package static let id: Swift.String = "ReportPlaybackStart"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Sessions/Playing/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportPlaybackStart.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportPlaybackStart.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.ReportPlaybackStart.Input.Headers
+            /// - Remark: Generated from `#/paths/Sessions/Playing/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class PlaybackStartInfo.
+                ///
+                /// - Remark: Generated from `#/paths/Sessions/Playing/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.PlaybackStartInfo
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.PlaybackStartInfo) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/Sessions/Playing/POST/requestBody/content/application\/json`.
+                case json(Operations.ReportPlaybackStart.Input.Body.JsonPayload)
+            }
+            package var body: Operations.ReportPlaybackStart.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.ReportPlaybackStart.Input.Headers = .init(),
+                body: Operations.ReportPlaybackStart.Input.Body? = nil
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Playback start recorded.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.ReportPlaybackStart.Output.NoContent)
+            /// Playback start recorded.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.ReportPlaybackStart.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.ReportPlaybackStart.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.ReportPlaybackStart.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.ReportPlaybackStart.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.ReportPlaybackStart.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Sessions/Playing/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.ReportPlaybackStart.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Sessions/Playing/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.ReportPlaybackStart.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.ReportPlaybackStart.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.ReportPlaybackStart.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.ReportPlaybackStart.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.ReportPlaybackStart.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Pings a playback session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Ping`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)`.
+    package enum PingPlaybackSession {
+        package static let id: Swift.String = "PingPlaybackSession"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/query`.
+            package struct Query: Sendable, Hashable {
+                /// Playback session id.
+                ///
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/query/playSessionId`.
+                package var playSessionId: Swift.String
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - playSessionId: Playback session id.
+                package init(playSessionId: Swift.String) {
+                    self.playSessionId = playSessionId
+                }
+            }
+            package var query: Operations.PingPlaybackSession.Input.Query
+            /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PingPlaybackSession.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PingPlaybackSession.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.PingPlaybackSession.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.PingPlaybackSession.Input.Query,
+                headers: Operations.PingPlaybackSession.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Playback session pinged.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.PingPlaybackSession.Output.NoContent)
+            /// Playback session pinged.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.PingPlaybackSession.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.PingPlaybackSession.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.PingPlaybackSession.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.PingPlaybackSession.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.PingPlaybackSession.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.PingPlaybackSession.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Ping/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.PingPlaybackSession.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.PingPlaybackSession.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.PingPlaybackSession.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.PingPlaybackSession.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.PingPlaybackSession.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Reports playback progress within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Progress`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)`.
+    package enum ReportPlaybackProgress {
+        package static let id: Swift.String = "ReportPlaybackProgress"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportPlaybackProgress.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportPlaybackProgress.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.ReportPlaybackProgress.Input.Headers
+            /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class PlaybackProgressInfo.
+                ///
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.PlaybackProgressInfo
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.PlaybackProgressInfo) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/requestBody/content/application\/json`.
+                case json(Operations.ReportPlaybackProgress.Input.Body.JsonPayload)
+            }
+            package var body: Operations.ReportPlaybackProgress.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.ReportPlaybackProgress.Input.Headers = .init(),
+                body: Operations.ReportPlaybackProgress.Input.Body? = nil
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Playback progress recorded.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.ReportPlaybackProgress.Output.NoContent)
+            /// Playback progress recorded.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.ReportPlaybackProgress.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.ReportPlaybackProgress.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.ReportPlaybackProgress.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.ReportPlaybackProgress.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.ReportPlaybackProgress.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.ReportPlaybackProgress.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Progress/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.ReportPlaybackProgress.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.ReportPlaybackProgress.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.ReportPlaybackProgress.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.ReportPlaybackProgress.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.ReportPlaybackProgress.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Reports playback has stopped within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Stopped`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)`.
+    package enum ReportPlaybackStopped {
+        package static let id: Swift.String = "ReportPlaybackStopped"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportPlaybackStopped.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportPlaybackStopped.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.ReportPlaybackStopped.Input.Headers
+            /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class PlaybackStopInfo.
+                ///
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.PlaybackStopInfo
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.PlaybackStopInfo) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/requestBody/content/application\/json`.
+                case json(Operations.ReportPlaybackStopped.Input.Body.JsonPayload)
+            }
+            package var body: Operations.ReportPlaybackStopped.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.ReportPlaybackStopped.Input.Headers = .init(),
+                body: Operations.ReportPlaybackStopped.Input.Body? = nil
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Playback stop recorded.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.ReportPlaybackStopped.Output.NoContent)
+            /// Playback stop recorded.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.ReportPlaybackStopped.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.ReportPlaybackStopped.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.ReportPlaybackStopped.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.ReportPlaybackStopped.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.ReportPlaybackStopped.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.ReportPlaybackStopped.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Sessions/Playing/Stopped/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.ReportPlaybackStopped.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.ReportPlaybackStopped.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.ReportPlaybackStopped.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.ReportPlaybackStopped.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.ReportPlaybackStopped.Output.ServiceUnavailable {
                 get throws {
                     switch self {
                     case let .serviceUnavailable(response):
@@ -8952,6 +10526,280 @@ package enum Operations {
             package static var allCases: [Self] {
                 [
                     .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Stops an active encoding.
+    ///
+    /// - Remark: HTTP `DELETE /Videos/ActiveEncodings`.
+    /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)`.
+    package enum StopEncodingProcess {
+        package static let id: Swift.String = "StopEncodingProcess"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/query`.
+            package struct Query: Sendable, Hashable {
+                /// The device id of the client requesting. Used to stop encoding processes when needed.
+                ///
+                /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/query/deviceId`.
+                package var deviceId: Swift.String
+                /// The play session id.
+                ///
+                /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/query/playSessionId`.
+                package var playSessionId: Swift.String
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - deviceId: The device id of the client requesting. Used to stop encoding processes when needed.
+                ///   - playSessionId: The play session id.
+                package init(
+                    deviceId: Swift.String,
+                    playSessionId: Swift.String
+                ) {
+                    self.deviceId = deviceId
+                    self.playSessionId = playSessionId
+                }
+            }
+            package var query: Operations.StopEncodingProcess.Input.Query
+            /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StopEncodingProcess.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StopEncodingProcess.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.StopEncodingProcess.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.StopEncodingProcess.Input.Query,
+                headers: Operations.StopEncodingProcess.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Encoding stopped successfully.
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.StopEncodingProcess.Output.NoContent)
+            /// Encoding stopped successfully.
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.StopEncodingProcess.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.StopEncodingProcess.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.StopEncodingProcess.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.StopEncodingProcess.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.StopEncodingProcess.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.StopEncodingProcess.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Videos/ActiveEncodings/DELETE/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.StopEncodingProcess.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.StopEncodingProcess.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.StopEncodingProcess.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.StopEncodingProcess.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.StopEncodingProcess.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
                     .html
                 ]
             }

@@ -35,6 +35,14 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /Items/{itemId}/Images/{imageType}`.
     /// - Remark: Generated from `#/paths//Items/{itemId}/Images/{imageType}/get(GetItemImage)`.
     func getItemImage(_ input: Operations.GetItemImage.Input) async throws -> Operations.GetItemImage.Output
+    /// Gets live playback media info for an item.
+    ///
+    /// For backwards compatibility parameters can be sent via Query or Body, with Query having higher precedence.
+    /// Query parameters are obsolete.
+    ///
+    /// - Remark: HTTP `POST /Items/{itemId}/PlaybackInfo`.
+    /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)`.
+    func getPostedPlaybackInfo(_ input: Operations.GetPostedPlaybackInfo.Input) async throws -> Operations.GetPostedPlaybackInfo.Output
     /// Authorizes a pending quick connect request.
     ///
     /// - Remark: HTTP `POST /QuickConnect/Authorize`.
@@ -75,6 +83,26 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /Sessions/Logout`.
     /// - Remark: Generated from `#/paths//Sessions/Logout/post(ReportSessionEnded)`.
     func reportSessionEnded(_ input: Operations.ReportSessionEnded.Input) async throws -> Operations.ReportSessionEnded.Output
+    /// Reports playback has started within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)`.
+    func reportPlaybackStart(_ input: Operations.ReportPlaybackStart.Input) async throws -> Operations.ReportPlaybackStart.Output
+    /// Pings a playback session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Ping`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)`.
+    func pingPlaybackSession(_ input: Operations.PingPlaybackSession.Input) async throws -> Operations.PingPlaybackSession.Output
+    /// Reports playback progress within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Progress`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)`.
+    func reportPlaybackProgress(_ input: Operations.ReportPlaybackProgress.Input) async throws -> Operations.ReportPlaybackProgress.Output
+    /// Reports playback has stopped within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Stopped`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)`.
+    func reportPlaybackStopped(_ input: Operations.ReportPlaybackStopped.Input) async throws -> Operations.ReportPlaybackStopped.Output
     /// Gets a list of next up episodes.
     ///
     /// - Remark: HTTP `GET /Shows/NextUp`.
@@ -150,6 +178,11 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /Users/Public`.
     /// - Remark: Generated from `#/paths//Users/Public/get(GetPublicUsers)`.
     func getPublicUsers(_ input: Operations.GetPublicUsers.Input) async throws -> Operations.GetPublicUsers.Output
+    /// Stops an active encoding.
+    ///
+    /// - Remark: HTTP `DELETE /Videos/ActiveEncodings`.
+    /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)`.
+    func stopEncodingProcess(_ input: Operations.StopEncodingProcess.Input) async throws -> Operations.StopEncodingProcess.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -208,6 +241,26 @@ extension APIProtocol {
             path: path,
             query: query,
             headers: headers
+        ))
+    }
+    /// Gets live playback media info for an item.
+    ///
+    /// For backwards compatibility parameters can be sent via Query or Body, with Query having higher precedence.
+    /// Query parameters are obsolete.
+    ///
+    /// - Remark: HTTP `POST /Items/{itemId}/PlaybackInfo`.
+    /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)`.
+    package func getPostedPlaybackInfo(
+        path: Operations.GetPostedPlaybackInfo.Input.Path,
+        query: Operations.GetPostedPlaybackInfo.Input.Query = .init(),
+        headers: Operations.GetPostedPlaybackInfo.Input.Headers = .init(),
+        body: Operations.GetPostedPlaybackInfo.Input.Body? = nil
+    ) async throws -> Operations.GetPostedPlaybackInfo.Output {
+        try await getPostedPlaybackInfo(Operations.GetPostedPlaybackInfo.Input(
+            path: path,
+            query: query,
+            headers: headers,
+            body: body
         ))
     }
     /// Authorizes a pending quick connect request.
@@ -297,6 +350,58 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//Sessions/Logout/post(ReportSessionEnded)`.
     package func reportSessionEnded(headers: Operations.ReportSessionEnded.Input.Headers = .init()) async throws -> Operations.ReportSessionEnded.Output {
         try await reportSessionEnded(Operations.ReportSessionEnded.Input(headers: headers))
+    }
+    /// Reports playback has started within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/post(ReportPlaybackStart)`.
+    package func reportPlaybackStart(
+        headers: Operations.ReportPlaybackStart.Input.Headers = .init(),
+        body: Operations.ReportPlaybackStart.Input.Body? = nil
+    ) async throws -> Operations.ReportPlaybackStart.Output {
+        try await reportPlaybackStart(Operations.ReportPlaybackStart.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Pings a playback session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Ping`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Ping/post(PingPlaybackSession)`.
+    package func pingPlaybackSession(
+        query: Operations.PingPlaybackSession.Input.Query,
+        headers: Operations.PingPlaybackSession.Input.Headers = .init()
+    ) async throws -> Operations.PingPlaybackSession.Output {
+        try await pingPlaybackSession(Operations.PingPlaybackSession.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Reports playback progress within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Progress`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Progress/post(ReportPlaybackProgress)`.
+    package func reportPlaybackProgress(
+        headers: Operations.ReportPlaybackProgress.Input.Headers = .init(),
+        body: Operations.ReportPlaybackProgress.Input.Body? = nil
+    ) async throws -> Operations.ReportPlaybackProgress.Output {
+        try await reportPlaybackProgress(Operations.ReportPlaybackProgress.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Reports playback has stopped within a session.
+    ///
+    /// - Remark: HTTP `POST /Sessions/Playing/Stopped`.
+    /// - Remark: Generated from `#/paths//Sessions/Playing/Stopped/post(ReportPlaybackStopped)`.
+    package func reportPlaybackStopped(
+        headers: Operations.ReportPlaybackStopped.Input.Headers = .init(),
+        body: Operations.ReportPlaybackStopped.Input.Body? = nil
+    ) async throws -> Operations.ReportPlaybackStopped.Output {
+        try await reportPlaybackStopped(Operations.ReportPlaybackStopped.Input(
+            headers: headers,
+            body: body
+        ))
     }
     /// Gets a list of next up episodes.
     ///
@@ -480,6 +585,19 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//Users/Public/get(GetPublicUsers)`.
     package func getPublicUsers(headers: Operations.GetPublicUsers.Input.Headers = .init()) async throws -> Operations.GetPublicUsers.Output {
         try await getPublicUsers(Operations.GetPublicUsers.Input(headers: headers))
+    }
+    /// Stops an active encoding.
+    ///
+    /// - Remark: HTTP `DELETE /Videos/ActiveEncodings`.
+    /// - Remark: Generated from `#/paths//Videos/ActiveEncodings/delete(StopEncodingProcess)`.
+    package func stopEncodingProcess(
+        query: Operations.StopEncodingProcess.Input.Query,
+        headers: Operations.StopEncodingProcess.Input.Headers = .init()
+    ) async throws -> Operations.StopEncodingProcess.Output {
+        try await stopEncodingProcess(Operations.StopEncodingProcess.Input(
+            query: query,
+            headers: headers
+        ))
     }
 }
 

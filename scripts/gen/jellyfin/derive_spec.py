@@ -43,6 +43,9 @@ OPERATIONS = [
     "MarkPlayedItem", "MarkUnplayedItem", "MarkFavoriteItem", "UnmarkFavoriteItem",
     # images
     "GetItemImage",
+    # playback: negotiation, progress reports, transcode keep-alive and stop
+    "GetPostedPlaybackInfo", "ReportPlaybackStart", "ReportPlaybackProgress", "ReportPlaybackStopped",
+    "PingPlaybackSession", "StopEncodingProcess",
 ]
 
 JSON_TYPES = ("application/json", "text/json", "application/*+json")

@@ -1,0 +1,55 @@
+public import Foundation
+
+/// A player a playback session drives: mpv on Linux (`MPVPlayer`); an app plugs in its own.
+/// Positions are seconds from the start of the media.
+public protocol MediaPlayer: AnyObject, Sendable {
+    /// Opens `url` at `startSeconds`; returns once the player plays (or throws why it cannot).
+    func play(_ url: URL, startSeconds: Double) async throws(PlayerError)
+    /// What the player does, in order; finishes after `.ended`.
+    var events: AsyncStream<PlayerEvent> { get }
+    func setPaused(_ paused: Bool) async
+    func seek(to seconds: Double) async
+    /// Sets the volume, 0…100.
+    func setVolume(_ percent: Int) async
+    /// Stops playback; the last event is `.ended(.stopped, …)`.
+    func stop() async
+}
+
+public enum PlayerEvent: Sendable, Equatable {
+    /// The media is open and playing from `position`.
+    case started(position: Double)
+    /// The playing position moved (reported at the player's own pace).
+    case position(Double)
+    case paused(Bool, position: Double)
+    /// A seek finished; playback continues from `position`.
+    case seeked(position: Double)
+    case volume(Int, muted: Bool)
+    /// Playback is over at `position`.
+    case ended(EndReason, position: Double)
+}
+
+public enum EndReason: Sendable, Equatable {
+    /// The media played to its end.
+    case finished
+    /// Stopped on request (`stop()`, the user quitting the player window).
+    case stopped
+    /// The player could not go on: its reason.
+    case failed(String)
+}
+
+public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The player program is not installed.
+    case notInstalled(program: String, install: String)
+    /// The player could not open or play the media.
+    case cannotPlay(String)
+    /// The player did not answer in time.
+    case noAnswer(String)
+
+    public var description: String {
+        switch self {
+        case .notInstalled(let program, let install): return "\(program) is not installed (\(install))"
+        case .cannotPlay(let reason): return "the player cannot play this: \(reason)"
+        case .noAnswer(let what): return "the player did not answer: \(what)"
+        }
+    }
+}

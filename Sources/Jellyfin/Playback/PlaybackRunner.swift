@@ -1,0 +1,149 @@
+internal import Foundation
+
+/// How a playback session reports and when it ends by itself.
+public struct PlaybackOptions: Sendable {
+    /// Progress reports while playing (the real clients' 10 s); pauses, seeks and volume
+    /// changes report at once besides.
+    public var progressInterval: Duration
+    /// Stop after this long, as a person pressing stop would (nil: play to the end).
+    public var stopAfter: Duration?
+
+    public init(progressInterval: Duration = .seconds(10), stopAfter: Duration? = nil) {
+        (self.progressInterval, self.stopAfter) = (progressInterval, stopAfter)
+    }
+}
+
+/// What a playback session did, as it happens.
+public enum PlaybackProgress: Sendable, Equatable {
+    /// The server's decision: where the media comes from and how.
+    case planned(PlaybackPlan)
+    /// A report reached the server.
+    case reported(PlaybackReport.Kind, positionSeconds: Double, paused: Bool)
+    /// A report did not reach the server (playback goes on): the reason.
+    case reportFailed(PlaybackReport.Kind, String)
+}
+
+/// How a playback session ended.
+public struct PlaybackOutcome: Sendable, Equatable {
+    public var plan: PlaybackPlan
+    public var end: EndReason
+    public var startSeconds: Double
+    public var positionSeconds: Double
+    /// Reports that reached the server, by kind.
+    public var reports: [PlaybackReport.Kind: Int]
+}
+
+/// A playback session that could not start.
+public enum PlaybackFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    case server(JellyfinError)
+    case player(PlayerError)
+
+    public var description: String {
+        switch self {
+        case .server(let error): return error.description
+        case .player(let error): return error.description
+        }
+    }
+}
+
+extension JellyfinSession {
+    /// Plays `item` on `player` from `request.startSeconds`, telling the server as real clients
+    /// do: Playing when the player has started, Progress every `progressInterval` and at every
+    /// pause, seek and volume change, Stopped with the last position when it ends (however it
+    /// ends: the media's end, `player.stop()`, `options.stopAfter`, this task cancelled), and the
+    /// server's encoding stopped after a transcode. A report that fails does not stop playback;
+    /// `observe` hears of it.
+    public func play(_ item: JellyfinItem, _ request: PlaybackRequest, on player: any MediaPlayer, options: PlaybackOptions = .init(),
+                     observe: @escaping @Sendable (PlaybackProgress) -> Void = { _ in }) async throws(PlaybackFailure) -> PlaybackOutcome {
+        let plan: PlaybackPlan
+        do { plan = try await playbackPlan(for: item, request) } catch { throw .server(error) }
+        observe(.planned(plan))
+        do { try await player.play(plan.url, startSeconds: request.startSeconds) } catch { throw .player(error) }
+
+        enum Input: Sendable { case player(PlayerEvent), tick, deadline }
+        let (inputs, sink) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let forwarder = Task {
+            for await event in player.events { sink.yield(.player(event)) }
+            sink.finish()
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: options.progressInterval)
+                if !Task.isCancelled { sink.yield(.tick) }
+            }
+        }
+        let deadline = Task {
+            guard let stopAfter = options.stopAfter else { return }
+            try? await Task.sleep(for: stopAfter)
+            if !Task.isCancelled { sink.yield(.deadline) }
+        }
+        defer { forwarder.cancel(); ticker.cancel(); deadline.cancel() }
+
+        var counts: [PlaybackReport.Kind: Int] = [:]
+        func send(_ report: PlaybackReport) async {
+            if let failure = await deliver(report) {
+                observe(.reportFailed(report.kind, failure))
+            } else {
+                counts[report.kind, default: 0] += 1
+                observe(.reported(report.kind, positionSeconds: report.positionSeconds, paused: report.isPaused))
+            }
+        }
+
+        var position = request.startSeconds, paused = false, muted = false
+        var volume: Int?
+        var end = EndReason.stopped
+        var stopping = false
+        await withTaskCancellationHandler {
+            for await input in inputs {
+                switch input {
+                case .player(.started(let at)):
+                    position = at
+                    await send(PlaybackReport(.start, plan: plan, positionSeconds: position, volume: volume))
+                case .player(.position(let at)):
+                    position = at
+                case .player(.paused(let isPaused, let at)):
+                    (paused, position) = (isPaused, at)
+                    await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
+                case .player(.seeked(let at)):
+                    position = at
+                    await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
+                case .player(.volume(let level, let isMuted)):
+                    let changed = volume != nil && (volume != level || muted != isMuted)
+                    (volume, muted) = (level, isMuted)
+                    if changed {
+                        await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
+                    }
+                case .player(.ended(let reason, let at)):
+                    end = reason
+                    if at > 0 || position == 0 { position = at }
+                    // The media's end: the position is the runtime (mpv's last frame is a little short).
+                    if reason == .finished, let runtime = plan.runtimeSeconds { position = max(position, runtime) }
+                    sink.finish()
+                case .tick:
+                    await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
+                    if plan.method == .transcode, let id = plan.playSessionId { _ = try? await pingPlayback(playSessionId: id) }
+                case .deadline:
+                    if !stopping { stopping = true; Task { await player.stop() } }
+                }
+            }
+        } onCancel: {
+            Task { await player.stop() }
+        }
+        var failed = false
+        if case .failed = end { failed = true }
+        await send(PlaybackReport(.stopped, plan: plan, positionSeconds: position, isPaused: paused, failed: failed))
+        if plan.method == .transcode, let id = plan.playSessionId {
+            _ = await Task { try? await self.stopEncoding(playSessionId: id) }.value
+        }
+        return PlaybackOutcome(plan: plan, end: end, startSeconds: request.startSeconds, positionSeconds: position, reports: counts)
+    }
+
+    /// Sends a report in a task of its own, so a cancelled session still says it stopped;
+    /// returns why it failed, or nil.
+    private func deliver(_ report: PlaybackReport) async -> String? {
+        let reporting = Task { () async -> String? in
+            do throws(JellyfinError) { try await self.report(report); return nil } catch { return error.description }
+        }
+        return await reporting.value
+    }
+}

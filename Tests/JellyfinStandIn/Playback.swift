@@ -1,0 +1,257 @@
+import FarcastSupport
+import Foundation
+import Hummingbird
+import Jellyfin
+import NIOCore
+import OpenAPIRuntime
+
+/// Playback in the stand-in: PlaybackInfo decides direct play against the client's device
+/// profile as a real server's StreamBuilder does for that method (container, video codec, audio
+/// codec, bitrate; the reasons it gives when it says no), the media's real bytes are served with
+/// Range requests, and every playback report is kept (`GET /StandIn/PlaybackReports`) and moves
+/// the user's resume point by the real server's rules.
+///
+/// Not yet here: remuxing and transcoding (a source that cannot play directly is answered with
+/// its reasons and no stream), so a client's direct play is what the stand-in tests.
+final class PlaybackLog: Sendable {
+    struct Report: Codable, Sendable {
+        init(kind: String, itemId: String? = nil, mediaSourceId: String? = nil, playSessionId: String? = nil, positionTicks: Int64? = nil,
+             isPaused: Bool? = nil, playMethod: String? = nil, failed: Bool? = nil, reasons: [String]? = nil, deviceId: String?, at: Double) {
+            (self.kind, self.itemId, self.mediaSourceId, self.playSessionId, self.positionTicks) = (kind, itemId, mediaSourceId, playSessionId, positionTicks)
+            (self.isPaused, self.playMethod, self.failed, self.reasons, self.deviceId, self.at) = (isPaused, playMethod, failed, reasons, deviceId, at)
+        }
+
+        var kind: String            // decision, start, progress, stopped, ping, stop-encoding
+        var itemId: String?
+        var mediaSourceId: String?
+        var playSessionId: String?
+        var positionTicks: Int64?
+        var isPaused: Bool?
+        var playMethod: String?
+        var failed: Bool?
+        /// A decision's TranscodeReason names (empty: direct play).
+        var reasons: [String]?
+        var deviceId: String?
+        var at: Double              // seconds since 1970
+    }
+
+    private let reports = Locked<[Report]>([])
+    /// Play sessions PlaybackInfo opened: id → item.
+    private let sessions = Locked<[String: String]>([:])
+
+    func append(_ report: Report) { reports.withLock { $0.append(report) } }
+    var all: [Report] { reports.withLock { $0 } }
+    func open(playSession: String, item: String) { sessions.withLock { $0[playSession] = item } }
+}
+
+/// The resume rules of a real server on defaults: under 5 % of the runtime keeps no position,
+/// over 90 % marks the item played (when playback stops) and clears the position.
+enum ResumeRules {
+    static let minPercent = 5.0, maxPercent = 90.0
+
+    static func apply(_ data: inout StandInState.ItemData, positionTicks: Int64, runtimeTicks: Int64?, stopped: Bool) {
+        data.lastPlayed = Date()
+        guard let runtime = runtimeTicks, runtime > 0 else { data.positionTicks = positionTicks; return }
+        let percent = Double(positionTicks) / Double(runtime) * 100
+        if percent < minPercent {
+            data.positionTicks = 0
+        } else if percent > maxPercent {
+            data.positionTicks = 0
+            if stopped { data.played = true; data.playCount += 1 }
+        } else {
+            data.positionTicks = positionTicks
+        }
+    }
+}
+
+extension StandInAPI {
+    // MARK: PlaybackInfo
+
+    func getPostedPlaybackInfo(_ input: Operations.GetPostedPlaybackInfo.Input) async throws -> Operations.GetPostedPlaybackInfo.Output {
+        guard let item = library.item(input.path.itemId), let entry = item.entry, entry.path != nil,
+              var source = library.mediaSource(item) else {
+            return .notFound(.init(body: .json(Self.notFound)))
+        }
+        var dto: Components.Schemas.PlaybackInfoDto?
+        if case .json(let body)? = input.body { dto = body.value1 }
+        let profile = dto?.deviceProfile?.value1
+        let ceiling = [dto?.maxStreamingBitrate.map(Int.init), input.query.maxStreamingBitrate.map(Int.init), profile?.maxStaticBitrate.map(Int.init)]
+            .compactMap { $0 }.min()
+        var reasons = Self.directPlayRefusals(entry: entry, profile: profile, maxBitrate: ceiling)
+        if dto?.enableDirectPlay == false || input.query.enableDirectPlay == false { reasons.append("DirectPlayError") }
+        let playSession = StandInState.randomHex(16)
+        playback.open(playSession: playSession, item: item.id)
+        source.supportsDirectPlay = reasons.isEmpty
+        source.supportsDirectStream = reasons.isEmpty
+        source.supportsTranscoding = false
+        var response = Components.Schemas.PlaybackInfoResponse()
+        response.mediaSources = [source]
+        response.playSessionId = playSession
+        // The stand-in cannot transcode: a file that cannot play as it is has no stream. The
+        // decision and its reasons (a real server puts them in TranscodingUrl) go to the log.
+        if !reasons.isEmpty { response.errorCode = .init(value1: "NoCompatibleStream") }
+        playback.append(.init(kind: "decision", itemId: item.id, mediaSourceId: source.id, playSessionId: playSession,
+                              playMethod: reasons.isEmpty ? "DirectPlay" : "None", reasons: reasons, deviceId: Caller.current?.deviceId,
+                              at: Date().timeIntervalSince1970))
+        return .ok(.init(body: .json(response)))
+    }
+
+    /// Why `entry` cannot play as it is under `profile` (empty: it can), in the server's
+    /// TranscodeReason names.
+    static func directPlayRefusals(entry: MediaCatalog.Entry, profile: Components.Schemas.DeviceProfile?, maxBitrate: Int?) -> [String] {
+        guard let profile else { return ["ContainerNotSupported"] }
+        let isVideo = entry.streams.contains { $0.type == "Video" }
+        let video = entry.streams.first { $0.type == "Video" }?.codec
+        let audio = entry.streams.first { $0.type == "Audio" }?.codec
+        func list(_ text: String?) -> [String] { (text ?? "").lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let containers = Self.containerNames(entry.container ?? "")
+        var best: [String]?
+        for candidate in profile.directPlayProfiles ?? [] where (candidate._type?.value1 ?? "") == (isVideo ? "Video" : "Audio") {
+            var reasons: [String] = []
+            let allowed = list(candidate.container)
+            if !allowed.isEmpty, !containers.contains(where: allowed.contains) { reasons.append("ContainerNotSupported") }
+            let videoCodecs = list(candidate.videoCodec), audioCodecs = list(candidate.audioCodec)
+            if let video, !videoCodecs.isEmpty, !videoCodecs.contains(video.lowercased()) { reasons.append("VideoCodecNotSupported") }
+            if let audio, !audioCodecs.isEmpty, !audioCodecs.contains(audio.lowercased()) { reasons.append("AudioCodecNotSupported") }
+            if reasons.isEmpty { best = []; break }
+            if best == nil || reasons.count < best!.count { best = reasons }
+        }
+        var reasons = best ?? ["ContainerNotSupported"]
+        if let maxBitrate, let bitrate = entry.bitrate, bitrate > maxBitrate { reasons.append("ContainerBitrateExceedsLimit") }
+        return reasons
+    }
+
+    /// The names a profile may use for a container (`mkv` is also `matroska`; `mp4` also `m4v`, `mov`).
+    static func containerNames(_ container: String) -> [String] {
+        switch container.lowercased() {
+        case "mkv", "matroska", "webm": return ["mkv", "matroska", "webm"]
+        case "mp4", "mov", "m4v", "m4a": return ["mp4", "m4v", "mov", "m4a"]
+        case "ts", "mpegts": return ["ts", "mpegts"]
+        default: return [container.lowercased()]
+        }
+    }
+
+    // MARK: reports
+
+    // A report without a body says nothing: answered 204 and not kept (the spec lists no 400).
+
+    private func record(_ kind: String, itemId: String?, mediaSourceId: String?, playSessionId: String?, positionTicks: Int64?,
+                        isPaused: Bool?, playMethod: String?, failed: Bool? = nil) {
+        playback.append(.init(kind: kind, itemId: itemId, mediaSourceId: mediaSourceId, playSessionId: playSessionId, positionTicks: positionTicks,
+                              isPaused: isPaused, playMethod: playMethod, failed: failed, deviceId: Caller.current?.deviceId,
+                              at: Date().timeIntervalSince1970))
+    }
+
+    private func movePosition(_ itemId: String?, ticks: Int64?, stopped: Bool) {
+        guard let itemId, let ticks, let item = library.item(itemId), let userId = Caller.current?.token?.userId else { return }
+        _ = state.updateItemData(userId: userId, itemId: item.id) {
+            ResumeRules.apply(&$0, positionTicks: ticks, runtimeTicks: item.entry?.runTimeTicks, stopped: stopped)
+        }
+        generation.withLock { $0 += 1 }
+    }
+
+    func reportPlaybackStart(_ input: Operations.ReportPlaybackStart.Input) async throws -> Operations.ReportPlaybackStart.Output {
+        guard case .json(let body)? = input.body else { return .noContent(.init()) }
+        let info = body.value1
+        record("start", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
+               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1)
+        return .noContent(.init())
+    }
+
+    func reportPlaybackProgress(_ input: Operations.ReportPlaybackProgress.Input) async throws -> Operations.ReportPlaybackProgress.Output {
+        guard case .json(let body)? = input.body else { return .noContent(.init()) }
+        let info = body.value1
+        record("progress", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
+               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1)
+        movePosition(info.itemId, ticks: info.positionTicks, stopped: false)
+        return .noContent(.init())
+    }
+
+    func reportPlaybackStopped(_ input: Operations.ReportPlaybackStopped.Input) async throws -> Operations.ReportPlaybackStopped.Output {
+        guard case .json(let body)? = input.body else { return .noContent(.init()) }
+        let info = body.value1
+        record("stopped", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
+               positionTicks: info.positionTicks, isPaused: nil, playMethod: nil, failed: info.failed)
+        movePosition(info.itemId, ticks: info.positionTicks, stopped: true)
+        return .noContent(.init())
+    }
+
+    func pingPlaybackSession(_ input: Operations.PingPlaybackSession.Input) async throws -> Operations.PingPlaybackSession.Output {
+        record("ping", itemId: nil, mediaSourceId: nil, playSessionId: input.query.playSessionId, positionTicks: nil, isPaused: nil, playMethod: nil)
+        return .noContent(.init())
+    }
+
+    func stopEncodingProcess(_ input: Operations.StopEncodingProcess.Input) async throws -> Operations.StopEncodingProcess.Output {
+        record("stop-encoding", itemId: nil, mediaSourceId: nil, playSessionId: input.query.playSessionId, positionTicks: nil, isPaused: nil, playMethod: nil)
+        return .noContent(.init())
+    }
+}
+
+/// The media bytes: `/Videos/{id}/stream[.container]` and `/Audio/{id}/stream[.container]`
+/// (`static=true` serves the file as it is; the stand-in serves nothing else), with single
+/// byte ranges (206, Content-Range; 416 past the end), token by header or `ApiKey=`.
+enum StreamRoutes {
+    static func register(on router: Router<BasicRequestContext>, basePath: String, api: StandInAPI, state: StandInState) {
+        let files = FileIO()
+        @Sendable func serve(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+            let caller = StandInAuthMiddleware.caller(headers: request.headers, path: request.head.path ?? "", state: state)
+            guard caller.token != nil else { return Response(status: .unauthorized) }
+            guard var id = context.parameters.get("itemId") else { return Response(status: .notFound) }
+            if let dot = id.firstIndex(of: ".") { id = String(id[..<dot]) }
+            guard let item = api.library.item(id), let relative = item.entry?.path, let size = item.entry?.size, size > 0 else {
+                return Response(status: .notFound)
+            }
+            let path = api.library.mediaDirectory + "/" + relative
+            var headers = HTTPFields()
+            headers[.contentType] = mimeType(relative)
+            headers[.acceptRanges] = "bytes"
+            guard let rangeHeader = request.headers[.range] else {
+                headers[.contentLength] = "\(size)"
+                return Response(status: .ok, headers: headers, body: try await files.loadFile(path: path, context: context))
+            }
+            guard let range = byteRange(rangeHeader, size: size) else {
+                headers[.contentRange] = "bytes */\(size)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            }
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+            headers[.contentLength] = "\(range.count)"
+            return Response(status: .partialContent, headers: headers, body: try await files.loadFile(path: path, range: range, context: context))
+        }
+        for kind in ["Videos", "Audio"] {
+            router.get("\(basePath)/\(kind)/:itemId/stream", use: serve)
+            router.head("\(basePath)/\(kind)/:itemId/stream", use: serve)
+        }
+        router.get("/StandIn/PlaybackReports") { _, _ -> Response in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(api.playback.all))))
+        }
+    }
+
+    /// One range of `bytes=A-B`, `bytes=A-` or `bytes=-N` within `size` bytes; nil when unsatisfiable.
+    static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard spec.count == 2 else { return nil }
+        if spec[0].isEmpty {
+            guard let suffix = Int(spec[1]), suffix > 0 else { return nil }
+            return max(0, size - suffix)...(size - 1)
+        }
+        guard let start = Int(spec[0]), start >= 0, start < size else { return nil }
+        if spec[1].isEmpty { return start...(size - 1) }
+        guard let end = Int(spec[1]), end >= start else { return nil }
+        return start...min(end, size - 1)
+    }
+
+    static func mimeType(_ path: String) -> String {
+        switch path.split(separator: ".").last?.lowercased() {
+        case "mp4", "m4v": return "video/mp4"
+        case "mkv": return "video/x-matroska"
+        case "flac": return "audio/flac"
+        case "mp3": return "audio/mpeg"
+        default: return "application/octet-stream"
+        }
+    }
+}
