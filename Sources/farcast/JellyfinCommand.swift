@@ -25,7 +25,7 @@ struct JellyfinCommand: AsyncParsableCommand {
             JellyfinDiscoverCommand.self, JellyfinLoginCommand.self, JellyfinLogoutCommand.self, JellyfinServersCommand.self,
             JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
             JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
-            JellyfinPlayCommand.self, JellyfinEventsCommand.self,
+            JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinEventsCommand.self,
         ]
     )
 }
@@ -180,6 +180,31 @@ enum JellyfinCLI {
     }
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
+
+    /// Runs `body` until it returns, Ctrl-C, or `seconds` pass (whichever is first); returns
+    /// the failure `body` reports (a description: errors are not Sendable), nil otherwise.
+    static func untilStopped(after seconds: Double?, _ body: @escaping @Sendable () async -> String?) async -> String? {
+        let (stop, stopSink) = AsyncStream.makeStream(of: Void.self)
+        let watcher = SignalWatcher { _ in stopSink.yield() }
+        defer { watcher.cancel() }
+        return await withTaskGroup(of: String?.self) { group in
+            group.addTask { await body() }
+            group.addTask {
+                for await _ in stop { return nil }
+                return nil
+            }
+            if let seconds {
+                group.addTask {
+                    try? await Task.sleep(for: duration(seconds))
+                    return nil
+                }
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            stopSink.finish()
+            return first
+        }
+    }
 }
 
 /// One item as the listing commands print it (JSON keys become snake_case).
@@ -1088,44 +1113,24 @@ struct JellyfinEventsCommand: AsyncParsableCommand {
             let stream = session.liveEvents(options: options)
             let collected = Locked<[EventRow]>([])
             let json = global.json
-            let (stop, stopSink) = AsyncStream.makeStream(of: Void.self)
-            let watcher = SignalWatcher { _ in stopSink.yield() }
-            defer { watcher.cancel() }
             let limit = count
             let showKeepAlives = keepAlives
-            // Each task answers with the failure to report, if any (a description: errors are not Sendable).
-            let failure: String? = await withTaskGroup(of: String?.self) { group in
-                group.addTask {
-                    var delivered = 0
-                    do {
-                        for try await event in stream {
-                            let row = EventRow(event)
-                            if case .message(let message) = event {
-                                if !showKeepAlives, message == .keepAlive || message.messageType == "ForceKeepAlive" { continue }
-                                delivered += 1
-                            }
-                            if json { collected.withLock { $0.append(row) } } else { printEvent(row) }
-                            if let limit, delivered >= limit { return nil }
+            let failure = await JellyfinCLI.untilStopped(after: duration) {
+                var delivered = 0
+                do {
+                    for try await event in stream {
+                        let row = EventRow(event)
+                        if case .message(let message) = event {
+                            if !showKeepAlives, message == .keepAlive || message.messageType == "ForceKeepAlive" { continue }
+                            delivered += 1
                         }
-                        return nil
-                    } catch {
-                        return describe(error)
+                        if json { collected.withLock { $0.append(row) } } else { printEvent(row) }
+                        if let limit, delivered >= limit { return nil }
                     }
-                }
-                group.addTask {
-                    for await _ in stop { return nil }
                     return nil
+                } catch {
+                    return describe(error)
                 }
-                if let duration {
-                    group.addTask {
-                        try? await Task.sleep(for: JellyfinCLI.duration(duration))
-                        return nil
-                    }
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                stopSink.finish()
-                return first
             }
             if json { try printJSONList(collected.value) }
             if let failure { throw CommandFailure(message: failure) }

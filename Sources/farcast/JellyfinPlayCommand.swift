@@ -8,9 +8,9 @@ extension PlaybackQuality: ExpressibleByArgument {}
 struct JellyfinPlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
-        abstract: "Play an item in mpv, reporting progress to the server so resume works everywhere.",
+        abstract: "Play an item (an episode and the ones after it, a season, an album) in mpv, reporting progress to the server.",
         discussion: """
-            Asks the server how the item plays on this machine's mpv (a device profile made from the decoders mpv really has), opens the stream in mpv and tells the server what happens: Playing when mpv starts, Progress every 10 seconds and at every pause, seek and volume change, Stopped with the position when mpv ends — the media's end, closing the mpv window, Ctrl-C, or --duration. Playback starts where the user left off (the server's resume point) unless --start says otherwise.
+            Asks the server how the item plays on this machine's mpv (a device profile made from the decoders mpv really has), opens the stream in mpv and tells the server what happens: Playing when mpv starts, Progress every 10 seconds and at every pause, seek and volume change, Stopped with the position when mpv ends — the media's end, closing the mpv window, Ctrl-C, or --duration. Playback starts where the user left off (the server's resume point) unless --start says otherwise. After an episode the next ones in the series follow (--no-next: just the one); a season plays its episodes, an album or playlist its tracks, one after another.
 
             mpv keeps your own mpv configuration; --mpv-option adds options (KEY=VALUE, as mpv's --KEY=VALUE), e.g. vo=null and ao=null to play without a window or sound.
 
@@ -30,7 +30,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start here, in seconds (default: the server's resume point; 0: from the beginning).", valueName: "seconds"))
     var start: Double?
 
-    @Option(help: ArgumentHelp("Stop after this many seconds of playback, as pressing stop would.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Stop after this many seconds of playback, as pressing stop would (nothing after it plays).", valueName: "seconds"))
     var duration: Double?
 
     @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
@@ -51,6 +51,9 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The mpv to run: a name looked up in PATH, or a path.", valueName: "program"))
     var mpv: String = "mpv"
 
+    @Flag(inversion: .prefixedNo, help: "After an episode, play the ones after it in the series.")
+    var next = true
+
     /// Tests use short intervals; users keep the real clients' 10 s.
     @Option(name: .customLong("test-progress-interval"), help: .hidden)
     var progressInterval: Double = 10
@@ -60,7 +63,11 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
         if let maxBitrate { guard maxBitrate > 0, maxBitrate <= 1000 else { throw ValidationError("--max-bitrate must be between 0 and 1000 Mbit/s") } }
         guard progressInterval > 0 else { throw ValidationError("--test-progress-interval must be positive") }
-        for option in mpvOptions {
+        try Self.validateMPVOptions(mpvOptions)
+    }
+
+    static func validateMPVOptions(_ options: [String]) throws {
+        for option in options {
             guard let key = option.split(separator: "=", maxSplits: 1).first, !key.isEmpty, !key.hasPrefix("-"), !key.contains(" ") else {
                 throw ValidationError("--mpv-option takes KEY=VALUE without leading dashes (e.g. --mpv-option vo=null), not '\(option)'")
             }
@@ -69,53 +76,84 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let player = MPVPlayer(program: mpv, options: mpvOptions)
+            let mpv = MPVPlayer(program: mpv, options: mpvOptions)
             let decoders: LocalDecoders
-            do { decoders = try await player.decoders() } catch { throw CommandFailure(message: describe(error)) }
+            do { decoders = try await mpv.decoders() } catch { throw CommandFailure(message: describe(error)) }
             let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
-            guard !resolved.isFolder else {
-                throw CommandFailure(message: "\(resolved.name) is a \(resolved.kind.rawValue.lowercased()), not something to play: name an episode, film or track (see `farcast jellyfin ls \"\(resolved.name)\"`)")
-            }
-            let resume = resolved.userData.map { Double($0.playbackPositionTicks) / 10_000_000 } ?? 0
-            let from = start ?? resume
+            let queue = try await Self.queue(for: resolved, in: session, next: next)
             let profile = DeviceProfile(name: "Farcast (mpv)", decoders: decoders, quality: quality, maxBitrate: maxBitrate.map { Int($0 * 1_000_000) })
-            let request = PlaybackRequest(profile: profile, startSeconds: from, audioStreamIndex: audio, subtitleStreamIndex: subtitle)
+            let request = PlaybackRequest(profile: profile, audioStreamIndex: audio, subtitleStreamIndex: subtitle)
             let options = PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval), stopAfter: duration.map(JellyfinCLI.duration))
-            let json = global.json, quiet = global.quiet
-            let watcher = SignalWatcher { _ in Task { await player.stop() } }
+            let program = self.mpv, mpvOptions = self.mpvOptions
+            let player = PlayQueue(session: session, request: request, options: options) { MPVPlayer(program: program, options: mpvOptions) }
+            let watcher = SignalWatcher { _ in Task { await player.handle(.stop) } }
             defer { watcher.cancel() }
-            let outcome: PlaybackOutcome
-            do {
-                outcome = try await session.play(resolved, request, on: player, options: options) { progress in
-                    guard !json else { return }
-                    switch progress {
-                    case .planned(let plan):
-                        if !quiet {
-                            print("Playing \(resolved.name) (\(plan.method.rawValue)\(plan.container.map { ", \($0)" } ?? ""))\(from > 0 ? " from \(clock(from))" : "")")
-                        }
-                    case .reportFailed(let kind, let reason):
-                        FileHandle.standardError.write(Data("farcast: note: the \(kind.rawValue) report did not reach the server: \(reason)\n".utf8))
-                    case .reported:
-                        break
+            await player.handle(.play(itemIds: queue.map(\.id), startIndex: 0, startSeconds: start, placement: .now))
+            var results: [PlayResult] = []
+            var failures: [String] = []
+            for await event in player.events {
+                switch event {
+                case .started(_, let name, let plan):
+                    if !global.json && !global.quiet {
+                        print("Playing \(name) (\(plan.method.rawValue)\(plan.container.map { ", \($0)" } ?? ""))")
                     }
+                case .progress(_, .reportFailed(let kind, let reason)):
+                    FileHandle.standardError.write(Data("farcast: note: the \(kind.rawValue) report did not reach the server: \(reason)\n".utf8))
+                case .progress:
+                    break
+                case .ended(let id, let name, let outcome):
+                    results.append(PlayResult(id: id, name: name, outcome))
+                    if !global.json && !global.quiet {
+                        let runtime = outcome.plan.runtimeSeconds.map { " of \(clock($0))" } ?? ""
+                        switch outcome.end {
+                        case .finished: print("Finished at \(clock(outcome.positionSeconds))\(runtime)")
+                        case .stopped, .failed: print("Stopped at \(clock(outcome.positionSeconds))\(runtime)")
+                        }
+                    }
+                    if case .failed(let reason) = outcome.end { failures.append("\(name): \(reason)") }
+                case .failed(_, let reason):
+                    failures.append(reason)
+                    if queue.count > 1 {
+                        FileHandle.standardError.write(Data("farcast: \(reason); going on with the next\n".utf8))
+                    }
+                case .idle:
+                    break
                 }
-            } catch {
-                throw CommandFailure(message: describe(error))
+                if event == .idle { break }
             }
-            let result = PlayResult(resolved, outcome)
-            if json {
-                try printJSON(result)
-            } else if !quiet {
-                let runtime = outcome.plan.runtimeSeconds.map { " of \(clock($0))" } ?? ""
-                switch outcome.end {
-                case .finished: print("Finished at \(clock(outcome.positionSeconds))\(runtime)")
-                case .stopped: print("Stopped at \(clock(outcome.positionSeconds))\(runtime)")
-                case .failed: print("Stopped at \(clock(outcome.positionSeconds))\(runtime)")
-                }
+            if global.json { try printJSONList(results) }
+            if let failure = failures.last {
+                throw CommandFailure(message: queue.count == 1 ? failure : "\(failures.count) of \(queue.count) items did not play (the last: \(failure))")
             }
-            if case .failed(let reason) = outcome.end { throw CommandFailure(message: reason) }
         }
+    }
+
+    /// What `play ITEM` plays: the item and, for an episode, the ones after it in the series
+    /// (unless --no-next); a season's episodes; an album's or a playlist's tracks.
+    static func queue(for item: JellyfinItem, in session: JellyfinSession, next: Bool) async throws -> [JellyfinItem] {
+        switch item.kind {
+        case .episode:
+            guard next, let series = item.seriesId else { return [item] }
+            let episodes = try await session.episodes(seriesId: series)
+            guard let at = episodes.firstIndex(where: { $0.id == item.id }) else { return [item] }
+            return Array(episodes[at...])
+        case .season:
+            guard let series = item.seriesId ?? item.parentId else { break }
+            let episodes = try await session.episodes(seriesId: series, seasonId: item.id)
+            guard !episodes.isEmpty else { throw CommandFailure(message: "\(item.name) has no episodes") }
+            return episodes
+        case .musicAlbum, .playlist:
+            var query = ItemQuery(parentId: item.id)
+            query.sortBy = [.parentIndexNumber, .indexNumber, .sortName]
+            var tracks: [JellyfinItem] = []
+            for try await track in session.items(query) where !track.isFolder { tracks.append(track) }
+            guard !tracks.isEmpty else { throw CommandFailure(message: "\(item.name) has nothing to play") }
+            return tracks
+        default:
+            if !item.isFolder { return [item] }
+        }
+        throw CommandFailure(message: "\(item.name) is a \(item.kind.rawValue.lowercased()), not something to play: name an episode, season, film, album or track (see `farcast jellyfin ls \"\(item.name)\"`)")
     }
 
     private func clock(_ seconds: Double) -> String { formatTicks(Int64(seconds * 10_000_000)) }
@@ -134,9 +172,9 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         var failure: String?
         var reports: [String: Int]
 
-        init(_ item: JellyfinItem, _ outcome: PlaybackOutcome) {
-            id = item.id
-            name = item.name
+        init(id: String, name: String, _ outcome: PlaybackOutcome) {
+            self.id = id
+            self.name = name
             method = outcome.plan.method.rawValue
             container = outcome.plan.container
             playSessionId = outcome.plan.playSessionId

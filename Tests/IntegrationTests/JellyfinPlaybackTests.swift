@@ -18,6 +18,8 @@ struct JellyfinPlaybackTests {
         var playMethod: String?
         var playSessionId: String?
         var reasons: [String]?
+        var itemId: String?
+        var volume: Int?
         var at: Double
 
         init(_ object: [String: Any]) {
@@ -27,6 +29,8 @@ struct JellyfinPlaybackTests {
             playMethod = object["playMethod"] as? String
             playSessionId = object["playSessionId"] as? String
             reasons = object["reasons"] as? [String]
+            itemId = object["itemId"] as? String
+            volume = (object["volume"] as? NSNumber)?.intValue
             at = (object["at"] as? NSNumber)?.doubleValue ?? 0
         }
     }
@@ -38,11 +42,18 @@ struct JellyfinPlaybackTests {
         return session.map { id in all.filter { $0.playSessionId == id } } ?? all
     }
 
-    static func play(_ user: User, _ arguments: [String]) throws -> [String: Any] {
+    /// Runs `play … --json`: one entry per item played.
+    static func playAll(_ user: User, _ arguments: [String]) throws -> [[String: Any]] {
         _ = try requireExecutable("mpv", package: "mpv")
         let result = try user.farcast(["play"] + arguments + headless + ["--json"], timeout: 60)
         #expect(result.status == 0, "farcast jellyfin play \(arguments.joined(separator: " ")): \(result.stderr)")
-        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
+        return try jsonItems(result.stdout)
+    }
+
+    static func play(_ user: User, _ arguments: [String]) throws -> [String: Any] {
+        let played = try playAll(user, arguments)
+        #expect(played.count == 1, "\(played.count) items played")
+        return played.first ?? [:]
     }
 
     static func movie(_ user: User, _ name: String) throws -> [String: Any]? {
@@ -164,5 +175,85 @@ struct JellyfinPlaybackTests {
         #expect(beyond.stdout == "416")
         let anonymous = try run(curl, ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/Videos/\(id)/stream?static=true"], timeout: 20)
         #expect(anonymous.stdout == "401")
+    }
+
+    @Test func anEpisodeIsFollowedByTheNextOnesAndAnAlbumPlaysItsTracks() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        // Season 1's last episode, then season 2's two (1 s each), each its own play session.
+        let episodes = try Self.playAll(user, ["Phase Shift", "--start", "0"])
+        #expect(episodes.map { $0["name"] as? String ?? "" } == ["Phase Shift", "Return Path", "Dead Air"])
+        #expect(episodes.allSatisfy { $0["end"] as? String == "finished" })
+        #expect(Set(episodes.compactMap { $0["play_session_id"] as? String }).count == 3)
+        let single = try Self.playAll(user, ["Phase Shift", "--start", "0", "--no-next"])
+        #expect(single.map { $0["name"] as? String ?? "" } == ["Phase Shift"])
+        // An album: its FLAC tracks in order, through /Audio/{id}/stream.
+        let tracks = try Self.playAll(user, ["Test Tones"])
+        #expect(tracks.map { $0["name"] as? String ?? "" } == ["A 220", "E 330", "A 440"])
+        #expect(tracks.allSatisfy { $0["end"] as? String == "finished" && $0["method"] as? String == "DirectPlay" && $0["container"] as? String == "flac" })
+        let kinds = try Self.reports(server).filter { $0.kind == "start" || $0.kind == "stopped" }.map(\.kind)
+        #expect(kinds == Array(repeating: ["start", "stopped"], count: 7).flatMap { $0 }, "\(kinds)")
+    }
+
+    /// Another client's remote control reaches the cast target through the server's live
+    /// session: here the stand-in's Send hook pushes the messages a real server relays
+    /// (Play, Playstate, GeneralCommand), shaped as a 10.11 server sends them.
+    @Test func theCastTargetFollowsAnotherClientsCommands() throws {
+        _ = try requireExecutable("mpv", package: "mpv")
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        let cast = try BackgroundProcess(try farcastBinary(), ["jellyfin", "cast-target", "--duration", "60", "--test-progress-interval", "0.5", "--json"] + Self.headless,
+                                         environment: user.environment, logName: "cast-target")
+        defer { cast.stop() }
+        func waitFor(_ what: String, timeout: Double = 10, _ done: () throws -> Bool) throws {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if try done() { return }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            Issue.record("waited \(timeout) s for \(what); cast-target said:\n\(cast.log.suffix(2000))\nreports: \(try Self.reports(server).map { "\($0.kind) \($0.positionSeconds ?? -1) \($0.isPaused ?? false)" })")
+            throw PeerFailed(name: "cast-target", log: cast.log)
+        }
+        func send(_ json: String) throws { _ = try server.hook("/StandIn/Send", body: json) }
+        try waitFor("the live session") { try server.get("/StandIn/Sockets").body == "1" }
+        let pattern = try #require(try Self.movie(user, "Test Pattern")?["id"] as? String)
+        let bars = try #require(try Self.movie(user, "Colour Bars")?["id"] as? String)
+        func starts(_ id: String) throws -> Int { try Self.reports(server).filter { $0.kind == "start" && $0.itemId == id }.count }
+
+        try send(#"{"MessageType":"Play","MessageId":"m1","Data":{"ItemIds":["\#(pattern)","\#(bars)"],"PlayCommand":"PlayNow","StartPositionTicks":0,"ControllingUserId":"x"}}"#)
+        try waitFor("Test Pattern to start") { try starts(pattern) == 1 }
+        try send(#"{"MessageType":"Playstate","MessageId":"m2","Data":{"Command":"Pause","ControllingUserId":"x"}}"#)
+        try waitFor("the pause") { try Self.reports(server).contains { $0.kind == "progress" && $0.isPaused == true } }
+        try send(#"{"MessageType":"GeneralCommand","MessageId":"m3","Data":{"Name":"SetVolume","Arguments":{"Volume":"40"},"ControllingUserId":"x"}}"#)
+        try waitFor("the volume") { try Self.reports(server).contains { $0.kind == "progress" && $0.volume == 40 } }
+        try send(#"{"MessageType":"Playstate","MessageId":"m4","Data":{"Command":"Seek","SeekPositionTicks":3000000,"ControllingUserId":"x"}}"#)
+        try waitFor("the seek") { try Self.reports(server).contains { $0.kind == "progress" && $0.isPaused == true && abs(($0.positionSeconds ?? 0) - 0.3) < 0.05 } }
+        try send(#"{"MessageType":"Playstate","MessageId":"m5","Data":{"Command":"Unpause","ControllingUserId":"x"}}"#)
+        try waitFor("playing again") { try Self.reports(server).last { $0.kind == "progress" }?.isPaused == false }
+        try send(#"{"MessageType":"Playstate","MessageId":"m6","Data":{"Command":"NextTrack","ControllingUserId":"x"}}"#)
+        try waitFor("Colour Bars to start") { try starts(bars) == 1 }
+        // Colour Bars plays to its end; then a new Play, stopped by the remote.
+        try waitFor("Colour Bars to finish") { try Self.reports(server).contains { $0.kind == "stopped" && $0.itemId == bars } }
+        try send(#"{"MessageType":"Play","MessageId":"m7","Data":{"ItemIds":["\#(pattern)"],"PlayCommand":"PlayNow","StartPositionTicks":5000000}}"#)
+        try waitFor("Test Pattern again") { try starts(pattern) == 2 }
+        try send(#"{"MessageType":"Playstate","MessageId":"m8","Data":{"Command":"Stop"}}"#)
+        try waitFor("the stop") { try Self.reports(server).filter { $0.kind == "stopped" && $0.itemId == pattern }.count == 2 }
+        cast.signal(SIGINT)
+        #expect(cast.waitForExit(timeout: 15), "cast-target did not end on Ctrl-C:\n\(cast.log.suffix(2000))")
+        #expect(cast.terminationStatus == 0, "\(cast.log.suffix(2000))")
+
+        let line = cast.log.split(separator: "\n").last { $0.hasPrefix(#"{"items""#) }.map(String.init) ?? ""
+        let played = try jsonItems(line)
+        #expect(played.map { "\($0["name"] as? String ?? "") \($0["end"] as? String ?? "")" } == ["Test Pattern stopped", "Colour Bars finished", "Test Pattern stopped"],
+                "\(cast.log.suffix(2000))")
+        let first = try Self.reports(server).filter { $0.itemId == pattern }
+        // The first Test Pattern: stopped by NextTrack, after the seek to 0.3 s and a little play.
+        let firstStop = first.first { $0.kind == "stopped" }?.positionSeconds ?? -1
+        #expect(firstStop > 0.3 && firstStop < 2, "stopped at \(firstStop)")
+        // The second: started where the Play said (0.5 s).
+        let secondStart = first.filter { $0.kind == "start" }.last?.positionSeconds ?? -1
+        #expect(abs(secondStart - 0.5) < 0.05, "started at \(secondStart)")
     }
 }

@@ -16,9 +16,11 @@ import OpenAPIRuntime
 final class PlaybackLog: Sendable {
     struct Report: Codable, Sendable {
         init(kind: String, itemId: String? = nil, mediaSourceId: String? = nil, playSessionId: String? = nil, positionTicks: Int64? = nil,
-             isPaused: Bool? = nil, playMethod: String? = nil, failed: Bool? = nil, reasons: [String]? = nil, deviceId: String?, at: Double) {
+             isPaused: Bool? = nil, playMethod: String? = nil, failed: Bool? = nil, volume: Int? = nil, reasons: [String]? = nil, deviceId: String?,
+             at: Double) {
             (self.kind, self.itemId, self.mediaSourceId, self.playSessionId, self.positionTicks) = (kind, itemId, mediaSourceId, playSessionId, positionTicks)
-            (self.isPaused, self.playMethod, self.failed, self.reasons, self.deviceId, self.at) = (isPaused, playMethod, failed, reasons, deviceId, at)
+            (self.isPaused, self.playMethod, self.failed, self.volume, self.reasons) = (isPaused, playMethod, failed, volume, reasons)
+            (self.deviceId, self.at) = (deviceId, at)
         }
 
         var kind: String            // decision, start, progress, stopped, ping, stop-encoding
@@ -29,6 +31,7 @@ final class PlaybackLog: Sendable {
         var isPaused: Bool?
         var playMethod: String?
         var failed: Bool?
+        var volume: Int?
         /// A decision's TranscodeReason names (empty: direct play).
         var reasons: [String]?
         var deviceId: String?
@@ -136,9 +139,9 @@ extension StandInAPI {
     // A report without a body says nothing: answered 204 and not kept (the spec lists no 400).
 
     private func record(_ kind: String, itemId: String?, mediaSourceId: String?, playSessionId: String?, positionTicks: Int64?,
-                        isPaused: Bool?, playMethod: String?, failed: Bool? = nil) {
+                        isPaused: Bool?, playMethod: String?, failed: Bool? = nil, volume: Int32? = nil) {
         playback.append(.init(kind: kind, itemId: itemId, mediaSourceId: mediaSourceId, playSessionId: playSessionId, positionTicks: positionTicks,
-                              isPaused: isPaused, playMethod: playMethod, failed: failed, deviceId: Caller.current?.deviceId,
+                              isPaused: isPaused, playMethod: playMethod, failed: failed, volume: volume.map(Int.init), deviceId: Caller.current?.deviceId,
                               at: Date().timeIntervalSince1970))
     }
 
@@ -154,7 +157,7 @@ extension StandInAPI {
         guard case .json(let body)? = input.body else { return .noContent(.init()) }
         let info = body.value1
         record("start", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
-               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1)
+               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1, volume: info.volumeLevel)
         return .noContent(.init())
     }
 
@@ -162,7 +165,7 @@ extension StandInAPI {
         guard case .json(let body)? = input.body else { return .noContent(.init()) }
         let info = body.value1
         record("progress", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
-               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1)
+               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1, volume: info.volumeLevel)
         movePosition(info.itemId, ticks: info.positionTicks, stopped: false)
         return .noContent(.init())
     }

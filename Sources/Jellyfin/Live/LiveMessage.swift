@@ -204,16 +204,20 @@ public struct PlayRequest: Sendable, Equatable, Decodable {
     public var itemIds: [String]
     public var playCommand: String
     public var startPositionTicks: Int64?
+    /// Which of `itemIds` to start with (the rest play after it).
+    public var startIndex: Int?
     public var controllingUserId: String?
 
     enum CodingKeys: String, CodingKey {
-        case itemIds = "ItemIds", playCommand = "PlayCommand", startPositionTicks = "StartPositionTicks", controllingUserId = "ControllingUserId"
+        case itemIds = "ItemIds", playCommand = "PlayCommand", startPositionTicks = "StartPositionTicks", startIndex = "StartIndex"
+        case controllingUserId = "ControllingUserId"
     }
 
-    public init(itemIds: [String], playCommand: String, startPositionTicks: Int64? = nil, controllingUserId: String? = nil) {
+    public init(itemIds: [String], playCommand: String, startPositionTicks: Int64? = nil, startIndex: Int? = nil, controllingUserId: String? = nil) {
         self.itemIds = itemIds
         self.playCommand = playCommand
         self.startPositionTicks = startPositionTicks
+        self.startIndex = startIndex
         self.controllingUserId = controllingUserId
     }
 
@@ -222,6 +226,7 @@ public struct PlayRequest: Sendable, Equatable, Decodable {
         itemIds = try c.decodeIfPresent([String].self, forKey: .itemIds) ?? []
         playCommand = try c.decodeIfPresent(String.self, forKey: .playCommand) ?? "PlayNow"
         startPositionTicks = try c.decodeIfPresent(Int64.self, forKey: .startPositionTicks)
+        startIndex = try c.decodeIfPresent(Int.self, forKey: .startIndex)
         controllingUserId = try c.decodeIfPresent(String.self, forKey: .controllingUserId)
     }
 }

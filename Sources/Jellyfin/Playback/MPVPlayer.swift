@@ -128,11 +128,16 @@ public final class MPVPlayer: MediaPlayer {
         state.withLock { $0.paused = false }
         send(["set_property", "pause", false])
         sink.yield(.started(position: position))
+        // The volume as it starts (its change events count from here).
+        if let (volume, muted) = state.withLock({ s in s.volume.map { ($0, s.muted) } }) { sink.yield(.volume(volume, muted: muted)) }
     }
 
     public func setPaused(_ paused: Bool) async { send(["set_property", "pause", paused]) }
     public func seek(to seconds: Double) async { send(["seek", max(0, seconds), "absolute"]) }
     public func setVolume(_ percent: Int) async { send(["set_property", "volume", min(100, max(0, percent))]) }
+    public func setMuted(_ muted: Bool) async { send(["set_property", "mute", muted]) }
+    public var position: Double { state.withLock { $0.position } }
+    public var isPaused: Bool { state.withLock { $0.paused } }
 
     public func stop() async {
         let child = state.withLock { s -> ChildProcess? in
@@ -256,7 +261,9 @@ public final class MPVPlayer: MediaPlayer {
         case "playback-restart":
             let (opening, seeked) = state.withLock { s -> (CheckedContinuation<Result<Double, PlayerError>, Never>?, Double?) in
                 if !s.started {
+                    // The start position is reached by a seek of mpv's own: that is no user's seek.
                     s.started = true
+                    s.seeking = false
                     defer { s.opening = nil }
                     return (s.opening, nil)
                 }

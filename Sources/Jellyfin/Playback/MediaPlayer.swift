@@ -11,6 +11,10 @@ public protocol MediaPlayer: AnyObject, Sendable {
     func seek(to seconds: Double) async
     /// Sets the volume, 0…100.
     func setVolume(_ percent: Int) async
+    func setMuted(_ muted: Bool) async
+    /// Where playback is now, in seconds (the last position the player told).
+    var position: Double { get }
+    var isPaused: Bool { get }
     /// Stops playback; the last event is `.ended(.stopped, …)`.
     func stop() async
 }

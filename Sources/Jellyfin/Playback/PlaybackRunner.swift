@@ -120,6 +120,7 @@ extension JellyfinSession {
                     if reason == .finished, let runtime = plan.runtimeSeconds { position = max(position, runtime) }
                     sink.finish()
                 case .tick:
+                    position = player.position
                     await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
                     if plan.method == .transcode, let id = plan.playSessionId { _ = try? await pingPlayback(playSessionId: id) }
                 case .deadline:
