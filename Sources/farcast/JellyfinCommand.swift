@@ -25,7 +25,7 @@ struct JellyfinCommand: AsyncParsableCommand {
             JellyfinDiscoverCommand.self, JellyfinLoginCommand.self, JellyfinLogoutCommand.self, JellyfinServersCommand.self,
             JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
             JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
-            JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinEventsCommand.self,
+            JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinDownloadCommand.self, JellyfinEventsCommand.self,
         ]
     )
 }

@@ -44,6 +44,22 @@ enum FaultResponses {
                 try await Task.sleep(for: .seconds(30))
                 try await writer.finish(nil)
             })
+        case "cut-half", "lie-size":
+            // A download that breaks: the file's first half and then the connection drops
+            // (cut-half), or the whole file under a Content-Length 1000 bytes too long (lie-size).
+            let parts = path.split(separator: "/")
+            guard parts.count == 3, parts[0] == "Items", parts[2] == "Download", let item = api.library.item(String(parts[1])),
+                  let file = item.entry?.path, let bytes = FileManager.default.contents(atPath: api.library.mediaDirectory + "/" + file) else {
+                return Response(status: .notFound)
+            }
+            headers[.contentType] = "application/octet-stream"
+            let cut = mode == "cut-half"
+            let declared = bytes.count + (cut ? 0 : 1000)
+            headers[.contentLength] = String(declared)
+            return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: declared) { writer in
+                try await writer.write(ByteBuffer(bytes: cut ? bytes.prefix(bytes.count / 2) : bytes[...]))
+                throw CancellationError()   // the connection drops short of the length announced
+            })
         default:
             headers[.contentType] = "text/plain"
             return Response(status: .badRequest, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "unknown fault mode \(mode)")))

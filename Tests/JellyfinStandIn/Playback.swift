@@ -190,9 +190,10 @@ extension StandInAPI {
     }
 }
 
-/// The media bytes: `/Videos/{id}/stream[.container]` and `/Audio/{id}/stream[.container]`
-/// (`static=true` serves the file as it is; the stand-in serves nothing else), with single
-/// byte ranges (206, Content-Range; 416 past the end), token by header or `ApiKey=`.
+/// The media bytes: `/Videos/{id}/stream[.container]`, `/Audio/{id}/stream[.container]` and
+/// `/Items/{id}/Download` (`static=true` serves the file as it is; the stand-in serves nothing
+/// else), with single byte ranges (206, Content-Range; 416 past the end), token by header or
+/// `ApiKey=`.
 enum StreamRoutes {
     static func register(on router: Router<BasicRequestContext>, basePath: String, api: StandInAPI, state: StandInState) {
         let files = FileIO()
@@ -224,6 +225,8 @@ enum StreamRoutes {
             router.get("\(basePath)/\(kind)/:itemId/stream", use: serve)
             router.head("\(basePath)/\(kind)/:itemId/stream", use: serve)
         }
+        // The original file as a download (a real server needs the user's download permission).
+        router.get("\(basePath)/Items/:itemId/Download", use: serve)
         router.get("/StandIn/PlaybackReports") { _, _ -> Response in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

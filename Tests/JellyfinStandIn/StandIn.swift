@@ -21,7 +21,7 @@ struct StandIn: AsyncParsableCommand {
         commandName: "jellyfin-standin",
         abstract: "A Jellyfin server stand-in on 127.0.0.1 (for tests and benchmarks).",
         discussion: """
-            The first run makes the media (ffmpeg) and a user `demo` whose password is written to DIR/password. Test hooks live under /StandIn/ (POST): QuickConnect/Approve?code=, Revoke?user=, Send (a session message as the body), Position?item=&ticks=, Fault?path=&mode=truncated|wrong-types|huge|not-json|status-500; and (GET) Sockets, PlaybackReports (every playback report received, as JSON). Media plays from /Videos/ID/stream and /Audio/ID/stream with byte ranges; PlaybackInfo decides direct play against the device profile (the stand-in does not transcode).
+            The first run makes the media (ffmpeg) and a user `demo` whose password is written to DIR/password. Test hooks live under /StandIn/ (POST): QuickConnect/Approve?code=, Revoke?user=, Send (a session message as the body), Position?item=&ticks=, Fault?path=&mode=truncated|wrong-types|huge|huge-declared|unknown-enums|not-json|status-500 (and for /Items/ID/Download: cut-half|lie-size) or clear; and (GET) Sockets, PlaybackReports (every playback report received, as JSON). Media plays from /Videos/ID/stream and /Audio/ID/stream and downloads from /Items/ID/Download, with byte ranges; PlaybackInfo decides direct play against the device profile (the stand-in does not transcode).
 
             Example:
               scripts/jellyfin-standin --port 8096 --data /tmp/jf

@@ -21,6 +21,7 @@ extension JellyfinItem {
             imageTags: tags, backdropImageTags: dto.backdropImageTags ?? [],
             imageBlurHashes: dto.imageBlurHashes.map(Self.blurHashes) ?? [:],
             mediaStreams: (dto.mediaStreams ?? []).map(MediaStreamInfo.init))
+        fileSize = dto.mediaSources?.first?.size
     }
 
     private static func blurHashes(_ payload: Components.Schemas.BaseItemDto.ImageBlurHashesPayload) -> [String: [String: String]] {

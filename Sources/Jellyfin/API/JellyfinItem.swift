@@ -42,6 +42,9 @@ public struct JellyfinItem: Sendable, Hashable, Identifiable {
     public var imageBlurHashes: [String: [String: String]]
     /// Present when the server was asked for `MediaStreams` (item detail always asks).
     public var mediaStreams: [MediaStreamInfo]
+    /// The first media source's size in bytes, when the server was asked for `MediaSources`
+    /// (item detail always asks).
+    public var fileSize: Int64?
 
     public init(id: String, name: String, kind: ItemKind, serverId: String? = nil, parentId: String? = nil, isFolder: Bool = false,
                 collectionType: String? = nil, seriesName: String? = nil, seriesId: String? = nil, seasonId: String? = nil,
