@@ -71,24 +71,7 @@ struct MediaCatalog: Codable {
             try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=44100:duration=\(seconds)",
                                   "-c:a", "flac", mediaDir + "/" + file])
         }
-        func probed(_ entry: Entry) throws -> Entry {
-            var entry = entry
-            guard let path = entry.path else { return entry }
-            let json = try Tool.run(ffprobe, ["-v", "error", "-of", "json", "-show_format", "-show_streams", mediaDir + "/" + path])
-            let probe = try JSONDecoder().decode(Probe.self, from: json)
-            entry.container = probe.format.format_name.split(separator: ",").first.map(String.init)
-            if entry.container == "mov" { entry.container = "mp4" }
-            if entry.container == "matroska" { entry.container = "mkv" }
-            entry.size = Int(probe.format.size ?? "")
-            entry.bitrate = Int(probe.format.bit_rate ?? "")
-            if let seconds = Double(probe.format.duration ?? "") { entry.runTimeTicks = Int64(seconds * 10_000_000) }
-            entry.streams = probe.streams.map { s in
-                Stream(type: s.codec_type == "video" ? "Video" : s.codec_type == "audio" ? "Audio" : "Data", codec: s.codec_name ?? "",
-                       width: s.width, height: s.height, channels: s.channels, sampleRate: Int(s.sample_rate ?? ""),
-                       bitRate: Int(s.bit_rate ?? ""), index: s.index)
-            }
-            return entry
-        }
+        func probed(_ entry: Entry) throws -> Entry { try probe(entry, ffprobe: ffprobe, mediaDirectory: mediaDir) }
 
         let movies: [(String, Int, String, Int, String)] = [
             ("Test Pattern", 2021, "testsrc", 440, "A calm study of a test card, with a steady tone."),
@@ -136,6 +119,50 @@ struct MediaCatalog: Codable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         try encoder.encode(catalog).write(to: URL(fileURLWithPath: catalogPath), options: .atomic)
         return catalog
+    }
+
+    /// The entry with its file's container, size, bitrate, runtime and streams, as ffprobe reads them.
+    static func probe(_ entry: Entry, ffprobe: String, mediaDirectory mediaDir: String) throws -> Entry {
+        var entry = entry
+        guard let path = entry.path else { return entry }
+        let json = try Tool.run(ffprobe, ["-v", "error", "-of", "json", "-show_format", "-show_streams", mediaDir + "/" + path])
+        let probe = try JSONDecoder().decode(Probe.self, from: json)
+        entry.container = probe.format.format_name.split(separator: ",").first.map(String.init)
+        if entry.container == "mov" { entry.container = "mp4" }
+        if entry.container == "matroska" { entry.container = "mkv" }
+        entry.size = Int(probe.format.size ?? "")
+        entry.bitrate = Int(probe.format.bit_rate ?? "")
+        if let seconds = Double(probe.format.duration ?? "") { entry.runTimeTicks = Int64(seconds * 10_000_000) }
+        entry.streams = probe.streams.map { s in
+            Stream(type: s.codec_type == "video" ? "Video" : s.codec_type == "audio" ? "Audio" : "Data", codec: s.codec_name ?? "",
+                   width: s.width, height: s.height, channels: s.channels, sampleRate: Int(s.sample_rate ?? ""),
+                   bitRate: Int(s.bit_rate ?? ""), index: s.index)
+        }
+        return entry
+    }
+
+    /// A film of at least `megabytes` MB for the download benchmark ("Large File", 2026): ten
+    /// seconds of noisy 720p H.264 at a high bitrate, repeated without re-encoding until it is
+    /// that large. Made once per size in the data folder; listed only when asked for.
+    static func large(megabytes: Int, dataDirectory: String, log: (String) -> Void) throws -> Entry {
+        let mediaDir = dataDirectory + "/media"
+        let file = "large-\(megabytes)mb.mkv"
+        let ffmpeg = try Tool.find("ffmpeg"), ffprobe = try Tool.find("ffprobe")
+        if !FileManager.default.fileExists(atPath: mediaDir + "/" + file) {
+            log("making a \(megabytes) MB film with \(ffmpeg) (once)…")
+            try FileManager.default.createDirectory(atPath: mediaDir, withIntermediateDirectories: true)
+            let clip = mediaDir + "/large-clip.mkv"
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25,noise=alls=30:allf=t",
+                                  "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                                  "-t", "10", "-c:v", "libx264", "-preset", "ultrafast", "-crf", "16", "-g", "25", "-c:a", "aac", clip])
+            let clipBytes = max(1, (try FileManager.default.attributesOfItem(atPath: clip)[.size] as? NSNumber)?.intValue ?? 1)
+            let loops = max(0, (megabytes * 1_000_000 + clipBytes - 1) / clipBytes - 1)
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-stream_loop", "\(loops)", "-i", clip, "-c", "copy", mediaDir + "/" + file + ".tmp.mkv"])
+            try FileManager.default.moveItem(atPath: mediaDir + "/" + file + ".tmp.mkv", toPath: mediaDir + "/" + file)
+            try? FileManager.default.removeItem(atPath: clip)
+        }
+        return try probe(Entry(key: "movie/Large File", kind: "Movie", name: "Large File", year: 2026, overview: "A long noisy test card, for timing downloads.",
+                               genres: ["Documentary"], path: file, streams: []), ffprobe: ffprobe, mediaDirectory: mediaDir)
     }
 
     private struct Probe: Decodable {

@@ -58,9 +58,13 @@ struct StandIn: AsyncParsableCommand {
     @Flag(help: "Cache /Items listings until the library or user data changes (the benchmark uses it so the server is not what is measured).")
     var cacheListings = false
 
+    @Option(help: "Add a film \"Large File\" of at least this many MB (made once with ffmpeg; the download benchmark uses 2000).")
+    var largeFileMb: Int?
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         guard keepAlive >= 0 else { throw ValidationError("--keep-alive must be ≥ 0") }
+        if let largeFileMb { guard (1...100_000).contains(largeFileMb) else { throw ValidationError("--large-file-mb must be 1…100000") } }
         guard basePath.isEmpty || (basePath.hasPrefix("/") && !basePath.hasSuffix("/")) else { throw ValidationError("--base-path must start with / and not end with one") }
     }
 
@@ -68,7 +72,10 @@ struct StandIn: AsyncParsableCommand {
         var logger = Logger(label: "jellyfin-standin")
         logger.logLevel = .warning
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let catalog = try MediaCatalog.loadOrMake(dataDirectory: data) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        var catalog = try MediaCatalog.loadOrMake(dataDirectory: data) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        if let largeFileMb {
+            catalog.entries.append(try MediaCatalog.large(megabytes: largeFileMb, dataDirectory: data) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+        }
         let state = try StandInState(dataDirectory: data)
         let library = Library(catalog: catalog, mediaDirectory: data + "/media", serverId: state.serverId, syntheticMovies: items)
         let hub = SocketHub()

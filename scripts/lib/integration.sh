@@ -31,9 +31,9 @@ fi
 # tests' timers. The test binary is run directly: `swift test` holds a lock on .build.
 # The last concurrent group takes every suite not named here, so a new suite always runs.
 SUITE_GROUPS=(
-  'FaultInjectionTests|SSHTunnelTests|QEMUServerTests|VNCCommandTests|TunnelDeviceTests|CLITests|NamespaceTests'
-  'VNCSecurityChoiceTests|RFBServerTests|RSAAESTests|HostBookProcessTests|TigerVNC115Tests|SecretServiceTests'
-  'JellyfinStandInConformanceTests|TunCommandTests|LibVNCClientDifferentialTests|PunktfunkDiscoveryTests|DiscoverCommandTests|JellyfinDiscoveryTests'
+  'FaultInjectionTests|SSHTunnelTests|QEMUServerTests|VNCCommandTests|TunnelDeviceTests|CLITests|NamespaceTests|JellyfinPlaybackTests'
+  'VNCSecurityChoiceTests|RFBServerTests|RSAAESTests|HostBookProcessTests|TigerVNC115Tests|SecretServiceTests|TunCommandTests'
+  'JellyfinStandInConformanceTests|LibVNCClientDifferentialTests|PunktfunkDiscoveryTests|DiscoverCommandTests|JellyfinDiscoveryTests|JellyfinDownloadTests'
 )
 # Suites that judge timing (audio and playback sync, chunks on time, datagram loss, the viewer's
 # window and typing, the impairment tool's delays). In a fresh-clone CI run with them among the

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Jellyfin downloads and the start of playback, against one stand-in server on 127.0.0.1 in the
+# same run, each side a whole process timed with GNU time (wall, user and system CPU):
+#   - a film of SIZE_MB (2000 by default) downloaded by `farcast jellyfin download` beside curl
+#     fetching the same /Items/{id}/Download URL (the floor: one GET written to a file);
+#   - from `farcast jellyfin play … --mpv-option frames=1` (sign-in state read, the item found,
+#     mpv's decoders listed, PlaybackInfo, mpv started paused over IPC, the reports) to mpv's first
+#     decoded frame and exit, beside mpv opening the same direct-play URL itself with --frames=1
+#     (the floor). Both headless (vo=null, ao=null).
+# Called by scripts/bench; do not run directly.
+set -euo pipefail
+FARCAST=$1 JSON=$2 WORK=$3 STANDIN=$4
+SIZE_MB=${SIZE_MB:-2000}
+RUNS=${RUNS:-3}
+TIME=/usr/bin/time
+[ -x "$TIME" ] || { echo "bench jellyfin-download: GNU time is missing (apt-get install time; scripts/setup installs it)" >&2; exit 1; }
+command -v mpv > /dev/null || { echo "bench jellyfin-download: mpv is missing (apt-get install mpv; scripts/setup installs it)" >&2; exit 1; }
+PORT=18097
+# The film is made once and kept between runs (making 2 GB takes a minute).
+DATA=${JELLYFIN_BENCH_DATA:-/tmp/farcast-bench-jellyfin-data}
+"$STANDIN" --port $PORT --data "$DATA" --large-file-mb "$SIZE_MB" > "$WORK/standin.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 1 1800); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; kill -0 $SERVER 2>/dev/null || { cat "$WORK/standin.log" >&2; exit 1; }; sleep 0.2; done
+URL=http://127.0.0.1:$PORT
+export XDG_STATE_HOME="$WORK/state" XDG_CACHE_HOME="$WORK/cache" XDG_CONFIG_HOME="$WORK/config"
+"$FARCAST" jellyfin login "$URL" --user demo --password-file "$DATA/password" --quiet > /dev/null
+ID=$("$FARCAST" jellyfin ls Movies --json | python3 -c 'import json,sys; print(next(i["id"] for i in json.load(sys.stdin)["items"] if i["name"] == "Large File"))')
+TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["servers"][0]["users"][0]["token"])' "$XDG_STATE_HOME/farcast/jellyfin/servers.json")
+BYTES=$(stat -c %s "$DATA/media/large-${SIZE_MB}mb.mkv")
+RESULTS="$WORK/results.tsv"
+: > "$RESULTS"
+timed() { local who=$1; shift; "$TIME" -f "%e %U %S" -o "$WORK/time" "$@" > "$WORK/$who.out" 2> "$WORK/$who.err" || { cat "$WORK/$who.err" >&2; exit 1; }; printf '%s\t%s\n' "$who" "$(cat "$WORK/time")" >> "$RESULTS"; }
+for run in $(seq 1 "$RUNS"); do
+  rm -rf "$WORK/dl" "$WORK/curl.mkv"
+  timed farcast_download "$FARCAST" jellyfin download "Large File" -o "$WORK/dl" --reserve 0
+  cmp -s "$WORK/dl/Large File (2026).mkv" "$DATA/media/large-${SIZE_MB}mb.mkv" || { echo "bench: farcast's download differs from the file" >&2; exit 1; }
+  rm -rf "$WORK/dl"
+  timed curl_download curl -sS -f -o "$WORK/curl.mkv" -H "Authorization: MediaBrowser Client=\"curl\", Device=\"bench\", DeviceId=\"bench\", Version=\"1\", Token=\"$TOKEN\"" "$URL/Items/$ID/Download"
+  rm -f "$WORK/curl.mkv"
+  timed farcast_play "$FARCAST" jellyfin play "Large File" --start 0 --no-next --mpv-option vo=null --mpv-option ao=null --mpv-option frames=1
+  timed mpv_play mpv --vo=null --ao=null --frames=1 --really-quiet "$URL/Videos/$ID/stream?static=true&mediaSourceId=$ID&ApiKey=$TOKEN"
+done
+python3 - "$RESULTS" "$JSON" "$BYTES" "$RUNS" <<'PY'
+import json, statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+as_json, size, runs = sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4])
+by = {}
+for who, wall, user, system in rows:
+    by.setdefault(who, []).append((float(wall), float(user) + float(system)))
+med = {who: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for who, v in by.items()}
+out = {
+    "bytes": size, "runs": runs,
+    "farcast_mbps": size * 8 / 1e6 / med["farcast_download"][0],
+    "curl_mbps": size * 8 / 1e6 / med["curl_download"][0],
+    "farcast_download_cpu_s": med["farcast_download"][1],
+    "curl_download_cpu_s": med["curl_download"][1],
+    "first_frame_ms": med["farcast_play"][0] * 1000,
+    "mpv_direct_first_frame_ms": med["mpv_play"][0] * 1000,
+}
+out["throughput_ratio"] = out["farcast_mbps"] / out["curl_mbps"]
+out["negotiation_ms"] = out["first_frame_ms"] - out["mpv_direct_first_frame_ms"]
+if as_json:
+    print(json.dumps(out, sort_keys=True))
+else:
+    print(f"Jellyfin download of {size / 1e6:.0f} MB and start of playback, stand-in on 127.0.0.1, whole processes (median of {runs} runs)")
+    print(f"  download  farcast jellyfin download  {out['farcast_mbps']:8.0f} Mbit/s  CPU {out['farcast_download_cpu_s']:.2f} s")
+    print(f"            curl (the same URL)        {out['curl_mbps']:8.0f} Mbit/s  CPU {out['curl_download_cpu_s']:.2f} s")
+    print(f"            farcast / curl throughput: {out['throughput_ratio']:.2f}x")
+    print(f"  play      farcast jellyfin play → mpv's first frame and exit  {out['first_frame_ms']:6.0f} ms")
+    print(f"            mpv opening the direct-play URL itself             {out['mpv_direct_first_frame_ms']:6.0f} ms")
+    print(f"            what farcast's negotiation adds: {out['negotiation_ms']:.0f} ms")
+PY
