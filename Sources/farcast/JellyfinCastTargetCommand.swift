@@ -47,7 +47,7 @@ struct JellyfinCastTargetCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let decoders: LocalDecoders
-            do { decoders = try await MPVPlayer(program: mpv).decoders() } catch { throw CommandFailure(message: describe(error)) }
+            do { decoders = try await MPVPlayer(program: mpv).decoders(cacheDirectory: JellyfinCLI.cacheFolder) } catch { throw CommandFailure(message: describe(error)) }
             let session = try await target.session()
             let profile = DeviceProfile(name: "Farcast (mpv)", decoders: decoders, quality: quality, maxBitrate: maxBitrate.map { Int($0 * 1_000_000) })
             let options = PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval))

@@ -153,14 +153,20 @@ enum JellyfinCLI {
         return ClientIdentity(client: "Farcast", device: device.isEmpty ? "Linux" : device, deviceId: deviceId, version: FarcastInfo.version)
     }
 
+    /// `$XDG_CACHE_HOME/farcast`, else `~/.cache/farcast`; nil when neither is set.
+    static var cacheFolder: String? {
+        let env = ProcessInfo.processInfo.environment
+        if let xdg = env["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/farcast" }
+        if let home = env["HOME"], home.hasPrefix("/") { return home + "/.cache/farcast" }
+        return nil
+    }
+
     /// `$XDG_CACHE_HOME/farcast/jellyfin-images`, else `~/.cache/farcast/jellyfin-images`.
     static func imageCache(maxMegabytes: Int) throws -> ImageCache {
-        let env = ProcessInfo.processInfo.environment
-        let base: String
-        if let xdg = env["XDG_CACHE_HOME"], xdg.hasPrefix("/") { base = xdg } else if let home = env["HOME"], home.hasPrefix("/") { base = home + "/.cache" } else {
+        guard let base = cacheFolder else {
             throw CommandFailure(message: "cannot find a cache folder: set XDG_CACHE_HOME or HOME, or use --no-cache")
         }
-        return try ImageCache(directory: base + "/farcast/jellyfin-images", maxBytes: maxMegabytes << 20)
+        return try ImageCache(directory: base + "/jellyfin-images", maxBytes: maxMegabytes << 20)
     }
 
     /// Finds an item by id (32 hex digits, or a dashed GUID) or by name: a library view first,

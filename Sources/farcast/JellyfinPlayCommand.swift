@@ -78,7 +78,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         try await reportingFailures {
             let mpv = MPVPlayer(program: mpv, options: mpvOptions)
             let decoders: LocalDecoders
-            do { decoders = try await mpv.decoders() } catch { throw CommandFailure(message: describe(error)) }
+            do { decoders = try await mpv.decoders(cacheDirectory: JellyfinCLI.cacheFolder) } catch { throw CommandFailure(message: describe(error)) }
             let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
             let queue = try await Self.queue(for: resolved, in: session, next: next)

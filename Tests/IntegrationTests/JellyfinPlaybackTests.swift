@@ -79,11 +79,19 @@ struct JellyfinPlaybackTests {
         #expect(reports.dropFirst().first?.playMethod == "DirectPlay")
         #expect(abs((reports.last?.positionSeconds ?? -1) - stoppedAt) < 0.001)
 
+        // mpv's decoder lists are kept, keyed by the mpv binary; a list kept for another mpv is
+        // not used (here it would refuse H.264, and the server would find no stream).
+        let decoderCache = user.folder.path + "/cache/farcast/mpv-decoders.json"
+        let kept = try String(contentsOfFile: decoderCache, encoding: .utf8)
+        #expect(kept.contains("/mpv ") && kept.contains(#""h264""#), "\(kept)")
+        try #"{"key":"another mpv","video":["nothing"],"audio":["nothing"]}"#.write(toFile: decoderCache, atomically: true, encoding: .utf8)
+
         // The server keeps the resume point; the next play starts there without being told.
         let listed = try Self.movie(user, "Colour Bars")
         #expect(abs(((listed?["position_seconds"] as? NSNumber)?.doubleValue ?? -1) - stoppedAt) < 0.001, "\(listed ?? [:])")
         let second = try Self.play(user, ["Colour Bars", "--duration", "0.3"])
         #expect(abs(((second["start_seconds"] as? NSNumber)?.doubleValue ?? -1) - stoppedAt) < 0.001)
+        #expect(try String(contentsOfFile: decoderCache, encoding: .utf8).contains(#""h264""#), "the stale list was not replaced")
         let resumed = try Self.reports(server, session: second["play_session_id"] as? String)
         let resumedAt = resumed.first { $0.kind == "start" }?.positionSeconds ?? -1
         #expect(abs(resumedAt - stoppedAt) < 0.05, "the second play started at \(resumedAt) s, the first stopped at \(stoppedAt) s")

@@ -117,73 +117,40 @@ extension JellyfinSession {
 
     #if canImport(AsyncHTTPClient)
     /// One GET (from `offset` with a Range when there is a part), written at the part's end.
+    /// The body is written where it arrives, on the connection's event loop (`PartWriter`): an
+    /// async sequence of chunks handed to a task costs a thread hop per chunk and halved the
+    /// throughput (scripts/bench jellyfin-download).
     private func fetch(_ url: URL, into fd: Int32, from offset: Int64, item: JellyfinItem, limits: DownloadLimits, folder: String,
                        progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(DownloadError) -> (total: Int64, resumedFrom: Int64) {
         let operation = "download \(item.name)"
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.headers.add(name: "Authorization", value: AuthorizationHeader.value(identity: server.identity, token: accessToken))
-        if offset > 0 { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
-        let response: HTTPClientResponse
-        do { response = try await server.transport.httpClient.execute(request, deadline: .distantFuture) } catch {
-            throw .server(JellyfinError.from(error, operation: operation, url: server.address.description, timeout: server.transport.timeout))
-        }
-        let status = Int(response.status.code)
-        let start: Int64
-        let total: Int64
-        switch status {
-        case 200:
-            // The whole file (a server that ignores Range starts over).
-            start = 0
-            guard let length = response.headers.first(name: "content-length").flatMap({ Int64($0) }) else {
-                throw .inconsistent(item: item.name, reason: "no Content-Length")
-            }
-            total = length
-        case 206:
-            guard let range = response.headers.first(name: "content-range"), let parsed = Self.contentRange(range), parsed.start == offset else {
-                throw .inconsistent(item: item.name, reason: "a partial answer for another range than bytes=\(offset)-")
-            }
-            (start, total) = (parsed.start, parsed.total)
-        case 416 where offset > 0:
-            // The part is already whole (or longer than the file): check it as it is.
-            let total = response.headers.first(name: "content-range").flatMap(Self.unsatisfiedTotal) ?? offset
-            return (total, offset)
-        default:
-            throw .server(server.unexpected(operation, status: status))
-        }
-        if let cap = limits.maxBytes, total > cap { throw .tooLarge(item: item.name, bytes: total, cap: cap) }
-        try Self.checkFreeSpace(item: item.name, needed: total - start, reserve: limits.reserveBytes, folder: folder)
-        guard ftruncate(fd, off_t(start)) == 0, lseek(fd, off_t(start), SEEK_SET) >= 0 else {
-            throw .file("cannot write the part file: \(String(cString: strerror(errno)))")
-        }
-        var received = start
-        progress(received, total)
+        let request: HTTPClient.Request
         do {
-            for try await buffer in response.body {
-                guard received + Int64(buffer.readableBytes) <= total else {
-                    throw DownloadError.inconsistent(item: item.name, reason: "more bytes than the \(total) it announced")
-                }
-                try buffer.withUnsafeReadableBytes { raw in
-                    var offset = 0
-                    while offset < raw.count {
-                        let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                        if written < 0 {
-                            if errno == EINTR { continue }
-                            throw DownloadError.file("cannot write the part file: \(String(cString: strerror(errno)))")
-                        }
-                        offset += written
-                    }
-                }
-                received += Int64(buffer.readableBytes)
-                progress(received, total)
+            var headers = HTTPHeaders()
+            headers.add(name: "Authorization", value: AuthorizationHeader.value(identity: server.identity, token: accessToken))
+            if offset > 0 { headers.add(name: "Range", value: "bytes=\(offset)-") }
+            request = try HTTPClient.Request(url: url.absoluteString, method: .GET, headers: headers)
+        } catch {
+            throw .server(.invalidAddress(url.absoluteString, reason: "\(error)"))
+        }
+        let writer = PartWriter(fd: fd, offset: offset, item: item.name, limits: limits, folder: folder, progress: progress) { status in
+            self.server.unexpected(operation, status: status)
+        }
+        let task = server.transport.httpClient.execute(request: request, delegate: writer, deadline: nil)
+        do {
+            return try await withTaskCancellationHandler {
+                try await task.futureResult.get()
+            } onCancel: {
+                task.cancel()
             }
         } catch let error as DownloadError {
             throw error
         } catch {
-            // The connection broke mid-file (dropped, timed out): what came is kept for next time.
-            throw .lengthMismatch(item: item.name, expected: total, received: received)
+            if let (total, received) = writer.bodyStarted {
+                // The connection broke mid-file (dropped, timed out): what came is kept for next time.
+                throw .lengthMismatch(item: item.name, expected: total, received: received)
+            }
+            throw .server(JellyfinError.from(error, operation: operation, url: server.address.description, timeout: server.transport.timeout))
         }
-        guard received == total else { throw .lengthMismatch(item: item.name, expected: total, received: received) }
-        return (total, start)
     }
     #else
     private func fetch(_ url: URL, into fd: Int32, from offset: Int64, item: JellyfinItem, limits: DownloadLimits, folder: String,
@@ -209,3 +176,121 @@ extension JellyfinSession {
         return Int64(text.dropFirst(8))
     }
 }
+
+#if canImport(AsyncHTTPClient)
+/// Writes a download's body into the part file as it arrives, on the connection's event loop:
+/// the head decides where (a 206 must continue exactly where the part ends; a 200 starts over)
+/// and whether at all (the size cap, the free space); every chunk is written at once, and the
+/// total is checked at the end. Its state is touched only on that event loop (AsyncHTTPClient
+/// calls a delegate there, one call at a time).
+private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = (total: Int64, resumedFrom: Int64)
+
+    let fd: Int32
+    let offset: Int64
+    let item: String
+    let limits: DownloadLimits
+    let folder: String
+    let progress: @Sendable (Int64, Int64?) -> Void
+    let unexpected: @Sendable (Int) -> JellyfinError
+    private var start: Int64 = 0
+    private var total: Int64?
+    private var received: Int64 = 0
+    private var alreadyWhole = false
+    private var failure: DownloadError?
+    private let lock = NSLock()
+
+    init(fd: Int32, offset: Int64, item: String, limits: DownloadLimits, folder: String, progress: @escaping @Sendable (Int64, Int64?) -> Void,
+         unexpected: @escaping @Sendable (Int) -> JellyfinError) {
+        (self.fd, self.offset, self.item, self.limits, self.folder, self.progress, self.unexpected) = (fd, offset, item, limits, folder, progress, unexpected)
+    }
+
+    /// (total, received) once the body began: a later failure is a broken transfer.
+    var bodyStarted: (Int64, Int64)? { lock.withLock { total.map { ($0, received) } } }
+
+    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        let eventLoop = task.eventLoop
+        do throws(DownloadError) {
+            try decide(head)
+            return eventLoop.makeSucceededVoidFuture()
+        } catch {
+            lock.withLock { failure = error }
+            return eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    private func decide(_ head: HTTPResponseHead) throws(DownloadError) {
+        let status = Int(head.status.code)
+        switch status {
+        case 200:
+            // The whole file (a server that ignores Range starts over).
+            guard let length = head.headers.first(name: "content-length").flatMap({ Int64($0) }) else {
+                throw .inconsistent(item: item, reason: "no Content-Length")
+            }
+            try begin(at: 0, total: length)
+        case 206:
+            guard let range = head.headers.first(name: "content-range"), let parsed = JellyfinSession.contentRange(range), parsed.start == offset else {
+                throw .inconsistent(item: item, reason: "a partial answer for another range than bytes=\(offset)-")
+            }
+            try begin(at: parsed.start, total: parsed.total)
+        case 416 where offset > 0:
+            // The part is already whole (or longer than the file): it is checked as it is.
+            let whole = head.headers.first(name: "content-range").flatMap(JellyfinSession.unsatisfiedTotal) ?? offset
+            lock.withLock { (alreadyWhole, total, start, received) = (true, whole, offset, offset) }
+        default:
+            throw .server(unexpected(status))
+        }
+    }
+
+    private func begin(at start: Int64, total: Int64) throws(DownloadError) {
+        if let cap = limits.maxBytes, total > cap { throw .tooLarge(item: item, bytes: total, cap: cap) }
+        try JellyfinSession.checkFreeSpace(item: item, needed: total - start, reserve: limits.reserveBytes, folder: folder)
+        guard ftruncate(fd, off_t(start)) == 0, lseek(fd, off_t(start), SEEK_SET) >= 0 else {
+            throw .file("cannot write the part file: \(String(cString: strerror(errno)))")
+        }
+        lock.withLock { (self.start, self.total, self.received) = (start, total, start) }
+        progress(start, total)
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        let eventLoop = task.eventLoop
+        let (total, received, whole) = lock.withLock { (self.total ?? 0, self.received, alreadyWhole) }
+        if whole { return eventLoop.makeSucceededVoidFuture() }   // a 416's own little body
+        guard received + Int64(buffer.readableBytes) <= total else {
+            let error = DownloadError.inconsistent(item: item, reason: "more bytes than the \(total) it announced")
+            lock.withLock { failure = error }
+            return eventLoop.makeFailedFuture(error)
+        }
+        let failed: DownloadError? = buffer.withUnsafeReadableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return DownloadError.file("cannot write the part file: \(String(cString: strerror(errno)))")
+                }
+                offset += written
+            }
+            return nil
+        }
+        if let failed {
+            lock.withLock { failure = failed }
+            return eventLoop.makeFailedFuture(failed)
+        }
+        let now = lock.withLock { () -> Int64 in
+            self.received += Int64(buffer.readableBytes)
+            return self.received
+        }
+        progress(now, total)
+        return eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
+        let (total, received, start, failure) = lock.withLock { (self.total, self.received, self.start, self.failure) }
+        if let failure { throw failure }
+        guard let total else { throw DownloadError.inconsistent(item: item, reason: "no answer") }
+        guard received == total else { throw DownloadError.lengthMismatch(item: item, expected: total, received: received) }
+        return (total, start)
+    }
+}
+#endif

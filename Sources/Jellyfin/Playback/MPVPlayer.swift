@@ -56,37 +56,68 @@ public final class MPVPlayer: MediaPlayer {
     }
 
     /// The decoders this mpv really has (`--vd=help`, `--ad=help`): what its device profile says.
-    public func decoders() async throws(PlayerError) -> LocalDecoders {
+    /// With `cacheDirectory`, the lists are kept in `mpv-decoders.json` there and read again only
+    /// when the mpv binary changes (its path, size or modification time): asking mpv costs two
+    /// starts of it, some 90 ms each.
+    public func decoders(cacheDirectory: String? = nil) async throws(PlayerError) -> LocalDecoders {
         guard let path = Self.locate(program) else {
             throw .notInstalled(program: program, install: "on Debian or Ubuntu: sudo apt install mpv")
         }
-        var lists: [String] = []
-        for flag in ["--vd=help", "--ad=help"] {
-            guard let pipe = ChildProcess.makePipe() else { throw .cannotPlay("cannot make a pipe: \(String(cString: strerror(errno)))") }
-            let child: ChildProcess
-            do { child = try await ChildProcess.spawn([path, "--no-config", flag], stdout: pipe.write, ownGroup: true) } catch {
-                close(pipe.read)
-                close(pipe.write)
-                throw .cannotPlay(error.description)
-            }
-            close(pipe.write)
-            let output = await Task.detached { () -> [UInt8] in
-                var bytes: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                while bytes.count < 4 << 20 {
-                    let count = cRead(pipe.read, &buffer, buffer.count)
-                    if count < 0, errno == EINTR { continue }
-                    guard count > 0 else { break }
-                    bytes += buffer[0..<count]
-                }
-                close(pipe.read)
-                return bytes
-            }.value
-            let status = await child.waitForExit()
-            guard status == 0 else { throw .cannotPlay("\(path) \(flag) exited with status \(status): \(child.stderr.suffix(300))") }
-            lists.append(String(decoding: output, as: UTF8.self))
+        var info = stat()
+        let key = stat(path, &info) == 0 ? "\(path) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)" : path
+        let cacheFile = cacheDirectory.map { $0 + "/mpv-decoders.json" }
+        if let cacheFile, let data = FileManager.default.contents(atPath: cacheFile),
+           let cached = try? JSONDecoder().decode(CachedDecoders.self, from: data), cached.key == key {
+            return LocalDecoders(video: Set(cached.video), audio: Set(cached.audio))
         }
-        return LocalDecoders(video: LocalDecoders.codecs(inMPVListing: lists[0]), audio: LocalDecoders.codecs(inMPVListing: lists[1]))
+        async let video = Self.listing(path, "--vd=help")
+        async let audio = Self.listing(path, "--ad=help")
+        let decoders = LocalDecoders(video: LocalDecoders.codecs(inMPVListing: try await video.get()),
+                                     audio: LocalDecoders.codecs(inMPVListing: try await audio.get()))
+        if let cacheDirectory, let cacheFile,
+           let data = try? JSONEncoder().encode(CachedDecoders(key: key, video: decoders.video.sorted(), audio: decoders.audio.sorted())) {
+            try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+            try? data.write(to: URL(fileURLWithPath: cacheFile), options: .atomic)
+        }
+        return decoders
+    }
+
+    private struct CachedDecoders: Codable {
+        var key: String
+        var video: [String]
+        var audio: [String]
+    }
+
+    /// What `mpv FLAG` prints on stdout (a Result: two run at once through `async let`, which
+    /// keeps no typed error).
+    private static func listing(_ path: String, _ flag: String) async -> Result<String, PlayerError> {
+        do throws(PlayerError) { return .success(try await listingText(path, flag)) } catch { return .failure(error) }
+    }
+
+    private static func listingText(_ path: String, _ flag: String) async throws(PlayerError) -> String {
+        guard let pipe = ChildProcess.makePipe() else { throw .cannotPlay("cannot make a pipe: \(String(cString: strerror(errno)))") }
+        let child: ChildProcess
+        do { child = try await ChildProcess.spawn([path, "--no-config", flag], stdout: pipe.write, ownGroup: true) } catch {
+            close(pipe.read)
+            close(pipe.write)
+            throw .cannotPlay(error.description)
+        }
+        close(pipe.write)
+        let output = await Task.detached { () -> [UInt8] in
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while bytes.count < 4 << 20 {
+                let count = cRead(pipe.read, &buffer, buffer.count)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                bytes += buffer[0..<count]
+            }
+            close(pipe.read)
+            return bytes
+        }.value
+        let status = await child.waitForExit()
+        guard status == 0 else { throw .cannotPlay("\(path) \(flag) exited with status \(status): \(child.stderr.suffix(300))") }
+        return String(decoding: output, as: UTF8.self)
     }
 
     public func play(_ url: URL, startSeconds: Double) async throws(PlayerError) {
