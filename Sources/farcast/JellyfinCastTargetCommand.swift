@@ -22,39 +22,17 @@ struct JellyfinCastTargetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Run for this many seconds, then stop (default: until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
 
-    @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
-    var quality: PlaybackQuality = .maximum
-
-    @Option(help: ArgumentHelp("Cap the stream at this many Mbit/s (overrides --quality).", valueName: "mbps"))
-    var maxBitrate: Double?
-
-    @Option(name: .customLong("mpv-option"), help: ArgumentHelp("An mpv option as KEY=VALUE (or KEY for a flag); repeatable.", valueName: "option"))
-    var mpvOptions: [String] = []
-
-    @Option(help: ArgumentHelp("The mpv to run: a name looked up in PATH, or a path.", valueName: "program"))
-    var mpv: String = "mpv"
-
-    @Option(name: .customLong("test-progress-interval"), help: .hidden)
-    var progressInterval: Double = 10
+    @OptionGroup var player: MPVPlayerOptions
 
     func validate() throws {
         if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
-        if let maxBitrate { guard maxBitrate > 0, maxBitrate <= 1000 else { throw ValidationError("--max-bitrate must be between 0 and 1000 Mbit/s") } }
-        guard progressInterval > 0 else { throw ValidationError("--test-progress-interval must be positive") }
-        try JellyfinPlayCommand.validateMPVOptions(mpvOptions)
     }
 
     func run() async throws {
         try await reportingFailures {
-            let decoders: LocalDecoders
-            do { decoders = try await MPVPlayer(program: mpv).decoders(cacheDirectory: JellyfinCLI.cacheFolder) } catch { throw CommandFailure(message: describe(error)) }
+            let decoders = try await player.decoders()
             let session = try await target.session()
-            let profile = DeviceProfile(name: "Farcast (mpv)", decoders: decoders, quality: quality, maxBitrate: maxBitrate.map { Int($0 * 1_000_000) })
-            let options = PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval))
-            let program = mpv, mpvOptions = self.mpvOptions
-            let queue = PlayQueue(session: session, request: PlaybackRequest(profile: profile), options: options) {
-                MPVPlayer(program: program, options: mpvOptions)
-            }
+            let queue = player.queue(session: session, request: PlaybackRequest(profile: player.profile(decoders)))
             let json = global.json, quiet = global.quiet
             let results = Locked<[JellyfinPlayCommand.PlayResult]>([])
             let printer = Task {

@@ -5,6 +5,55 @@ import Jellyfin
 
 extension PlaybackQuality: ExpressibleByArgument {}
 
+/// How commands that play (`play`, `cast-target`) run mpv and what they ask the server for.
+struct MPVPlayerOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
+    var quality: PlaybackQuality = .maximum
+
+    @Option(help: ArgumentHelp("Cap the stream at this many Mbit/s (overrides --quality).", valueName: "mbps"))
+    var maxBitrate: Double?
+
+    @Option(name: .customLong("mpv-option"), help: ArgumentHelp("An mpv option as KEY=VALUE (or KEY for a flag); repeatable.", valueName: "option"))
+    var mpvOptions: [String] = []
+
+    @Option(help: ArgumentHelp("The mpv to run: a name looked up in PATH, or a path.", valueName: "program"))
+    var mpv: String = "mpv"
+
+    /// Tests use short intervals; users keep the real clients' 10 s.
+    @Option(name: .customLong("test-progress-interval"), help: .hidden)
+    var progressInterval: Double = 10
+
+    func validate() throws {
+        if let maxBitrate { guard maxBitrate > 0, maxBitrate <= 1000 else { throw ValidationError("--max-bitrate must be between 0 and 1000 Mbit/s") } }
+        guard progressInterval > 0 else { throw ValidationError("--test-progress-interval must be positive") }
+        for option in mpvOptions {
+            guard let key = option.split(separator: "=", maxSplits: 1).first, !key.isEmpty, !key.hasPrefix("-"), !key.contains(" ") else {
+                throw ValidationError("--mpv-option takes KEY=VALUE without leading dashes (e.g. --mpv-option vo=null), not '\(option)'")
+            }
+        }
+    }
+
+    /// The decoders this mpv has (kept in the cache folder until mpv changes).
+    func decoders() async throws -> LocalDecoders {
+        do { return try await MPVPlayer(program: mpv).decoders(cacheDirectory: JellyfinCLI.cacheFolder) } catch {
+            throw CommandFailure(message: describe(error))
+        }
+    }
+
+    func profile(_ decoders: LocalDecoders) -> DeviceProfile {
+        DeviceProfile(name: "Farcast (mpv)", decoders: decoders, quality: quality, maxBitrate: maxBitrate.map { Int($0 * 1_000_000) })
+    }
+
+    /// A queue that plays on a new mpv per item.
+    func queue(session: JellyfinSession, request: PlaybackRequest, stopAfter: Duration? = nil) -> PlayQueue {
+        let program = mpv, options = mpvOptions
+        return PlayQueue(session: session, request: request,
+                         options: PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval), stopAfter: stopAfter)) {
+            MPVPlayer(program: program, options: options)
+        }
+    }
+}
+
 struct JellyfinPlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
@@ -33,11 +82,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many seconds of playback, as pressing stop would (nothing after it plays).", valueName: "seconds"))
     var duration: Double?
 
-    @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
-    var quality: PlaybackQuality = .maximum
-
-    @Option(help: ArgumentHelp("Cap the stream at this many Mbit/s (overrides --quality).", valueName: "mbps"))
-    var maxBitrate: Double?
+    @OptionGroup var player: MPVPlayerOptions
 
     @Option(help: ArgumentHelp("The audio stream to play, by its index in `farcast jellyfin info` (default: the server's choice).", valueName: "index"))
     var audio: Int?
@@ -45,48 +90,22 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The subtitle stream to show, by index (default: the server's choice).", valueName: "index"))
     var subtitle: Int?
 
-    @Option(name: .customLong("mpv-option"), help: ArgumentHelp("An mpv option as KEY=VALUE (or KEY for a flag); repeatable.", valueName: "option"))
-    var mpvOptions: [String] = []
-
-    @Option(help: ArgumentHelp("The mpv to run: a name looked up in PATH, or a path.", valueName: "program"))
-    var mpv: String = "mpv"
-
     @Flag(inversion: .prefixedNo, help: "After an episode, play the ones after it in the series.")
     var next = true
-
-    /// Tests use short intervals; users keep the real clients' 10 s.
-    @Option(name: .customLong("test-progress-interval"), help: .hidden)
-    var progressInterval: Double = 10
 
     func validate() throws {
         if let start { guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") } }
         if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
-        if let maxBitrate { guard maxBitrate > 0, maxBitrate <= 1000 else { throw ValidationError("--max-bitrate must be between 0 and 1000 Mbit/s") } }
-        guard progressInterval > 0 else { throw ValidationError("--test-progress-interval must be positive") }
-        try Self.validateMPVOptions(mpvOptions)
-    }
-
-    static func validateMPVOptions(_ options: [String]) throws {
-        for option in options {
-            guard let key = option.split(separator: "=", maxSplits: 1).first, !key.isEmpty, !key.hasPrefix("-"), !key.contains(" ") else {
-                throw ValidationError("--mpv-option takes KEY=VALUE without leading dashes (e.g. --mpv-option vo=null), not '\(option)'")
-            }
-        }
     }
 
     func run() async throws {
         try await reportingFailures {
-            let mpv = MPVPlayer(program: mpv, options: mpvOptions)
-            let decoders: LocalDecoders
-            do { decoders = try await mpv.decoders(cacheDirectory: JellyfinCLI.cacheFolder) } catch { throw CommandFailure(message: describe(error)) }
+            let decoders = try await player.decoders()
             let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
             let queue = try await Self.queue(for: resolved, in: session, next: next)
-            let profile = DeviceProfile(name: "Farcast (mpv)", decoders: decoders, quality: quality, maxBitrate: maxBitrate.map { Int($0 * 1_000_000) })
-            let request = PlaybackRequest(profile: profile, audioStreamIndex: audio, subtitleStreamIndex: subtitle)
-            let options = PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval), stopAfter: duration.map(JellyfinCLI.duration))
-            let program = self.mpv, mpvOptions = self.mpvOptions
-            let player = PlayQueue(session: session, request: request, options: options) { MPVPlayer(program: program, options: mpvOptions) }
+            let request = PlaybackRequest(profile: player.profile(decoders), audioStreamIndex: audio, subtitleStreamIndex: subtitle)
+            let player = self.player.queue(session: session, request: request, stopAfter: duration.map(JellyfinCLI.duration))
             let watcher = SignalWatcher { _ in Task { await player.handle(.stop) } }
             defer { watcher.cancel() }
             await player.handle(.play(itemIds: queue.map(\.id), startIndex: 0, startSeconds: start, placement: .now))
