@@ -48,6 +48,13 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // The folder is made (or found writable) before connecting: a mistake there is the command line's.
+        if let reason = Self.makeFolders(output) {
+            throw CommandFailure(message: "cannot make the download folder \(output): \(reason)", exitCode: 2)
+        }
+        guard access(output, W_OK) == 0 else {
+            throw CommandFailure(message: "cannot write into the download folder \(output): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
+        }
         try await reportingFailures {
             let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
@@ -157,6 +164,18 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
         default:
             return clean(item.name + (item.productionYear.map { " (\($0))" } ?? "")) + ".\(ext)"
         }
+    }
+
+    /// `mkdir -p`: nil when `path` is a folder now, else the OS reason.
+    static func makeFolders(_ path: String) -> String? {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST { return String(cString: strerror(errno)).lowercased() }
+            var info = stat()
+            guard stat(built, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return "\(built) is not a folder" }
+        }
+        return nil
     }
 
     static func size(of path: String) -> Int64? {

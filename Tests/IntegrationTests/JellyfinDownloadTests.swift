@@ -93,6 +93,11 @@ struct JellyfinDownloadTests {
         let full = try user.farcast(["download", "Test Pattern", "-o", out, "--reserve", "1000000000"])
         #expect(full.status == 1 && full.stderr.contains("not enough free space in \(out) for Test Pattern"), "\(full.stderr)")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? [] == [], "nothing may be written when a download is refused")
+        let blocked = user.folder.path + "/a-file"
+        try "not a folder".write(toFile: blocked, atomically: true, encoding: .utf8)
+        let notAFolder = try user.farcast(["download", "Test Pattern", "-o", blocked + "/sub"])
+        #expect(notAFolder.status == 2 && notAFolder.stderr.contains("cannot make the download folder \(blocked)/sub: \(blocked) is not a folder"),
+                "\(notAFolder.stderr)")
         let folder = try user.farcast(["download", "Movies", "-o", out])
         #expect(folder.status == 1 && folder.stderr.contains("name a film, episode, season, series, album or track"), "\(folder.stderr)")
     }
