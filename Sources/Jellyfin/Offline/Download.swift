@@ -181,8 +181,9 @@ extension JellyfinSession {
 /// Writes a download's body into the part file as it arrives, on the connection's event loop:
 /// the head decides where (a 206 must continue exactly where the part ends; a 200 starts over)
 /// and whether at all (the size cap, the free space); every chunk is written at once, and the
-/// total is checked at the end. Its state is touched only on that event loop (AsyncHTTPClient
-/// calls a delegate there, one call at a time).
+/// total is checked at the end. @unchecked Sendable: AsyncHTTPClient calls it on the event loop,
+/// one call at a time, and every mutable field is read and written under `lock` (the download
+/// task reads `bodyStarted` from elsewhere after a failure).
 private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable {
     typealias Response = (total: Int64, resumedFrom: Int64)
 
