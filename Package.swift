@@ -96,6 +96,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The one way to keep data in SQLite (GRDB, WAL, 0600, migrations one process at a time):
+        // the host book and the Jellyfin offline index.
+        .target(
+            name: "FarcastStore",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // What the SwiftNIO-based modules share (network errors in words).
         .target(
             name: "FarcastNIO",
@@ -179,7 +185,7 @@ let package = Package(
         .target(
             name: "Hosts",
             dependencies: [
-                "FarcastSupport", "FarcastNIO",
+                "FarcastSupport", "FarcastNIO", "FarcastStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // OpenSSL's EVP AES-GCM for SSH packets, each decrypted once (see SSHPacketProtection.swift).

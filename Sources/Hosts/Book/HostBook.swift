@@ -1,4 +1,5 @@
 import Foundation
+import FarcastStore
 import GRDB
 
 #if canImport(Glibc)
@@ -7,62 +8,22 @@ import Glibc
 import Darwin
 #endif
 
-/// The saved hosts: an SQLite file (`$XDG_DATA_HOME/farcast/hosts.sqlite`) through GRDB, in WAL
-/// mode so two farcast processes can read and write at once without corrupting it (writers wait
-/// for each other up to `busyTimeout`).
+/// The saved hosts: an SQLite file (`$XDG_DATA_HOME/farcast/hosts.sqlite`) opened as every local
+/// database is (`LocalDatabase`: WAL, 0600, migrated by `HostBook.migrator` on open).
 ///
-/// Invariants: the schema is brought to the newest version by `HostBook.migrator` on open
-/// (migrations are append-only: an old file is upgraded, never rebuilt); the file and its WAL
-/// are created 0600 in a 0700 folder; no secret is ever written here (see `SecretStore`).
+/// Invariant: no secret is ever written here (see `SecretStore`).
 public final class HostBook: Sendable {
     public let path: String
     let pool: DatabasePool
 
-    /// How long a writer waits for another process's write to finish.
-    public static let busyTimeout: TimeInterval = 10
-
     public init(path: String) throws(HostBookError) {
         self.path = path
-        let folder = (path as NSString).deletingLastPathComponent
-        do {
-            if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            }
-        } catch {
-            throw .storage("cannot create \(folder): \(Self.reason(error))")
-        }
-        // Create the file 0600 before SQLite does (it would use the umask, often 0644).
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot open \(path): \(String(cString: strerror(errno)).lowercased())") }
-        close(fd)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(Self.busyTimeout)
-        configuration.label = "farcast.hosts"
-        // GRDB reads which migrations are applied before it opens each one's transaction, so two
-        // processes opening a new book at once would both create its tables: an exclusive flock
-        // on a lock file beside it makes the migration one process's at a time. (Not on the
-        // database file itself: closing any descriptor of that file drops SQLite's POSIX locks.)
-        let lockPath = path + ".lock"
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw .storage("cannot open \(lockPath): \(String(cString: strerror(errno)).lowercased())") }
-        defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw .storage("cannot lock \(lockPath): \(String(cString: strerror(errno)).lowercased())") }
-        }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
-        } catch {
-            throw .storage("cannot open \(path): \(Self.reason(error))")
-        }
-        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+        do { pool = try LocalDatabase.open(path: path, label: "farcast.hosts", migrator: Self.migrator) } catch { throw .storage(error.reason) }
     }
 
     /// `$XDG_DATA_HOME/farcast/hosts.sqlite`, else `~/.local/share/farcast/hosts.sqlite`.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/farcast/hosts.sqlite" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + "/.local/share/farcast/hosts.sqlite"
+        LocalDatabase.dataPath("hosts.sqlite", environment: environment)
     }
 
     /// Every schema version since the first. Append new migrations; never edit a shipped one.
@@ -170,10 +131,5 @@ public final class HostBook: Sendable {
         do { return try pool.write(body) } catch let error as HostBookError { throw error } catch { throw .storage(Self.reason(error)) }
     }
 
-    static func reason(_ error: any Error) -> String {
-        if let database = error as? DatabaseError {
-            return database.message ?? "SQLite error \(database.resultCode.rawValue)"
-        }
-        return (error as NSError).localizedDescription
-    }
+    static func reason(_ error: any Error) -> String { LocalDatabase.reason(error) }
 }
