@@ -34,7 +34,7 @@ struct Library: Sendable {
         var posterPath: String?
         var posterBlurHash: String?
         var posterAspect: Double?
-        var communityRating: Float?
+        var communityRating: Double?
         var officialRating: String?
     }
 
@@ -67,7 +67,7 @@ struct Library: Sendable {
             var item = Item(id: id, name: entry.name, sortName: entry.name.lowercased(), kind: entry.kind, isFolder: ["Series", "Season", "MusicAlbum"].contains(entry.kind),
                             year: entry.year, premiereDate: entry.year.map { Self.date(year: $0) }, dateCreated: base.addingTimeInterval(Double(n) * 3600),
                             indexNumber: entry.indexNumber, parentIndexNumber: entry.parentIndexNumber, overview: entry.overview, genres: entry.genres,
-                            entry: entry, communityRating: entry.kind == "Movie" ? 6.5 + Float(n % 3) : nil, officialRating: entry.kind == "Movie" ? "PG" : nil)
+                            entry: entry, communityRating: entry.kind == "Movie" ? 6.5 + Double(n % 3) : nil, officialRating: entry.kind == "Movie" ? "PG" : nil)
             if let poster = entry.poster {
                 let tag = Self.id("poster/\(poster)/\(FileManager.default.contents(atPath: mediaDirectory + "/" + poster)?.count ?? 0)")
                 item.posterTag = tag

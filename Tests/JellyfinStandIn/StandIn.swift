@@ -169,6 +169,12 @@ struct StandInAuthMiddleware: ServerMiddleware {
             let bytes = try await [UInt8](collecting: body, upTo: 16 << 20)
             given = bytes.isEmpty ? nil : HTTPBody(bytes)
         }
-        return try await Caller.$current.withValue(caller) { try await next(request, given, metadata) }
+        do {
+            return try await Caller.$current.withValue(caller) { try await next(request, given, metadata) }
+        } catch let error as ServerError where error.underlyingError is DecodingError {
+            // A body that does not bind (a number too large for its type, a string for a
+            // number) is the caller's mistake: a real server's model binding answers 400.
+            return (HTTPResponse(status: .badRequest), nil)
+        }
     }
 }

@@ -429,6 +429,26 @@ struct StandInAPI: APIProtocol {
         return .ok(.init(body: .json(dto)))
     }
 
+    func getItemUserData(_ input: Operations.GetItemUserData.Input) async throws -> Operations.GetItemUserData.Output {
+        guard let item = library.item(input.path.itemId) else { return .notFound(.init(body: .json(Self.notFound))) }
+        return .ok(.init(body: .json(userDataDto(item.id, state.itemData(userId: userId, itemId: item.id)))))
+    }
+
+    /// As the real server's UpdateUserItemData: every field given is set, the others stay
+    /// (LastPlayedDate included, which is how a client tells progress made offline).
+    func updateItemUserData(_ input: Operations.UpdateItemUserData.Input) async throws -> Operations.UpdateItemUserData.Output {
+        guard case .json(let body) = input.body else { return .undocumented(statusCode: 400, .init()) }
+        let update = body.value1
+        guard let dto = mark(input.path.itemId, { data in
+            if let ticks = update.playbackPositionTicks { data.positionTicks = ticks }
+            if let played = update.played { data.played = played }
+            if let count = update.playCount { data.playCount = Int(count) }
+            if let favourite = update.isFavorite { data.favorite = favourite }
+            if let date = update.lastPlayedDate { data.lastPlayed = date }
+        }) else { return .notFound(.init(body: .json(Self.notFound))) }
+        return .ok(.init(body: .json(dto)))
+    }
+
     /// Test hook: sets a resume position (as progress reports would).
     func setPosition(userId: String, itemId: String, ticks: Int64) -> Bool {
         guard let item = library.item(itemId) else { return false }

@@ -16,7 +16,7 @@ extension JellyfinItem {
             indexNumber: dto.indexNumber.map(Int.init), parentIndexNumber: dto.parentIndexNumber.map(Int.init),
             productionYear: dto.productionYear.map(Int.init), premiereDate: dto.premiereDate, dateCreated: dto.dateCreated,
             runTimeTicks: dto.runTimeTicks, overview: dto.overview, genres: dto.genres ?? [], officialRating: dto.officialRating,
-            communityRating: dto.communityRating.map(Double.init), childCount: dto.childCount.map(Int.init), container: dto.container,
+            communityRating: dto.communityRating, childCount: dto.childCount.map(Int.init), container: dto.container,
             mediaType: dto.mediaType?.value1, path: dto.path, userData: dto.userData.map { UserItemData($0.value1) },
             imageTags: tags, backdropImageTags: dto.backdropImageTags ?? [],
             imageBlurHashes: dto.imageBlurHashes.map(Self.blurHashes) ?? [:],

@@ -262,6 +262,40 @@ public final class JellyfinSession: Sendable {
         }
     }
 
+    /// The user's data for one item (position, played, when last played).
+    public func userData(_ itemId: String) async throws(JellyfinError) -> UserItemData {
+        let operation = "read the user data of \(itemId)"
+        let output = try await perform(operation) { try await client.getItemUserData(path: .init(itemId: itemId), query: .init(userId: userId)) }
+        switch output {
+        case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
+        case .notFound: throw .notFound(what: "item \(itemId)")
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
+    /// Sets the user's data for one item as it is given (the fields left nil stay as they are),
+    /// `lastPlayedDate` included: how progress made elsewhere (offline) is told with its own date.
+    @discardableResult
+    public func updateUserData(_ itemId: String, positionTicks: Int64? = nil, played: Bool? = nil, playCount: Int? = nil,
+                               lastPlayedDate: Date? = nil) async throws(JellyfinError) -> UserItemData {
+        let operation = "update the user data of \(itemId)"
+        var update = Components.Schemas.UpdateUserItemDataDto()
+        update.playbackPositionTicks = positionTicks
+        update.played = played
+        update.playCount = playCount.map { Int32(clamping: $0) }
+        update.lastPlayedDate = lastPlayedDate
+        let output = try await perform(operation) {
+            try await client.updateItemUserData(path: .init(itemId: itemId), query: .init(userId: userId), body: .json(.init(value1: update)))
+        }
+        switch output {
+        case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
+        case .notFound: throw .notFound(what: "item \(itemId)")
+        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
+        default: throw failure(operation, output)
+        }
+    }
+
     // MARK: images
 
     /// An image's bytes and whether they came from the cache.

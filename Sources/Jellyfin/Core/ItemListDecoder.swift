@@ -11,7 +11,7 @@ internal import Foundation
 ///
 /// It reads what the generated layer reads, into the same values (the tests compare both on the
 /// same pages): the same integer widths (a `ProductionYear` beyond Int32 is an error in both),
-/// `CommunityRating` through Float as the spec declares it, dates through
+/// `CommunityRating` as a Double (the generator copy widens the spec's floats), dates through
 /// `JellyfinDateTranscoder`, `null` as absent. Keys it does not keep are checked for JSON syntax
 /// only, so a newer server's new fields and values never fail a page. Malformed input is a
 /// `ItemListDecoder.Failure` naming the byte offset and what was expected; nesting is bounded.
@@ -85,7 +85,7 @@ struct ItemListDecoder {
             case .overview: item.overview = try reader.string()
             case .genres: item.genres = try reader.strings()
             case .officialRating: item.officialRating = try reader.string()
-            case .communityRating: item.communityRating = try reader.double().map { Double(Float($0)) }
+            case .communityRating: item.communityRating = try reader.double()
             case .childCount: item.childCount = try reader.int32().map(Int.init)
             case .container: item.container = try reader.string()
             case .mediaType: item.mediaType = try reader.string()

@@ -662,7 +662,7 @@ extension Components {
             /// Gets or sets the community rating.
             ///
             /// - Remark: Generated from `#/components/schemas/BaseItemDto/CommunityRating`.
-            package var communityRating: Swift.Float? {
+            package var communityRating: Swift.Double? {
                 get  {
                     self.storage.value.communityRating
                 }
@@ -693,7 +693,7 @@ extension Components {
             /// Gets or sets the critic rating.
             ///
             /// - Remark: Generated from `#/components/schemas/BaseItemDto/CriticRating`.
-            package var criticRating: Swift.Float? {
+            package var criticRating: Swift.Double? {
                 get  {
                     self.storage.value.criticRating
                 }
@@ -1731,7 +1731,7 @@ extension Components {
             /// Gets or sets the gain required for audio normalization.
             ///
             /// - Remark: Generated from `#/components/schemas/BaseItemDto/NormalizationGain`.
-            package var normalizationGain: Swift.Float? {
+            package var normalizationGain: Swift.Double? {
                 get  {
                     self.storage.value.normalizationGain
                 }
@@ -2763,10 +2763,10 @@ extension Components {
                 chapters: [Components.Schemas.ChapterInfo]? = nil,
                 childCount: Swift.Int32? = nil,
                 collectionType: Components.Schemas.BaseItemDto.CollectionTypePayload? = nil,
-                communityRating: Swift.Float? = nil,
+                communityRating: Swift.Double? = nil,
                 completionPercentage: Swift.Double? = nil,
                 container: Swift.String? = nil,
-                criticRating: Swift.Float? = nil,
+                criticRating: Swift.Double? = nil,
                 cumulativeRunTimeTicks: Swift.Int64? = nil,
                 currentProgram: Components.Schemas.BaseItemDto.CurrentProgramPayload? = nil,
                 customRating: Swift.String? = nil,
@@ -2821,7 +2821,7 @@ extension Components {
                 movieCount: Swift.Int32? = nil,
                 musicVideoCount: Swift.Int32? = nil,
                 name: Swift.String? = nil,
-                normalizationGain: Swift.Float? = nil,
+                normalizationGain: Swift.Double? = nil,
                 number: Swift.String? = nil,
                 officialRating: Swift.String? = nil,
                 originalTitle: Swift.String? = nil,
@@ -3369,7 +3369,7 @@ extension Components {
                 /// Gets or sets the community rating.
                 ///
                 /// - Remark: Generated from `#/components/schemas/BaseItemDto/CommunityRating`.
-                var communityRating: Swift.Float?
+                var communityRating: Swift.Double?
                 /// Gets or sets the completion percentage.
                 ///
                 /// - Remark: Generated from `#/components/schemas/BaseItemDto/CompletionPercentage`.
@@ -3379,7 +3379,7 @@ extension Components {
                 /// Gets or sets the critic rating.
                 ///
                 /// - Remark: Generated from `#/components/schemas/BaseItemDto/CriticRating`.
-                var criticRating: Swift.Float?
+                var criticRating: Swift.Double?
                 /// Gets or sets the cumulative run time ticks.
                 ///
                 /// - Remark: Generated from `#/components/schemas/BaseItemDto/CumulativeRunTimeTicks`.
@@ -4032,7 +4032,7 @@ extension Components {
                 /// Gets or sets the gain required for audio normalization.
                 ///
                 /// - Remark: Generated from `#/components/schemas/BaseItemDto/NormalizationGain`.
-                var normalizationGain: Swift.Float?
+                var normalizationGain: Swift.Double?
                 /// Gets or sets the number.
                 ///
                 /// - Remark: Generated from `#/components/schemas/BaseItemDto/Number`.
@@ -4459,10 +4459,10 @@ extension Components {
                     chapters: [Components.Schemas.ChapterInfo]? = nil,
                     childCount: Swift.Int32? = nil,
                     collectionType: Components.Schemas.BaseItemDto.CollectionTypePayload? = nil,
-                    communityRating: Swift.Float? = nil,
+                    communityRating: Swift.Double? = nil,
                     completionPercentage: Swift.Double? = nil,
                     container: Swift.String? = nil,
-                    criticRating: Swift.Float? = nil,
+                    criticRating: Swift.Double? = nil,
                     cumulativeRunTimeTicks: Swift.Int64? = nil,
                     currentProgram: Components.Schemas.BaseItemDto.CurrentProgramPayload? = nil,
                     customRating: Swift.String? = nil,
@@ -4517,7 +4517,7 @@ extension Components {
                     movieCount: Swift.Int32? = nil,
                     musicVideoCount: Swift.Int32? = nil,
                     name: Swift.String? = nil,
-                    normalizationGain: Swift.Float? = nil,
+                    normalizationGain: Swift.Double? = nil,
                     number: Swift.String? = nil,
                     officialRating: Swift.String? = nil,
                     originalTitle: Swift.String? = nil,
@@ -4864,7 +4864,7 @@ extension Components {
                         forKey: .collectionType
                     )
                     self.communityRating = try container.decodeIfPresent(
-                        Swift.Float.self,
+                        Swift.Double.self,
                         forKey: .communityRating
                     )
                     self.completionPercentage = try container.decodeIfPresent(
@@ -4876,7 +4876,7 @@ extension Components {
                         forKey: .container
                     )
                     self.criticRating = try container.decodeIfPresent(
-                        Swift.Float.self,
+                        Swift.Double.self,
                         forKey: .criticRating
                     )
                     self.cumulativeRunTimeTicks = try container.decodeIfPresent(
@@ -5096,7 +5096,7 @@ extension Components {
                         forKey: .name
                     )
                     self.normalizationGain = try container.decodeIfPresent(
-                        Swift.Float.self,
+                        Swift.Double.self,
                         forKey: .normalizationGain
                     )
                     self.number = try container.decodeIfPresent(
@@ -7615,7 +7615,7 @@ extension Components {
             /// Gets or sets the average frame rate.
             ///
             /// - Remark: Generated from `#/components/schemas/MediaStream/AverageFrameRate`.
-            package var averageFrameRate: Swift.Float?
+            package var averageFrameRate: Swift.Double?
             /// Gets or sets the bit depth.
             ///
             /// - Remark: Generated from `#/components/schemas/MediaStream/BitDepth`.
@@ -7803,7 +7803,7 @@ extension Components {
             /// Gets or sets the real frame rate.
             ///
             /// - Remark: Generated from `#/components/schemas/MediaStream/RealFrameRate`.
-            package var realFrameRate: Swift.Float?
+            package var realFrameRate: Swift.Double?
             /// Gets or sets the reference frames.
             ///
             /// - Remark: Generated from `#/components/schemas/MediaStream/RefFrames`.
@@ -7813,7 +7813,7 @@ extension Components {
             /// then fallback to RealFrameRate.
             ///
             /// - Remark: Generated from `#/components/schemas/MediaStream/ReferenceFrameRate`.
-            package var referenceFrameRate: Swift.Float?
+            package var referenceFrameRate: Swift.Double?
             /// Gets or sets the Rotation in degrees.
             ///
             /// - Remark: Generated from `#/components/schemas/MediaStream/Rotation`.
@@ -7994,7 +7994,7 @@ extension Components {
             package init(
                 aspectRatio: Swift.String? = nil,
                 audioSpatialFormat: Components.Schemas.MediaStream.AudioSpatialFormatPayload? = nil,
-                averageFrameRate: Swift.Float? = nil,
+                averageFrameRate: Swift.Double? = nil,
                 bitDepth: Swift.Int32? = nil,
                 bitRate: Swift.Int32? = nil,
                 blPresentFlag: Swift.Int32? = nil,
@@ -8041,9 +8041,9 @@ extension Components {
                 path: Swift.String? = nil,
                 pixelFormat: Swift.String? = nil,
                 profile: Swift.String? = nil,
-                realFrameRate: Swift.Float? = nil,
+                realFrameRate: Swift.Double? = nil,
                 refFrames: Swift.Int32? = nil,
-                referenceFrameRate: Swift.Float? = nil,
+                referenceFrameRate: Swift.Double? = nil,
                 rotation: Swift.Int32? = nil,
                 rpuPresentFlag: Swift.Int32? = nil,
                 sampleRate: Swift.Int32? = nil,
@@ -8199,7 +8199,7 @@ extension Components {
                     forKey: .audioSpatialFormat
                 )
                 self.averageFrameRate = try container.decodeIfPresent(
-                    Swift.Float.self,
+                    Swift.Double.self,
                     forKey: .averageFrameRate
                 )
                 self.bitDepth = try container.decodeIfPresent(
@@ -8387,7 +8387,7 @@ extension Components {
                     forKey: .profile
                 )
                 self.realFrameRate = try container.decodeIfPresent(
-                    Swift.Float.self,
+                    Swift.Double.self,
                     forKey: .realFrameRate
                 )
                 self.refFrames = try container.decodeIfPresent(
@@ -8395,7 +8395,7 @@ extension Components {
                     forKey: .refFrames
                 )
                 self.referenceFrameRate = try container.decodeIfPresent(
-                    Swift.Float.self,
+                    Swift.Double.self,
                     forKey: .referenceFrameRate
                 )
                 self.rotation = try container.decodeIfPresent(
@@ -11760,7 +11760,7 @@ extension Components {
             /// Gets or sets the framerate.
             ///
             /// - Remark: Generated from `#/components/schemas/TranscodingInfo/Framerate`.
-            package var framerate: Swift.Float?
+            package var framerate: Swift.Double?
             /// Gets or sets the hardware acceleration type.
             ///
             /// - Remark: Generated from `#/components/schemas/TranscodingInfo/HardwareAccelerationType`.
@@ -11831,7 +11831,7 @@ extension Components {
                 bitrate: Swift.Int32? = nil,
                 completionPercentage: Swift.Double? = nil,
                 container: Swift.String? = nil,
-                framerate: Swift.Float? = nil,
+                framerate: Swift.Double? = nil,
                 hardwareAccelerationType: Components.Schemas.TranscodingInfo.HardwareAccelerationTypePayload? = nil,
                 height: Swift.Int32? = nil,
                 isAudioDirect: Swift.Bool? = nil,
@@ -11892,7 +11892,7 @@ extension Components {
                     forKey: .container
                 )
                 self.framerate = try container.decodeIfPresent(
-                    Swift.Float.self,
+                    Swift.Double.self,
                     forKey: .framerate
                 )
                 self.hardwareAccelerationType = try container.decodeIfPresent(
@@ -12378,6 +12378,167 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/UnratedItem`.
         package typealias UnratedItem = Swift.String
+        /// This is used by the api to get information about a item user data.
+        ///
+        /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto`.
+        package struct UpdateUserItemDataDto: Codable, Hashable, Sendable {
+            /// Gets or sets a value indicating whether this instance is favorite.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/IsFavorite`.
+            package var isFavorite: Swift.Bool?
+            /// Gets or sets the item identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/ItemId`.
+            package var itemId: Swift.String?
+            /// Gets or sets the key.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/Key`.
+            package var key: Swift.String?
+            /// Gets or sets the last played date.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/LastPlayedDate`.
+            package var lastPlayedDate: Foundation.Date?
+            /// Gets or sets a value indicating whether this MediaBrowser.Model.Dto.UpdateUserItemDataDto is likes.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/Likes`.
+            package var likes: Swift.Bool?
+            /// Gets or sets the play count.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/PlayCount`.
+            package var playCount: Swift.Int32?
+            /// Gets or sets the playback position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/PlaybackPositionTicks`.
+            package var playbackPositionTicks: Swift.Int64?
+            /// Gets or sets a value indicating whether this MediaBrowser.Model.Dto.UserItemDataDto is played.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/Played`.
+            package var played: Swift.Bool?
+            /// Gets or sets the played percentage.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/PlayedPercentage`.
+            package var playedPercentage: Swift.Double?
+            /// Gets or sets the rating.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/Rating`.
+            package var rating: Swift.Double?
+            /// Gets or sets the unplayed item count.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UpdateUserItemDataDto/UnplayedItemCount`.
+            package var unplayedItemCount: Swift.Int32?
+            /// Creates a new `UpdateUserItemDataDto`.
+            ///
+            /// - Parameters:
+            ///   - isFavorite: Gets or sets a value indicating whether this instance is favorite.
+            ///   - itemId: Gets or sets the item identifier.
+            ///   - key: Gets or sets the key.
+            ///   - lastPlayedDate: Gets or sets the last played date.
+            ///   - likes: Gets or sets a value indicating whether this MediaBrowser.Model.Dto.UpdateUserItemDataDto is likes.
+            ///   - playCount: Gets or sets the play count.
+            ///   - playbackPositionTicks: Gets or sets the playback position ticks.
+            ///   - played: Gets or sets a value indicating whether this MediaBrowser.Model.Dto.UserItemDataDto is played.
+            ///   - playedPercentage: Gets or sets the played percentage.
+            ///   - rating: Gets or sets the rating.
+            ///   - unplayedItemCount: Gets or sets the unplayed item count.
+            package init(
+                isFavorite: Swift.Bool? = nil,
+                itemId: Swift.String? = nil,
+                key: Swift.String? = nil,
+                lastPlayedDate: Foundation.Date? = nil,
+                likes: Swift.Bool? = nil,
+                playCount: Swift.Int32? = nil,
+                playbackPositionTicks: Swift.Int64? = nil,
+                played: Swift.Bool? = nil,
+                playedPercentage: Swift.Double? = nil,
+                rating: Swift.Double? = nil,
+                unplayedItemCount: Swift.Int32? = nil
+            ) {
+                self.isFavorite = isFavorite
+                self.itemId = itemId
+                self.key = key
+                self.lastPlayedDate = lastPlayedDate
+                self.likes = likes
+                self.playCount = playCount
+                self.playbackPositionTicks = playbackPositionTicks
+                self.played = played
+                self.playedPercentage = playedPercentage
+                self.rating = rating
+                self.unplayedItemCount = unplayedItemCount
+            }
+            package enum CodingKeys: String, CodingKey {
+                case isFavorite = "IsFavorite"
+                case itemId = "ItemId"
+                case key = "Key"
+                case lastPlayedDate = "LastPlayedDate"
+                case likes = "Likes"
+                case playCount = "PlayCount"
+                case playbackPositionTicks = "PlaybackPositionTicks"
+                case played = "Played"
+                case playedPercentage = "PlayedPercentage"
+                case rating = "Rating"
+                case unplayedItemCount = "UnplayedItemCount"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.isFavorite = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isFavorite
+                )
+                self.itemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .itemId
+                )
+                self.key = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .key
+                )
+                self.lastPlayedDate = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .lastPlayedDate
+                )
+                self.likes = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .likes
+                )
+                self.playCount = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .playCount
+                )
+                self.playbackPositionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .playbackPositionTicks
+                )
+                self.played = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .played
+                )
+                self.playedPercentage = try container.decodeIfPresent(
+                    Swift.Double.self,
+                    forKey: .playedPercentage
+                )
+                self.rating = try container.decodeIfPresent(
+                    Swift.Double.self,
+                    forKey: .rating
+                )
+                self.unplayedItemCount = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .unplayedItemCount
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "IsFavorite",
+                    "ItemId",
+                    "Key",
+                    "LastPlayedDate",
+                    "Likes",
+                    "PlayCount",
+                    "PlaybackPositionTicks",
+                    "Played",
+                    "PlayedPercentage",
+                    "Rating",
+                    "UnplayedItemCount"
+                ])
+            }
+        }
         /// Class UserConfiguration.
         ///
         /// - Remark: Generated from `#/components/schemas/UserConfiguration`.

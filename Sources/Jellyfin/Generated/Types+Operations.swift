@@ -8494,6 +8494,747 @@ package enum Operations {
             }
         }
     }
+    /// Get Item User Data.
+    ///
+    /// - Remark: HTTP `GET /UserItems/{itemId}/UserData`.
+    /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)`.
+    package enum GetItemUserData {
+        package static let id: Swift.String = "GetItemUserData"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item id.
+                ///
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/path/itemId`.
+                package var itemId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - itemId: The item id.
+                package init(itemId: Swift.String) {
+                    self.itemId = itemId
+                }
+            }
+            package var path: Operations.GetItemUserData.Input.Path
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// The user id.
+                ///
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/query/userId`.
+                package var userId: Swift.String?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - userId: The user id.
+                package init(userId: Swift.String? = nil) {
+                    self.userId = userId
+                }
+            }
+            package var query: Operations.GetItemUserData.Input.Query
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetItemUserData.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetItemUserData.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetItemUserData.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            package init(
+                path: Operations.GetItemUserData.Input.Path,
+                query: Operations.GetItemUserData.Input.Query = .init(),
+                headers: Operations.GetItemUserData.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.UserItemDataDto)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.UserItemDataDto {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetItemUserData.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetItemUserData.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// return item user data.
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetItemUserData.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetItemUserData.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetItemUserData.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetItemUserData.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetItemUserData.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetItemUserData.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/404/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas.ProblemDetails)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.ProblemDetails {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetItemUserData.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetItemUserData.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// Item is not found.
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GetItemUserData.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Operations.GetItemUserData.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetItemUserData.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetItemUserData.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetItemUserData.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetItemUserData.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetItemUserData.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetItemUserData.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Update Item User Data.
+    ///
+    /// - Remark: HTTP `POST /UserItems/{itemId}/UserData`.
+    /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)`.
+    package enum UpdateItemUserData {
+        package static let id: Swift.String = "UpdateItemUserData"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item id.
+                ///
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/path/itemId`.
+                package var itemId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - itemId: The item id.
+                package init(itemId: Swift.String) {
+                    self.itemId = itemId
+                }
+            }
+            package var path: Operations.UpdateItemUserData.Input.Path
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/query`.
+            package struct Query: Sendable, Hashable {
+                /// The user id.
+                ///
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/query/userId`.
+                package var userId: Swift.String?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - userId: The user id.
+                package init(userId: Swift.String? = nil) {
+                    self.userId = userId
+                }
+            }
+            package var query: Operations.UpdateItemUserData.Input.Query
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UpdateItemUserData.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UpdateItemUserData.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.UpdateItemUserData.Input.Headers
+            /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// This is used by the api to get information about a item user data.
+                ///
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.UpdateUserItemDataDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.UpdateUserItemDataDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/requestBody/content/application\/json`.
+                case json(Operations.UpdateItemUserData.Input.Body.JsonPayload)
+            }
+            package var body: Operations.UpdateItemUserData.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.UpdateItemUserData.Input.Path,
+                query: Operations.UpdateItemUserData.Input.Query = .init(),
+                headers: Operations.UpdateItemUserData.Input.Headers = .init(),
+                body: Operations.UpdateItemUserData.Input.Body
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.UserItemDataDto)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.UserItemDataDto {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.UpdateItemUserData.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.UpdateItemUserData.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// return updated user item data.
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.UpdateItemUserData.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.UpdateItemUserData.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.UpdateItemUserData.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.UpdateItemUserData.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.UpdateItemUserData.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.UpdateItemUserData.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/404/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas.ProblemDetails)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.ProblemDetails {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.UpdateItemUserData.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.UpdateItemUserData.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// Item is not found.
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.UpdateItemUserData.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Operations.UpdateItemUserData.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.UpdateItemUserData.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/UserItems/{itemId}/UserData/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.UpdateItemUserData.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.UpdateItemUserData.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.UpdateItemUserData.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.UpdateItemUserData.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.UpdateItemUserData.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
     /// Marks an item as played for user.
     ///
     /// - Remark: HTTP `POST /UserPlayedItems/{itemId}`.

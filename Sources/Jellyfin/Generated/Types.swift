@@ -143,6 +143,16 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /UserItems/Resume`.
     /// - Remark: Generated from `#/paths//UserItems/Resume/get(GetResumeItems)`.
     func getResumeItems(_ input: Operations.GetResumeItems.Input) async throws -> Operations.GetResumeItems.Output
+    /// Get Item User Data.
+    ///
+    /// - Remark: HTTP `GET /UserItems/{itemId}/UserData`.
+    /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)`.
+    func getItemUserData(_ input: Operations.GetItemUserData.Input) async throws -> Operations.GetItemUserData.Output
+    /// Update Item User Data.
+    ///
+    /// - Remark: HTTP `POST /UserItems/{itemId}/UserData`.
+    /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)`.
+    func updateItemUserData(_ input: Operations.UpdateItemUserData.Input) async throws -> Operations.UpdateItemUserData.Output
     /// Marks an item as played for user.
     ///
     /// - Remark: HTTP `POST /UserPlayedItems/{itemId}`.
@@ -501,6 +511,38 @@ extension APIProtocol {
         try await getResumeItems(Operations.GetResumeItems.Input(
             query: query,
             headers: headers
+        ))
+    }
+    /// Get Item User Data.
+    ///
+    /// - Remark: HTTP `GET /UserItems/{itemId}/UserData`.
+    /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/get(GetItemUserData)`.
+    package func getItemUserData(
+        path: Operations.GetItemUserData.Input.Path,
+        query: Operations.GetItemUserData.Input.Query = .init(),
+        headers: Operations.GetItemUserData.Input.Headers = .init()
+    ) async throws -> Operations.GetItemUserData.Output {
+        try await getItemUserData(Operations.GetItemUserData.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Update Item User Data.
+    ///
+    /// - Remark: HTTP `POST /UserItems/{itemId}/UserData`.
+    /// - Remark: Generated from `#/paths//UserItems/{itemId}/UserData/post(UpdateItemUserData)`.
+    package func updateItemUserData(
+        path: Operations.UpdateItemUserData.Input.Path,
+        query: Operations.UpdateItemUserData.Input.Query = .init(),
+        headers: Operations.UpdateItemUserData.Input.Headers = .init(),
+        body: Operations.UpdateItemUserData.Input.Body
+    ) async throws -> Operations.UpdateItemUserData.Output {
+        try await updateItemUserData(Operations.UpdateItemUserData.Input(
+            path: path,
+            query: query,
+            headers: headers,
+            body: body
         ))
     }
     /// Marks an item as played for user.

@@ -19,7 +19,8 @@ Cleaning (see ../shared/protocols/jellyfin.md §3):
     own uses of deprecated fields), and string enums lose their value lists (the component schemas and the
     inline copies Jellyfin puts beside `allOf: [$ref]`), so a value a newer server adds decodes
     instead of failing a whole page. The Swift layer above maps the strings to enums with an
-    `unknown` case.
+    `unknown` case. `format: float` becomes `double` (a Swift Float cannot decode every number
+    the schema allows).
 Standard library only; deterministic output (sorted keys) so a re-run changes nothing.
 """
 import copy
@@ -40,7 +41,7 @@ OPERATIONS = [
     "GetUserViews", "GetItems", "GetItem", "GetResumeItems", "GetNextUp", "GetLatestMedia",
     "GetSeasons", "GetEpisodes", "GetSearchHints",
     # user data
-    "MarkPlayedItem", "MarkUnplayedItem", "MarkFavoriteItem", "UnmarkFavoriteItem",
+    "MarkPlayedItem", "MarkUnplayedItem", "MarkFavoriteItem", "UnmarkFavoriteItem", "GetItemUserData", "UpdateItemUserData",
     # images
     "GetItemImage",
     # playback: negotiation, progress reports, transcode keep-alive and stop
@@ -127,35 +128,45 @@ def filtered(spec):
     return out
 
 
-def open_enums(node):
-    """Drops string enum value lists everywhere (returns how many)."""
+def each_object(node, change):
+    """Calls `change` on every JSON object under `node` (itself included); returns how many
+    objects it changed (`change` returns True when it changed one)."""
     count = 0
     if isinstance(node, dict):
-        if isinstance(node.get("enum"), list) and (node.get("type") == "string" or "allOf" in node):
-            del node["enum"]
-            count += 1
+        count += 1 if change(node) else 0
         for value in node.values():
-            count += open_enums(value)
+            count += each_object(value, change)
     elif isinstance(node, list):
         for value in node:
-            count += open_enums(value)
+            count += each_object(value, change)
     return count
 
 
-def drop_deprecations(node):
+def open_enum(node):
+    """Drops a string enum's value list."""
+    if isinstance(node.get("enum"), list) and (node.get("type") == "string" or "allOf" in node):
+        del node["enum"]
+        return True
+    return False
+
+
+def drop_deprecation(node):
     """Drops `deprecated: true` (generator copy only): the generated code would otherwise warn
-    on every use of a deprecated field, its own uses included. Returns how many."""
-    count = 0
-    if isinstance(node, dict):
-        if node.get("deprecated") is True:
-            del node["deprecated"]
-            count += 1
-        for value in node.values():
-            count += drop_deprecations(value)
-    elif isinstance(node, list):
-        for value in node:
-            count += drop_deprecations(value)
-    return count
+    on every use of a deprecated field, its own uses included."""
+    if node.get("deprecated") is True:
+        del node["deprecated"]
+        return True
+    return False
+
+
+def widen_float(node):
+    """`format: float` becomes `double` (generator copy only): the schema bounds no such number,
+    so any JSON number is valid there, and a Swift Float fails to decode one past 3.4e38 (the
+    stand-in answered a fuzzed rating of 7.9e119 with a 500)."""
+    if node.get("format") == "float":
+        node["format"] = "double"
+        return True
+    return False
 
 
 def write(path, document):
@@ -174,11 +185,13 @@ def main():
     subset = filtered(spec)
     write(f"{out_dir}/jellyfin-openapi.filtered.json", subset)
     tolerant = copy.deepcopy(subset)
-    opened = open_enums(tolerant)
-    undeprecated = drop_deprecations(tolerant)
+    opened = each_object(tolerant, open_enum)
+    undeprecated = each_object(tolerant, drop_deprecation)
+    widened = each_object(tolerant, widen_float)
     write(f"{out_dir}/jellyfin-openapi.generator.json", tolerant)
     print(f"derive_spec.py: removed {removed} allowEmptyValue flags; kept {len(OPERATIONS)} operations, "
-          f"{len(subset['components']['schemas'])} schemas; opened {opened} enums; dropped {undeprecated} deprecation flags",
+          f"{len(subset['components']['schemas'])} schemas; opened {opened} enums; dropped {undeprecated} deprecation flags; "
+          f"widened {widened} floats",
           file=sys.stderr)
 
 
