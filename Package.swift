@@ -218,7 +218,8 @@ let package = Package(
         .target(
             name: "Jellyfin",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "Discovery",
+                "FarcastSupport", "FarcastNIO", "FarcastStore", "Discovery",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -25,7 +25,8 @@ struct JellyfinCommand: AsyncParsableCommand {
             JellyfinDiscoverCommand.self, JellyfinLoginCommand.self, JellyfinLogoutCommand.self, JellyfinServersCommand.self,
             JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
             JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
-            JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinDownloadCommand.self, JellyfinEventsCommand.self,
+            JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinDownloadCommand.self, JellyfinOfflineCommand.self,
+            JellyfinEventsCommand.self,
         ]
     )
 }
@@ -49,8 +50,15 @@ struct JellyfinTarget: ParsableArguments {
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
     }
 
-    /// The remembered session (through its SSH route, or --ssh's), or a failure that says how to sign in.
-    func session() async throws -> JellyfinSession {
+    /// The remembered session (through its SSH route, or --ssh's), or a failure that says how to
+    /// sign in. Playback made offline for this server and user is synced on the way (a note
+    /// says what became of it) unless `syncOffline` is false.
+    func session(syncOffline: Bool = true) async throws -> JellyfinSession {
+        try await connect(syncOffline: syncOffline).session
+    }
+
+    /// The session and the account downloads are recorded under.
+    func connect(syncOffline: Bool = true) async throws -> (session: JellyfinSession, account: OfflineAccount) {
         let store = try JellyfinCLI.store()
         let remembered = try store.load()
         guard !remembered.servers.isEmpty else {
@@ -70,7 +78,10 @@ struct JellyfinTarget: ParsableArguments {
         }
         let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
         let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport)
-        return server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id)
+        let session = server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id)
+        let offline = OfflineAccount(serverId: entry.id, serverName: entry.name, userId: account.id, userName: account.name)
+        if syncOffline { await JellyfinCLI.syncOffline(session, account: offline) }
+        return (session, offline)
     }
 
     /// The server `--server` picks: a remembered name, id or URL as it was stored, else the
@@ -183,6 +194,43 @@ enum JellyfinCLI {
             throw CommandFailure(message: "nothing called '\(text)' on the server (try `farcast jellyfin search`)")
         }
         return try await session.item(hint.id)
+    }
+
+    /// The offline index, when anything was ever downloaded (nil otherwise: nothing to open).
+    static func existingOfflineLibrary() throws -> OfflineLibrary? {
+        let path = OfflineLibrary.defaultPath()
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do { return try OfflineLibrary(path: path) } catch { throw CommandFailure(message: describe(error)) }
+    }
+
+    /// Sends what was played offline for this server and user, when anything waits; notes on
+    /// stderr say what became of it (a sync that fails is no failure of the command).
+    static func syncOffline(_ session: JellyfinSession, account: OfflineAccount) async {
+        guard let library = try? existingOfflineLibrary(),
+              (try? library.hasPendingProgress(serverId: account.serverId, userId: account.userId)) == true else { return }
+        do {
+            for line in syncLines(try await session.syncOfflineProgress(library, serverId: account.serverId)) {
+                FileHandle.standardError.write(Data("farcast: note: \(line)\n".utf8))
+            }
+        } catch {
+            FileHandle.standardError.write(Data("farcast: note: offline playback not synced: \(describe(error))\n".utf8))
+        }
+    }
+
+    /// A sync's results in words, one line per item.
+    static func syncLines(_ results: [OfflineSyncResult]) -> [String] {
+        results.map { result in
+            let name = result.name ?? result.itemId
+            let at = formatTicks(result.positionTicks)
+            switch result.outcome {
+            case .sent(let data):
+                return data.played ? "\(name): played offline to \(at), now marked played on the server"
+                                   : "\(name): played offline to \(at), now the server's resume point (\(formatTicks(data.playbackPositionTicks)))"
+            case .serverNewer: return "\(name): the server's own later playback kept (the offline position \(at) is older)"
+            case .itemGone: return "\(name): no longer on the server; its offline position is dropped"
+            case .failed(let reason): return "\(name): not synced yet (\(reason.isEmpty ? "an earlier item failed" : reason))"
+            }
+        }
     }
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
@@ -840,6 +888,7 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
         var favourite: Bool?
         var positionSeconds: Double?
         var playCount: Int?
+        var lastPlayed: Date?
         var parentId: String?
 
         init(_ item: JellyfinItem) {
@@ -868,6 +917,7 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
             favourite = item.userData?.isFavorite
             positionSeconds = item.userData.map { Double($0.playbackPositionTicks) / 10_000_000 }
             playCount = item.userData?.playCount
+            lastPlayed = item.userData?.lastPlayedDate
             parentId = item.parentId
         }
     }

@@ -16,6 +16,8 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
 
             Several files download at once (--parallel). Before each, the free space is checked (what is left to fetch plus --reserve MiB must fit) and --max-size refuses files above a size. The server must allow the user to download (a real server's "Allow media downloading" permission).
 
+            Every complete file is recorded in the offline index with the item's description and picture: `farcast jellyfin offline ls` lists the downloads and `farcast jellyfin play --offline ITEM` plays them with no server.
+
             Examples:
               farcast jellyfin download "Test Pattern" -o ~/Videos/jellyfin
               farcast jellyfin download "Signal Tests" -o ~/Videos/jellyfin --parallel 3
@@ -56,7 +58,7 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
             throw CommandFailure(message: "cannot write into the download folder \(output): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
         }
         try await reportingFailures {
-            let session = try await target.session()
+            let (session, account) = try await target.connect()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
             let items = try await Self.files(of: resolved, in: session)
             guard !items.isEmpty else { throw CommandFailure(message: "\(resolved.name) has nothing to download") }
@@ -98,8 +100,9 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
                 return rows
             }
             meter.clear()
+            let recorded = await Self.record(results, items: items, in: session, account: account)
             let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
-            let ordered = items.compactMap { item in results.first { $0.id == item.id } }
+            let ordered = items.compactMap { item in recorded.first { $0.id == item.id } }
             if global.json {
                 try printJSONList(ordered)
             } else if !global.quiet {
@@ -118,6 +121,40 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
                 throw CommandFailure(message: failed.count == 1 ? first.error ?? "download failed" : "\(failed.count) of \(ordered.count) downloads failed (first: \(first.error ?? ""))")
             }
         }
+    }
+
+    /// Records the files that are whole in the offline index, each with its primary image, so
+    /// `offline ls` and `play --offline` find them with no server. A file that cannot be recorded
+    /// is a failed row (the file stays).
+    static func record(_ rows: [Row], items: [JellyfinItem], in session: JellyfinSession, account: OfflineAccount) async -> [Row] {
+        let library: OfflineLibrary
+        do { library = try OfflineLibrary(path: OfflineLibrary.defaultPath()) } catch {
+            return rows.map { row in
+                guard row.state != "failed" else { return row }
+                var failed = row
+                (failed.state, failed.error) = ("failed", "downloaded, but \(describe(error))")
+                return failed
+            }
+        }
+        var recorded: [Row] = []
+        for var row in rows {
+            if row.state != "failed", let item = items.first(where: { $0.id == row.id }) {
+                var image: [UInt8]?
+                if let tag = item.imageTags[ImageType.primary.rawValue] {
+                    image = try? await session.image(itemId: item.id, type: .primary, tag: tag, maxWidth: 800).bytes
+                }
+                do { try library.record(item, account: account, filePath: Self.absolute(row.path), fileBytes: row.bytes, image: image) } catch {
+                    (row.state, row.error) = ("failed", "downloaded, but \(describe(error))")
+                }
+            }
+            recorded.append(row)
+        }
+        return recorded
+    }
+
+    /// `path` from the root (the index must find it from any folder).
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 
     /// The playable items `item` stands for: itself, or a season's, series' or album's children.

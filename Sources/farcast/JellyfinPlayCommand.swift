@@ -61,12 +61,15 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         discussion: """
             Asks the server how the item plays on this machine's mpv (a device profile made from the decoders mpv really has), opens the stream in mpv and tells the server what happens: Playing when mpv starts, Progress every 10 seconds and at every pause, seek and volume change, Stopped with the position when mpv ends — the media's end, closing the mpv window, Ctrl-C, or --duration. Playback starts where the user left off (the server's resume point) unless --start says otherwise. After an episode the next ones in the series follow (--no-next: just the one); a season plays its episodes, an album or playlist its tracks, one after another.
 
+            --offline plays a download (farcast jellyfin download) with no server: from the later of the server's resume point and where offline playback stopped, then the downloaded episodes after it. Where it stops is kept in the offline index and reaches the server with the next command that connects (see `farcast jellyfin offline`).
+
             mpv keeps your own mpv configuration; --mpv-option adds options (KEY=VALUE, as mpv's --KEY=VALUE), e.g. vo=null and ao=null to play without a window or sound.
 
             Examples:
               farcast jellyfin play "Test Pattern"
               farcast jellyfin play "Pilot Tone" --start 0 --quality medium
               farcast jellyfin play 5d9c1e0f3a2b4c6d8e7f901a2b3c4d5e --duration 30 --mpv-option vo=null --mpv-option ao=null --json
+              farcast jellyfin play --offline "Pilot Tone"
             """
     )
 
@@ -93,12 +96,20 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "After an episode, play the ones after it in the series.")
     var next = true
 
+    @Flag(help: "Play the downloaded file (farcast jellyfin download) with no server; where it stops is kept and synced later.")
+    var offline = false
+
     func validate() throws {
         if let start { guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") } }
         if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
+        if offline {
+            if audio != nil || subtitle != nil { throw ValidationError("--audio and --subtitle ask the server; offline, pick tracks in mpv (--mpv-option aid=N)") }
+            if player.maxBitrate != nil || player.quality != .maximum { throw ValidationError("--quality and --max-bitrate ask the server; a download plays as it is") }
+        }
     }
 
     func run() async throws {
+        if offline { return try await runOffline() }
         try await reportingFailures {
             let decoders = try await player.decoders()
             let session = try await target.session()
@@ -173,6 +184,72 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
             if !item.isFolder { return [item] }
         }
         throw CommandFailure(message: "\(item.name) is a \(item.kind.rawValue.lowercased()), not something to play: name an episode, season, film, album or track (see `farcast jellyfin ls \"\(item.name)\"`)")
+    }
+
+    /// `play --offline`: the downloads ITEM names (and, for an episode, the downloaded ones after
+    /// it), each from its offline resume point, positions kept in the offline index.
+    func runOffline() async throws {
+        try await reportingFailures {
+            guard let library = try JellyfinCLI.existingOfflineLibrary() else { throw CommandFailure(message: describe(OfflineError.notDownloaded(item))) }
+            var queue: [OfflineEntry]
+            do {
+                queue = try library.find(item)
+                if next, queue.count == 1, queue[0].item.kind == .episode { queue += try library.following(queue[0]) }
+            } catch {
+                throw CommandFailure(message: describe(error))
+            }
+            let options = PlaybackOptions(progressInterval: JellyfinCLI.duration(player.progressInterval))
+            let current = Locked<MPVPlayer?>(nil)
+            let stopRequested = Locked(false)
+            let watcher = SignalWatcher { _ in
+                stopRequested.withLock { $0 = true }
+                if let playing = current.withLock({ $0 }) { Task { await playing.stop() } }
+            }
+            defer { watcher.cancel() }
+            let started = ContinuousClock.now
+            var results: [PlayResult] = []
+            var failures: [String] = []
+            for (n, entry) in queue.enumerated() {
+                if stopRequested.withLock({ $0 }) { break }
+                guard entry.fileIsPresent else {
+                    failures.append("\(entry.item.name): the download is missing or changed (\(entry.filePath)); download it again")
+                    continue
+                }
+                var itemOptions = options
+                if let duration {
+                    let left = JellyfinCLI.duration(duration) - (ContinuousClock.now - started)
+                    guard left > .zero else { break }
+                    itemOptions.stopAfter = left
+                }
+                let mpv = MPVPlayer(program: player.mpv, options: player.mpvOptions)
+                current.withLock { $0 = mpv }
+                let from = n == 0 ? (start ?? entry.resumeSeconds) : entry.resumeSeconds
+                if !global.json && !global.quiet { print("Playing \(entry.item.name) (offline, \(entry.filePath))") }
+                do {
+                    let outcome = try await library.play(entry, startSeconds: from, on: mpv, options: itemOptions) { progress in
+                        if case .reportFailed(_, let reason) = progress {
+                            FileHandle.standardError.write(Data("farcast: note: the position was not kept: \(reason)\n".utf8))
+                        }
+                    }
+                    results.append(PlayResult(id: entry.item.id, name: entry.item.name, outcome))
+                    if !global.json && !global.quiet {
+                        let runtime = outcome.plan.runtimeSeconds.map { " of \(clock($0))" } ?? ""
+                        print("\(outcome.end == .finished ? "Finished" : "Stopped") at \(clock(outcome.positionSeconds))\(runtime) (kept offline)")
+                    }
+                    if case .failed(let reason) = outcome.end { failures.append("\(entry.item.name): \(reason)") }
+                    if outcome.end != .finished { break }
+                } catch {
+                    failures.append("\(entry.item.name): \(describe(error))")
+                    if queue.count == 1 { break }
+                    FileHandle.standardError.write(Data("farcast: \(entry.item.name): \(describe(error)); going on with the next\n".utf8))
+                }
+            }
+            current.withLock { $0 = nil }
+            if global.json { try printJSONList(results) }
+            if let failure = failures.last {
+                throw CommandFailure(message: queue.count == 1 ? failure : "\(failures.count) of \(queue.count) items did not play (the last: \(failure))")
+            }
+        }
     }
 
     private func clock(_ seconds: Double) -> String { formatTicks(Int64(seconds * 10_000_000)) }

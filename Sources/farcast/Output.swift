@@ -19,6 +19,11 @@ func jsonString<T: Encodable>(_ value: T, pretty: Bool = false) throws -> String
     let encoder = JSONEncoder()
     encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
     encoder.keyEncodingStrategy = .convertToSnakeCase
+    // Times as ISO 8601 in UTC with milliseconds (docs/cli.md).
+    encoder.dateEncodingStrategy = .custom { date, encoder in
+        var container = encoder.singleValueContainer()
+        try container.encode(date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
+    }
     return String(decoding: try encoder.encode(value), as: UTF8.self)
 }
 

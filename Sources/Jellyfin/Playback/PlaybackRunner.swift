@@ -58,7 +58,42 @@ extension JellyfinSession {
         let plan: PlaybackPlan
         do { plan = try await playbackPlan(for: item, request) } catch { throw .server(error) }
         observe(.planned(plan))
-        do { try await player.play(plan.url, startSeconds: request.startSeconds) } catch { throw .player(error) }
+        let outcome: PlaybackOutcome
+        do {
+            outcome = try await PlaybackLoop.run(plan, startSeconds: request.startSeconds, on: player, options: options, observe: observe,
+                                                 report: { report in await self.deliver(report) },
+                                                 tick: {
+                                                     if plan.method == .transcode, let id = plan.playSessionId { _ = try? await self.pingPlayback(playSessionId: id) }
+                                                 })
+        } catch {
+            throw .player(error)
+        }
+        if plan.method == .transcode, let id = plan.playSessionId {
+            _ = await Task { try? await self.stopEncoding(playSessionId: id) }.value
+        }
+        return outcome
+    }
+
+    /// Sends a report in a task of its own, so a cancelled session still says it stopped;
+    /// returns why it failed, or nil.
+    private func deliver(_ report: PlaybackReport) async -> String? {
+        let reporting = Task { () async -> String? in
+            do throws(JellyfinError) { try await self.report(report); return nil } catch { return error.description }
+        }
+        return await reporting.value
+    }
+}
+
+/// What every playback runs, online or offline: opens the media on the player, then turns what
+/// the player does into reports (Start, Progress on a timer and at every pause, seek and volume
+/// change, Stopped with the last position) handed to `report`, which says why one failed (nil:
+/// it arrived). `tick` runs beside each timed Progress (a transcode's keep-alive).
+enum PlaybackLoop {
+    static func run(_ plan: PlaybackPlan, startSeconds: Double, on player: any MediaPlayer, options: PlaybackOptions,
+                    observe: @escaping @Sendable (PlaybackProgress) -> Void,
+                    report deliver: @escaping @Sendable (PlaybackReport) async -> String?,
+                    tick: @escaping @Sendable () async -> Void = {}) async throws(PlayerError) -> PlaybackOutcome {
+        try await player.play(plan.url, startSeconds: startSeconds)
 
         enum Input: Sendable { case player(PlayerEvent), tick, deadline }
         let (inputs, sink) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
@@ -89,7 +124,7 @@ extension JellyfinSession {
             }
         }
 
-        var position = request.startSeconds, paused = false, muted = false
+        var position = startSeconds, paused = false, muted = false
         var volume: Int?
         var end = EndReason.stopped
         var stopping = false
@@ -122,7 +157,7 @@ extension JellyfinSession {
                 case .tick:
                     position = player.position
                     await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
-                    if plan.method == .transcode, let id = plan.playSessionId { _ = try? await pingPlayback(playSessionId: id) }
+                    await tick()
                 case .deadline:
                     if !stopping { stopping = true; Task { await player.stop() } }
                 }
@@ -133,18 +168,6 @@ extension JellyfinSession {
         var failed = false
         if case .failed = end { failed = true }
         await send(PlaybackReport(.stopped, plan: plan, positionSeconds: position, isPaused: paused, failed: failed))
-        if plan.method == .transcode, let id = plan.playSessionId {
-            _ = await Task { try? await self.stopEncoding(playSessionId: id) }.value
-        }
-        return PlaybackOutcome(plan: plan, end: end, startSeconds: request.startSeconds, positionSeconds: position, reports: counts)
-    }
-
-    /// Sends a report in a task of its own, so a cancelled session still says it stopped;
-    /// returns why it failed, or nil.
-    private func deliver(_ report: PlaybackReport) async -> String? {
-        let reporting = Task { () async -> String? in
-            do throws(JellyfinError) { try await self.report(report); return nil } catch { return error.description }
-        }
-        return await reporting.value
+        return PlaybackOutcome(plan: plan, end: end, startSeconds: startSeconds, positionSeconds: position, reports: counts)
     }
 }
