@@ -845,11 +845,14 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
             if !item.genres.isEmpty { lines.append(("genres", item.genres.joined(separator: ", "))) }
             if let container = item.container { lines.append(("container", container)) }
             for stream in item.mediaStreams {
-                var text = "\(stream.type) \(stream.codec ?? "?")"
+                var text = (stream.index.map { "\($0): " } ?? "") + "\(stream.type) \(stream.codec ?? "?")"
                 if let w = stream.width, let h = stream.height { text += " \(w)×\(h)" }
                 if let range = stream.videoRangeType, stream.type == "Video" { text += " \(range)" }
                 if let channels = stream.channels { text += " \(channels) ch" }
                 if let rate = stream.sampleRate { text += " \(rate) Hz" }
+                if let language = stream.language, language != "und", stream.type != "Video" { text += " \(language)" }
+                if let title = stream.title { text += " \"\(title)\"" }
+                if stream.isExternal { text += " (external)" }
                 lines.append(("stream", text))
             }
             for (type, tag) in item.imageTags.sorted(by: { $0.key < $1.key }) {
@@ -906,8 +909,9 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
             genres = item.genres
             container = item.container
             streams = item.mediaStreams.map {
-                StreamRow(type: $0.type, codec: $0.codec, width: $0.width, height: $0.height, channels: $0.channels,
-                          sampleRate: $0.sampleRate, videoRange: $0.videoRangeType?.rawValue, language: $0.language)
+                StreamRow(index: $0.index, type: $0.type, codec: $0.codec, width: $0.width, height: $0.height, channels: $0.channels,
+                          sampleRate: $0.sampleRate, videoRange: $0.videoRangeType?.rawValue, language: $0.language, title: $0.title,
+                          external: $0.isExternal)
             }
             images = item.imageTags
             var hashes: [String: String] = [:]
@@ -923,6 +927,8 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
     }
 
     struct StreamRow: Encodable {
+        /// What `play --audio` and `--subtitle` take.
+        var index: Int?
         var type: String
         var codec: String?
         var width: Int?
@@ -931,6 +937,8 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
         var sampleRate: Int?
         var videoRange: String?
         var language: String?
+        var title: String?
+        var external: Bool
     }
 }
 

@@ -5,6 +5,10 @@ import Jellyfin
 
 extension PlaybackQuality: ExpressibleByArgument {}
 
+extension TrackChoice: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+}
+
 /// How commands that play (`play`, `cast-target`) run mpv and what they ask the server for.
 struct MPVPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
@@ -87,11 +91,11 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
 
     @OptionGroup var player: MPVPlayerOptions
 
-    @Option(help: ArgumentHelp("The audio stream to play, by its index in `farcast jellyfin info` (default: the server's choice).", valueName: "index"))
-    var audio: Int?
+    @Option(help: ArgumentHelp("The audio to play: a stream index from `farcast jellyfin info`, or a language (eng, de, fre…) (default: the server's choice, which follows your language settings).", valueName: "index|language"))
+    var audio: TrackChoice?
 
-    @Option(help: ArgumentHelp("The subtitle stream to show, by index (default: the server's choice).", valueName: "index"))
-    var subtitle: Int?
+    @Option(help: ArgumentHelp("The subtitles to show: a stream index, a language, or none (default: the server's choice).", valueName: "index|language|none"))
+    var subtitle: TrackChoice?
 
     @Flag(inversion: .prefixedNo, help: "After an episode, play the ones after it in the series.")
     var next = true
@@ -102,6 +106,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     func validate() throws {
         if let start { guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") } }
         if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
+        if audio == TrackChoice.none { throw ValidationError("--audio takes a stream index or a language; audio cannot be none (use --mpv-option mute=yes)") }
         if offline {
             if audio != nil || subtitle != nil { throw ValidationError("--audio and --subtitle ask the server; offline, pick tracks in mpv (--mpv-option aid=N)") }
             if player.maxBitrate != nil || player.quality != .maximum { throw ValidationError("--quality and --max-bitrate ask the server; a download plays as it is") }
@@ -115,7 +120,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
             let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
             let queue = try await Self.queue(for: resolved, in: session, next: next)
-            let request = PlaybackRequest(profile: player.profile(decoders), audioStreamIndex: audio, subtitleStreamIndex: subtitle)
+            let request = PlaybackRequest(profile: player.profile(decoders), audio: audio, subtitles: subtitle)
             let player = self.player.queue(session: session, request: request, stopAfter: duration.map(JellyfinCLI.duration))
             let watcher = SignalWatcher { _ in Task { await player.handle(.stop) } }
             defer { watcher.cancel() }
@@ -130,6 +135,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
                     }
                 case .progress(_, .reportFailed(let kind, let reason)):
                     FileHandle.standardError.write(Data("farcast: note: the \(kind.rawValue) report did not reach the server: \(reason)\n".utf8))
+                case .progress(_, .note(let note)):
+                    FileHandle.standardError.write(Data("farcast: note: \(note)\n".utf8))
                 case .progress:
                     break
                 case .ended(let id, let name, let outcome):
@@ -267,8 +274,25 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         var end: String
         var failure: String?
         var reports: [String: Int]
+        /// What the player played, as it said.
+        var audio: Track?
+        var subtitle: Track?
+
+        struct Track: Encodable {
+            var id: Int
+            var language: String?
+            var title: String?
+            var codec: String?
+            var external: Bool
+
+            init(_ track: PlayingTracks.Track) {
+                (id, language, title, codec, external) = (track.id, track.language, track.title, track.codec, track.isExternal)
+            }
+        }
 
         init(id: String, name: String, _ outcome: PlaybackOutcome) {
+            audio = outcome.tracks?.audio.map(Track.init)
+            subtitle = outcome.tracks?.subtitle.map(Track.init)
             self.id = id
             self.name = name
             method = outcome.plan.method.rawValue

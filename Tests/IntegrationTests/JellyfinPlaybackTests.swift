@@ -20,6 +20,8 @@ struct JellyfinPlaybackTests {
         var reasons: [String]?
         var itemId: String?
         var volume: Int?
+        var audioStreamIndex: Int?
+        var subtitleStreamIndex: Int?
         var at: Double
 
         init(_ object: [String: Any]) {
@@ -31,6 +33,8 @@ struct JellyfinPlaybackTests {
             reasons = object["reasons"] as? [String]
             itemId = object["itemId"] as? String
             volume = (object["volume"] as? NSNumber)?.intValue
+            audioStreamIndex = (object["audioStreamIndex"] as? NSNumber)?.intValue
+            subtitleStreamIndex = (object["subtitleStreamIndex"] as? NSNumber)?.intValue
             at = (object["at"] as? NSNumber)?.doubleValue ?? 0
         }
     }
@@ -159,6 +163,41 @@ struct JellyfinPlaybackTests {
 
         let folder = try user.farcast(["play", "Signal Tests"] + Self.headless)
         #expect(folder.status == 1 && folder.stderr.contains("not something to play"), "\(folder.stderr)")
+    }
+
+    /// Mandelbrot Zoom has English and German audio, English subtitles in the file and French
+    /// ones beside it (an External stream fetched from its DeliveryUrl). What mpv says it plays
+    /// (`audio`, `subtitle` in the result) must be what was asked, by language or by index.
+    @Test func audioAndSubtitlesAreChosenByLanguageOrIndex() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        func track(_ played: [String: Any], _ key: String) -> (String?, Bool?)? {
+            (played[key] as? [String: Any]).map { ($0["language"] as? String, $0["external"] as? Bool) }
+        }
+        let plain = try Self.play(user, ["Mandelbrot Zoom", "--start", "0", "--duration", "1"])
+        #expect(track(plain, "audio")?.0 == "eng" && plain["subtitle"] == nil, "the server's default: English, no subtitles: \(plain)")
+
+        let german = try Self.play(user, ["Mandelbrot Zoom", "--start", "0", "--duration", "1", "--audio", "de", "--subtitle", "fre"])
+        #expect(track(german, "audio")?.0 == "ger", "\(german)")
+        #expect(track(german, "subtitle")?.0 == "fre" && track(german, "subtitle")?.1 == true, "the file beside the media: \(german)")
+        let started = try Self.reports(server, session: german["play_session_id"] as? String).first { $0.kind == "start" }
+        #expect(started?.audioStreamIndex == 2 && started?.subtitleStreamIndex == 4, "the server is told which streams play")
+
+        let byIndex = try Self.play(user, ["Mandelbrot Zoom", "--start", "0", "--duration", "1", "--audio", "2", "--subtitle", "3"])
+        #expect(track(byIndex, "audio")?.0 == "ger" && track(byIndex, "subtitle")?.0 == "eng" && track(byIndex, "subtitle")?.1 == false, "\(byIndex)")
+        let none = try Self.play(user, ["Mandelbrot Zoom", "--start", "0", "--duration", "1", "--subtitle", "none"])
+        #expect(none["subtitle"] == nil, "\(none)")
+
+        let missing = try user.farcast(["play", "Mandelbrot Zoom", "--audio", "jpn"] + Self.headless)
+        #expect(missing.status == 1 && missing.stderr.contains("Mandelbrot Zoom has no audio stream 'jpn' (it has 1 eng English, 2 ger Deutsch"),
+                "\(missing.stderr)")
+        // A subtitle file the server fails to give is left out with a note; playback goes on.
+        let id = try #require(try Self.movie(user, "Mandelbrot Zoom")?["id"] as? String)
+        try server.hook("/StandIn/Fault?path=/Videos/\(id)/\(id)/Subtitles/4/0/Stream.srt&mode=status-500")
+        let result = try user.farcast(["play", "Mandelbrot Zoom", "--start", "0", "--duration", "1", "--subtitle", "fre", "--json"] + Self.headless)
+        #expect(result.status == 0 && result.stderr.contains("farcast: note: subtitles fre not loaded"), "\(result.stderr)")
+        #expect(try jsonItems(result.stdout).first?["subtitle"] == nil)
     }
 
     @Test func theStreamServesByteRangesOfTheFile() throws {

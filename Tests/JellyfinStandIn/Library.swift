@@ -238,8 +238,22 @@ struct Library: Sendable {
         source.supportsDirectStream = true
         source.supportsTranscoding = true
         source.isRemote = false
-        source.mediaStreams = entry.streams.map(Self.stream)
-        source.defaultAudioStreamIndex = entry.streams.first { $0.type == "Audio" }.map { Int32($0.index) }
+        source.mediaStreams = entry.streams.map { stream in
+            var dto = Self.stream(stream)
+            // Subtitles: those in the file go to the player inside it (Embed); a file beside it
+            // is fetched from its DeliveryUrl (External), as a real server decides for a player
+            // whose profile takes both.
+            if stream.type == "Subtitle" {
+                dto.deliveryMethod = .init(value1: stream.externalFile == nil ? "Embed" : "External")
+                if stream.externalFile != nil {
+                    dto.deliveryUrl = "/Videos/\(item.id)/\(item.id)/Subtitles/\(stream.index)/0/Stream.srt"
+                    dto.supportsExternalStream = true
+                }
+            }
+            return dto
+        }
+        let audio = entry.streams.filter { $0.type == "Audio" }
+        source.defaultAudioStreamIndex = (audio.first { $0.isDefault == true } ?? audio.first).map { Int32($0.index) }
         return source
     }
 
@@ -248,10 +262,11 @@ struct Library: Sendable {
         stream.index = Int32(s.index)
         stream._type = .init(value1: s.type)
         stream.codec = s.codec
-        stream.isDefault = true
-        stream.isExternal = false
+        stream.isDefault = s.isDefault ?? true
+        stream.isExternal = s.externalFile != nil
         stream.isInterlaced = false
-        stream.language = "und"
+        stream.language = s.language ?? "und"
+        stream.title = s.title
         stream.bitRate = s.bitRate.map { Int32($0) }
         if s.type == "Video" {
             stream.width = s.width.map { Int32($0) }

@@ -6,7 +6,7 @@ import Synchronization
 /// `DIR/media/catalog.json` so later runs start at once.
 struct MediaCatalog: Codable {
     struct Stream: Codable {
-        var type: String          // Video, Audio
+        var type: String          // Video, Audio, Subtitle
         var codec: String
         var width: Int?
         var height: Int?
@@ -14,6 +14,11 @@ struct MediaCatalog: Codable {
         var sampleRate: Int?
         var bitRate: Int?
         var index: Int
+        var language: String?
+        var title: String?
+        var isDefault: Bool?
+        /// A subtitle file beside the media (its name in the media folder): an external stream.
+        var externalFile: String?
     }
 
     struct Entry: Codable {
@@ -39,14 +44,15 @@ struct MediaCatalog: Codable {
         var artist: String?
     }
 
-    var version = 1
+    /// 2: Mandelbrot Zoom has two audio languages and subtitles inside and beside the file.
+    var version = 2
     var entries: [Entry]
 
     static func loadOrMake(dataDirectory: String, log: (String) -> Void) throws -> MediaCatalog {
         let mediaDir = dataDirectory + "/media"
         let catalogPath = mediaDir + "/catalog.json"
         if let data = FileManager.default.contents(atPath: catalogPath),
-           let catalog = try? JSONDecoder().decode(MediaCatalog.self, from: data), catalog.version == 1,
+           let catalog = try? JSONDecoder().decode(MediaCatalog.self, from: data), catalog.version == 2,
            catalog.entries.allSatisfy({ $0.path.map { FileManager.default.fileExists(atPath: mediaDir + "/" + $0) } ?? true }) {
             return catalog
         }
@@ -67,6 +73,21 @@ struct MediaCatalog: Codable {
                                   "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k",
                                   "-t", "\(seconds)", mediaDir + "/" + file])
         }
+        func multiTrackVideo(_ file: String, source: String, tones: (Int, Int), seconds: Int) throws {
+            let english = mediaDir + "/movie3.en.srt", french = mediaDir + "/movie3.fr.srt"
+            try "1\n00:00:00,000 --> 00:00:02,000\nAn endless coastline.\n".write(toFile: english, atomically: true, encoding: .utf8)
+            try "1\n00:00:00,000 --> 00:00:02,000\nUne côte sans fin.\n".write(toFile: french, atomically: true, encoding: .utf8)
+            try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "\(source)=size=320x240:rate=25",
+                                  "-f", "lavfi", "-i", "sine=frequency=\(tones.0):sample_rate=48000:duration=\(seconds)",
+                                  "-f", "lavfi", "-i", "sine=frequency=\(tones.1):sample_rate=48000:duration=\(seconds)",
+                                  "-i", english, "-map", "0:v", "-map", "1:a", "-map", "2:a", "-map", "3:s",
+                                  "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-c:s", "srt",
+                                  "-metadata:s:a:0", "language=eng", "-metadata:s:a:0", "title=English",
+                                  "-metadata:s:a:1", "language=ger", "-metadata:s:a:1", "title=Deutsch",
+                                  "-metadata:s:s:0", "language=eng", "-disposition:a:1", "0", "-disposition:s:0", "0",
+                                  "-t", "\(seconds)", mediaDir + "/" + file])
+            try? FileManager.default.removeItem(atPath: english)
+        }
         func audio(_ file: String, tone: Int, seconds: Int) throws {
             try Tool.run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=44100:duration=\(seconds)",
                                   "-c:a", "flac", mediaDir + "/" + file])
@@ -79,8 +100,12 @@ struct MediaCatalog: Codable {
             ("Mandelbrot Zoom", 2024, "mandelbrot", 330, "An endless coastline, rendered frame by frame."),
         ]
         for (n, movie) in movies.enumerated() {
-            let file = "movie\(n + 1).mp4"
-            try video(file, source: movie.2, tone: movie.3, seconds: 2)
+            // The third film carries tracks to choose from: audio in English and German, English
+            // subtitles inside the file and French ones beside it (movie3.fr.srt).
+            let file = n == 2 ? "movie3.mkv" : "movie\(n + 1).mp4"
+            if n == 2 { try multiTrackVideo(file, source: movie.2, tones: (movie.3, 550), seconds: 2) } else {
+                try video(file, source: movie.2, tone: movie.3, seconds: 2)
+            }
             let art = try poster("movie\(n + 1)-poster", source: movie.2)
             entries.append(try probed(Entry(key: "movie/\(movie.0)", kind: "Movie", name: movie.0, year: movie.1, overview: movie.4,
                                             genres: n == 1 ? ["Documentary", "History"] : ["Documentary"], path: file, streams: [],
@@ -134,9 +159,20 @@ struct MediaCatalog: Codable {
         entry.bitrate = Int(probe.format.bit_rate ?? "")
         if let seconds = Double(probe.format.duration ?? "") { entry.runTimeTicks = Int64(seconds * 10_000_000) }
         entry.streams = probe.streams.map { s in
-            Stream(type: s.codec_type == "video" ? "Video" : s.codec_type == "audio" ? "Audio" : "Data", codec: s.codec_name ?? "",
-                   width: s.width, height: s.height, channels: s.channels, sampleRate: Int(s.sample_rate ?? ""),
-                   bitRate: Int(s.bit_rate ?? ""), index: s.index)
+            let type = ["video": "Video", "audio": "Audio", "subtitle": "Subtitle"][s.codec_type ?? ""] ?? "Data"
+            return Stream(type: type, codec: s.codec_name ?? "", width: s.width, height: s.height, channels: s.channels,
+                          sampleRate: Int(s.sample_rate ?? ""), bitRate: Int(s.bit_rate ?? ""), index: s.index,
+                          language: s.tags?["language"], title: s.tags?["title"], isDefault: s.disposition?["default"].map { $0 == 1 })
+        }
+        // Subtitle files beside the media (NAME.LANG.srt) follow the file's own streams, as a
+        // real server lists them.
+        let stem = (path as NSString).deletingPathExtension
+        let sidecars = ((try? FileManager.default.contentsOfDirectory(atPath: mediaDir)) ?? [])
+            .filter { $0.hasPrefix(stem + ".") && $0.hasSuffix(".srt") }.sorted()
+        for sidecar in sidecars {
+            let language = sidecar.dropFirst(stem.count + 1).dropLast(4)
+            entry.streams.append(Stream(type: "Subtitle", codec: "subrip", index: entry.streams.count,
+                                        language: language == "fr" ? "fre" : String(language), isDefault: false, externalFile: sidecar))
         }
         return entry
     }
@@ -170,6 +206,7 @@ struct MediaCatalog: Codable {
         struct S: Decodable {
             var index: Int; var codec_type: String?; var codec_name: String?; var width: Int?; var height: Int?
             var channels: Int?; var sample_rate: String?; var bit_rate: String?
+            var tags: [String: String]?; var disposition: [String: Int]?
         }
         var format: Format
         var streams: [S]

@@ -32,6 +32,9 @@ final class PlaybackLog: Sendable {
         var playMethod: String?
         var failed: Bool?
         var volume: Int?
+        /// The streams a Playing or Progress report says are playing.
+        var audioStreamIndex: Int?
+        var subtitleStreamIndex: Int?
         /// A decision's TranscodeReason names (empty: direct play).
         var reasons: [String]?
         var deviceId: String?
@@ -139,10 +142,12 @@ extension StandInAPI {
     // A report without a body says nothing: answered 204 and not kept (the spec lists no 400).
 
     private func record(_ kind: String, itemId: String?, mediaSourceId: String?, playSessionId: String?, positionTicks: Int64?,
-                        isPaused: Bool?, playMethod: String?, failed: Bool? = nil, volume: Int32? = nil) {
-        playback.append(.init(kind: kind, itemId: itemId, mediaSourceId: mediaSourceId, playSessionId: playSessionId, positionTicks: positionTicks,
-                              isPaused: isPaused, playMethod: playMethod, failed: failed, volume: volume.map(Int.init), deviceId: Caller.current?.deviceId,
-                              at: Date().timeIntervalSince1970))
+                        isPaused: Bool?, playMethod: String?, failed: Bool? = nil, volume: Int32? = nil, streams: (Int32?, Int32?) = (nil, nil)) {
+        var report = PlaybackLog.Report(kind: kind, itemId: itemId, mediaSourceId: mediaSourceId, playSessionId: playSessionId, positionTicks: positionTicks,
+                                        isPaused: isPaused, playMethod: playMethod, failed: failed, volume: volume.map(Int.init),
+                                        deviceId: Caller.current?.deviceId, at: Date().timeIntervalSince1970)
+        (report.audioStreamIndex, report.subtitleStreamIndex) = (streams.0.map(Int.init), streams.1.map(Int.init))
+        playback.append(report)
     }
 
     private func movePosition(_ itemId: String?, ticks: Int64?, stopped: Bool) {
@@ -157,7 +162,8 @@ extension StandInAPI {
         guard case .json(let body)? = input.body else { return .noContent(.init()) }
         let info = body.value1
         record("start", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
-               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1, volume: info.volumeLevel)
+               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1, volume: info.volumeLevel,
+               streams: (info.audioStreamIndex, info.subtitleStreamIndex))
         return .noContent(.init())
     }
 
@@ -165,7 +171,8 @@ extension StandInAPI {
         guard case .json(let body)? = input.body else { return .noContent(.init()) }
         let info = body.value1
         record("progress", itemId: info.itemId, mediaSourceId: info.mediaSourceId, playSessionId: info.playSessionId,
-               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1, volume: info.volumeLevel)
+               positionTicks: info.positionTicks, isPaused: info.isPaused, playMethod: info.playMethod?.value1, volume: info.volumeLevel,
+               streams: (info.audioStreamIndex, info.subtitleStreamIndex))
         movePosition(info.itemId, ticks: info.positionTicks, stopped: false)
         return .noContent(.init())
     }
@@ -227,6 +234,23 @@ enum StreamRoutes {
         }
         // The original file as a download (a real server needs the user's download permission).
         router.get("\(basePath)/Items/:itemId/Download", use: serve)
+        // An external subtitle stream, as its DeliveryUrl names it (the stand-in converts nothing:
+        // it serves the .srt file beside the media, whatever format is asked).
+        @Sendable func subtitle(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+            let caller = StandInAuthMiddleware.caller(headers: request.headers, path: request.head.path ?? "", state: state)
+            guard caller.token != nil else { return Response(status: .unauthorized) }
+            guard let id = context.parameters.get("itemId"), let index = context.parameters.get("index").flatMap(Int.init),
+                  let item = api.library.item(id), let file = item.entry?.streams.first(where: { $0.index == index })?.externalFile,
+                  let bytes = FileManager.default.contents(atPath: api.library.mediaDirectory + "/" + file) else {
+                return Response(status: .notFound)
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; charset=utf-8"
+            headers[.contentLength] = "\(bytes.count)"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        router.get("\(basePath)/Videos/:itemId/:sourceId/Subtitles/:index/:ticks/:file", use: subtitle)
+        router.get("\(basePath)/Videos/:itemId/:sourceId/Subtitles/:index/:ticks", use: subtitle)   // …/{index}/Stream.srt
         router.get("/StandIn/PlaybackReports") { _, _ -> Response in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

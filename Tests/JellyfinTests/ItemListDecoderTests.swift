@@ -55,7 +55,7 @@ struct ItemListDecoderTests {
             fields.append(#""ImageTags":{"Primary":"f889c9431046a1e877ed2576c966fdfd"},"BackdropImageTags":\#(pick(["[]", #"["b1","b2"]"#])),"ImageBlurHashes":{"Primary":{"f889c9431046a1e877ed2576c966fdfd":"LkF$eH.j#Z+K%JXewO-CV^sXSdNG"},"Backdrop":{}}"#)
         }
         if maybe("") != nil {
-            fields.append(#""MediaStreams":[{"Index":0,"Type":"Video","Codec":"hevc","Width":3840,"Height":2160,"BitRate":20000000,"VideoRangeType":"DOVIWithSomethingNew","IsDefault":true},{"Index":1,"Type":"Audio","Codec":"eac3","Channels":6,"SampleRate":48000,"Language":"eng"}]"#)
+            fields.append(#""MediaStreams":[{"Index":0,"Type":"Video","Codec":"hevc","Width":3840,"Height":2160,"BitRate":20000000,"VideoRangeType":"DOVIWithSomethingNew","IsDefault":true},{"Index":1,"Type":"Audio","Codec":"eac3","Channels":6,"SampleRate":48000,"Language":"eng","Title":"Main"},{"Index":2,"Type":"Subtitle","Codec":"subrip","Language":"fre","IsExternal":true,"DeliveryMethod":"External","DeliveryUrl":"/Videos/a/a/Subtitles/2/0/Stream.srt"}]"#)
         }
         // Fields a listing does not keep, which must be passed over.
         if maybe("") != nil { fields.append(#""LocationType":"FileSystem","VideoType":"VideoFile","PrimaryImageAspectRatio":0.6666666666666666,"Taglines":[],"ProviderIds":{"Tmdb":"1"},"RemoteTrailers":[{"Url":"http://x/y","Name":null}]"#) }

@@ -49,7 +49,8 @@ extension MediaStreamInfo {
         self.init(index: dto.index.map(Int.init), type: dto._type?.value1 ?? "", codec: dto.codec, language: dto.language,
                   width: dto.width.map(Int.init), height: dto.height.map(Int.init), channels: dto.channels.map(Int.init),
                   sampleRate: dto.sampleRate.map(Int.init), bitRate: dto.bitRate.map(Int.init),
-                  videoRangeType: dto.videoRangeType.map { VideoRangeType(rawValue: $0.value1) }, isDefault: dto.isDefault ?? false)
+                  videoRangeType: dto.videoRangeType.map { VideoRangeType(rawValue: $0.value1) }, isDefault: dto.isDefault ?? false,
+                  title: dto.title, isExternal: dto.isExternal ?? false, deliveryMethod: dto.deliveryMethod?.value1, deliveryUrl: dto.deliveryUrl)
     }
 }
 

@@ -111,9 +111,21 @@ public struct MediaStreamInfo: Sendable, Hashable {
     public var bitRate: Int?
     public var videoRangeType: VideoRangeType?
     public var isDefault: Bool
+    public var title: String?
+    /// A file beside the media (subtitles), not a stream inside it.
+    public var isExternal: Bool
+    /// Subtitles: how the player gets them, as the server decided (`Embed`, `External`, `Encode`, `Hls`).
+    public var deliveryMethod: String?
+    /// Subtitles delivered `External`: where to fetch them (a path on the server).
+    public var deliveryUrl: String?
 
     public init(index: Int? = nil, type: String, codec: String? = nil, language: String? = nil, width: Int? = nil, height: Int? = nil,
-                channels: Int? = nil, sampleRate: Int? = nil, bitRate: Int? = nil, videoRangeType: VideoRangeType? = nil, isDefault: Bool = false) {
+                channels: Int? = nil, sampleRate: Int? = nil, bitRate: Int? = nil, videoRangeType: VideoRangeType? = nil, isDefault: Bool = false,
+                title: String? = nil, isExternal: Bool = false, deliveryMethod: String? = nil, deliveryUrl: String? = nil) {
+        self.title = title
+        self.isExternal = isExternal
+        self.deliveryMethod = deliveryMethod
+        self.deliveryUrl = deliveryUrl
         self.index = index
         self.type = type
         self.codec = codec

@@ -156,6 +156,10 @@ struct ItemListDecoder {
                     case .bitRate: stream.bitRate = try reader.int32().map(Int.init)
                     case .videoRangeType: stream.videoRangeType = try reader.string().map { VideoRangeType(rawValue: $0) }
                     case .isDefault: stream.isDefault = try reader.bool() ?? false
+                    case .title: stream.title = try reader.string()
+                    case .isExternal: stream.isExternal = try reader.bool() ?? false
+                    case .deliveryMethod: stream.deliveryMethod = try reader.string()
+                    case .deliveryUrl: stream.deliveryUrl = try reader.string()
                     default: try reader.skip()
                     }
                 }
@@ -174,7 +178,8 @@ enum ListingKey: Equatable {
          officialRating, communityRating, childCount, container, mediaType, path, userData, imageTags, backdropImageTags,
          imageBlurHashes, mediaStreams
     case played, isFavorite, playbackPositionTicks, playCount, lastPlayedDate, unplayedItemCount
-    case index, codec, language, width, height, channels, sampleRate, bitRate, videoRangeType, isDefault
+    case index, codec, language, width, height, channels, sampleRate, bitRate, videoRangeType, isDefault, title, isExternal,
+         deliveryMethod, deliveryUrl
     case other
 
     private static let names: [(String, ListingKey)] = [
@@ -191,6 +196,7 @@ enum ListingKey: Equatable {
         ("LastPlayedDate", .lastPlayedDate), ("UnplayedItemCount", .unplayedItemCount),
         ("Index", .index), ("Codec", .codec), ("Language", .language), ("Width", .width), ("Height", .height), ("Channels", .channels),
         ("SampleRate", .sampleRate), ("BitRate", .bitRate), ("VideoRangeType", .videoRangeType), ("IsDefault", .isDefault),
+        ("Title", .title), ("IsExternal", .isExternal), ("DeliveryMethod", .deliveryMethod), ("DeliveryUrl", .deliveryUrl),
     ]
 
     /// The names by length: a key is compared only with the names as long as it is.

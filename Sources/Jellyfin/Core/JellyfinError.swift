@@ -31,6 +31,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
     case imageCache(String)
     /// The server offers no stream of this item that the player can play.
     case noPlayableStream(item: String, reason: String)
+    /// The audio or subtitle stream asked for is not in the item: what it has.
+    case noSuchTrack(item: String, kind: String, choice: String, available: String)
 
     public var description: String {
         switch self {
@@ -67,6 +69,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
             return "discovery failed: \(reason)"
         case .noPlayableStream(let item, let reason):
             return "cannot play \(item): \(reason)"
+        case .noSuchTrack(let item, let kind, let choice, let available):
+            return "\(item) has no \(kind.lowercased()) stream '\(choice)' (\(available); see `farcast jellyfin info`)"
         case .credentialStore(let reason), .imageCache(let reason):
             return reason
         }

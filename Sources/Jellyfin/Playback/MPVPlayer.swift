@@ -29,6 +29,7 @@ public final class MPVPlayer: MediaPlayer {
         var ended = false
         var stopRequested = false
         var volume: Int?
+        var tracks = PlayingTracks()
         var muted = false
         /// `play` waiting for the first playback-restart (or the reason it failed).
         var opening: CheckedContinuation<Result<Double, PlayerError>, Never>?
@@ -120,7 +121,7 @@ public final class MPVPlayer: MediaPlayer {
         return String(decoding: output, as: UTF8.self)
     }
 
-    public func play(_ url: URL, startSeconds: Double) async throws(PlayerError) {
+    public func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks = PlayerTracks()) async throws(PlayerError) {
         guard let path = Self.locate(program) else {
             throw .notInstalled(program: program, install: "on Debian or Ubuntu: sudo apt install mpv")
         }
@@ -131,7 +132,7 @@ public final class MPVPlayer: MediaPlayer {
         state.withLock { $0.folder = folder; $0.position = startSeconds }
         let arguments = [path, "--idle=no", "--pause", "--input-ipc-server=\(socketPath)", "--no-input-terminal", "--msg-level=all=error",
                          String(format: "--start=%.3f", max(0, startSeconds))]
-            + options.map { "--" + $0 } + ["--", url.absoluteString]
+            + Self.arguments(for: tracks) + options.map { "--" + $0 } + ["--", url.isFileURL ? url.path : url.absoluteString]
         let child: ChildProcess
         do { child = try await ChildProcess.spawn(arguments, ownGroup: true) } catch { throw .cannotPlay(error.description) }
         state.withLock { $0.child = child }
@@ -144,6 +145,8 @@ public final class MPVPlayer: MediaPlayer {
         send(["observe_property", 2, "pause"])
         send(["observe_property", 3, "volume"])
         send(["observe_property", 4, "mute"])
+        send(["observe_property", 5, "current-tracks/audio"])
+        send(["observe_property", 6, "current-tracks/sub"])
         // The file opens paused; the first playback-restart says it is ready at the start point.
         let opened = await withCheckedContinuation { continuation in
             let early: Result<Double, PlayerError>? = state.withLock { s in
@@ -155,12 +158,33 @@ public final class MPVPlayer: MediaPlayer {
             if let early { continuation.resume(returning: early) }
         }
         let position = try opened.get()
+        for file in tracks.subtitleFiles {
+            send(["sub-add", file.url.isFileURL ? file.url.path : file.url.absoluteString, file.selected ? "select" : "auto",
+                  file.title ?? file.language ?? file.url.lastPathComponent, file.language ?? ""])
+        }
         // Paused was ours, not the user's: its change to false is no event.
         state.withLock { $0.paused = false }
         send(["set_property", "pause", false])
         sink.yield(.started(position: position))
+        sink.yield(.tracks(state.withLock { $0.tracks }))
         // The volume as it starts (its change events count from here).
         if let (volume, muted) = state.withLock({ s in s.volume.map { ($0, s.muted) } }) { sink.yield(.volume(volume, muted: muted)) }
+    }
+
+    /// mpv's options for `tracks`: `--aid`, `--sid` (`no` for none). Subtitle files are added
+    /// over IPC once the media is open (`sub-add`, with their language and title).
+    static func arguments(for tracks: PlayerTracks) -> [String] {
+        var arguments: [String] = []
+        if let audio = tracks.audio { arguments.append("--aid=\(audio)") }
+        if let subtitle = tracks.subtitle { arguments.append(subtitle == 0 ? "--sid=no" : "--sid=\(subtitle)") }
+        return arguments
+    }
+
+    /// A track as mpv describes it (`current-tracks/…`: an object, or nothing).
+    static func track(_ data: Any?) -> PlayingTracks.Track? {
+        guard let object = data as? [String: Any], let id = (object["id"] as? NSNumber)?.intValue else { return nil }
+        return PlayingTracks.Track(id: id, language: object["lang"] as? String, title: object["title"] as? String,
+                                   codec: object["codec"] as? String, isExternal: object["external"] as? Bool ?? false)
     }
 
     public func setPaused(_ paused: Bool) async { send(["set_property", "pause", paused]) }
@@ -283,6 +307,15 @@ public final class MPVPlayer: MediaPlayer {
                     guard let value = object["data"] as? Bool else { return }
                     s.muted = value
                     if s.started, let volume = s.volume { emit = .volume(volume, muted: value) }
+                case "current-tracks/audio", "current-tracks/sub":
+                    // The tracks are let go as the file unloads: that is no choice of the user's.
+                    guard !s.ended, !s.stopRequested else { return }
+                    let track = Self.track(object["data"])
+                    var tracks = s.tracks
+                    if name == "current-tracks/audio" { tracks.audio = track } else { tracks.subtitle = track }
+                    guard tracks != s.tracks else { return }
+                    s.tracks = tracks
+                    if s.started { emit = .tracks(tracks) }
                 default: return
                 }
             }

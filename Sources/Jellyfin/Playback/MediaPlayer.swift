@@ -3,8 +3,9 @@ public import Foundation
 /// A player a playback session drives: mpv on Linux (`MPVPlayer`); an app plugs in its own.
 /// Positions are seconds from the start of the media.
 public protocol MediaPlayer: AnyObject, Sendable {
-    /// Opens `url` at `startSeconds`; returns once the player plays (or throws why it cannot).
-    func play(_ url: URL, startSeconds: Double) async throws(PlayerError)
+    /// Opens `url` at `startSeconds` with `tracks` (the audio and subtitles to select, subtitle
+    /// files to load beside it); returns once the player plays (or throws why it cannot).
+    func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks) async throws(PlayerError)
     /// What the player does, in order; finishes after `.ended`.
     var events: AsyncStream<PlayerEvent> { get }
     func setPaused(_ paused: Bool) async
@@ -28,6 +29,8 @@ public enum PlayerEvent: Sendable, Equatable {
     /// A seek finished; playback continues from `position`.
     case seeked(position: Double)
     case volume(Int, muted: Bool)
+    /// The audio and subtitles playing: once after `started`, then at every change.
+    case tracks(PlayingTracks)
     /// Playback is over at `position`.
     case ended(EndReason, position: Double)
 }

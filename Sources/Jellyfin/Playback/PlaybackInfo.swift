@@ -11,15 +11,16 @@ public enum PlayMethod: String, Sendable, Codable {
 public struct PlaybackRequest: Sendable {
     public var profile: DeviceProfile
     public var startSeconds: Double
-    public var audioStreamIndex: Int?
-    public var subtitleStreamIndex: Int?
+    /// The audio to play (nil: the server's default, which follows the user's language settings).
+    public var audio: TrackChoice?
+    /// The subtitles to show (nil: the server's default; `.none`: none).
+    public var subtitles: TrackChoice?
     /// Bits per second (nil: the profile's ceiling).
     public var maxBitrate: Int?
 
-    public init(profile: DeviceProfile, startSeconds: Double = 0, audioStreamIndex: Int? = nil, subtitleStreamIndex: Int? = nil,
+    public init(profile: DeviceProfile, startSeconds: Double = 0, audio: TrackChoice? = nil, subtitles: TrackChoice? = nil,
                 maxBitrate: Int? = nil) {
-        (self.profile, self.startSeconds, self.audioStreamIndex, self.subtitleStreamIndex, self.maxBitrate) =
-            (profile, startSeconds, audioStreamIndex, subtitleStreamIndex, maxBitrate)
+        (self.profile, self.startSeconds, self.audio, self.subtitles, self.maxBitrate) = (profile, startSeconds, audio, subtitles, maxBitrate)
     }
 }
 
@@ -33,8 +34,13 @@ public struct PlaybackPlan: Sendable, Equatable {
     public var url: URL
     public var container: String?
     public var runtimeSeconds: Double?
+    /// The server's indices of the audio and subtitles played (-1: no subtitles).
     public var audioStreamIndex: Int?
     public var subtitleStreamIndex: Int?
+    /// The source's streams, as the server listed them for this playback.
+    public var streams: [MediaStreamInfo] = []
+    /// What the player opens beside the media and which tracks it selects.
+    public var tracks = PlayerTracks()
 }
 
 /// One playback report (`Sessions/Playing`, `/Progress`, `/Stopped`): what "resume", "continue
@@ -67,13 +73,18 @@ extension JellyfinSession {
     /// it offers neither.
     public func playbackPlan(for item: JellyfinItem, _ request: PlaybackRequest) async throws(JellyfinError) -> PlaybackPlan {
         let operation = "ask how to play \(item.name)"
+        // Choices by language need the item's streams (a listing does not carry them).
+        var streams = item.mediaStreams
+        if streams.isEmpty, request.audio != nil || request.subtitles != nil { streams = try await self.item(item.id).mediaStreams }
+        let audio = try TrackSelection.resolve(request.audio, kind: "Audio", in: streams, item: item.name)
+        let subtitle = try TrackSelection.resolve(request.subtitles, kind: "Subtitle", in: streams, item: item.name)
         var dto = Components.Schemas.PlaybackInfoDto()
         dto.userId = userId
         dto.deviceProfile = .init(value1: request.profile.generated)
         dto.maxStreamingBitrate = (request.maxBitrate ?? request.profile.maxStreamingBitrate).map { Int32(clamping: $0) }
         dto.startTimeTicks = Int64((max(0, request.startSeconds) * 10_000_000).rounded())
-        dto.audioStreamIndex = request.audioStreamIndex.map { Int32(clamping: $0) }
-        dto.subtitleStreamIndex = request.subtitleStreamIndex.map { Int32(clamping: $0) }
+        dto.audioStreamIndex = audio.map { Int32(clamping: $0) }
+        dto.subtitleStreamIndex = subtitle.map { Int32(clamping: $0) }
         dto.enableDirectPlay = true
         dto.enableDirectStream = true
         dto.enableTranscoding = true
@@ -90,11 +101,12 @@ extension JellyfinSession {
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
-        return try plan(for: item, response: response, request: request)
+        return try plan(for: item, response: response, audio: audio, subtitle: subtitle)
     }
 
     /// The stream a PlaybackInfo answer leads to (pure: no request).
-    func plan(for item: JellyfinItem, response: Components.Schemas.PlaybackInfoResponse, request: PlaybackRequest) throws(JellyfinError) -> PlaybackPlan {
+    func plan(for item: JellyfinItem, response: Components.Schemas.PlaybackInfoResponse, audio chosenAudio: Int? = nil,
+              subtitle chosenSubtitle: Int? = nil) throws(JellyfinError) -> PlaybackPlan {
         let sources = response.mediaSources ?? []
         guard let source = sources.first(where: { $0.supportsDirectPlay == true || $0.supportsDirectStream == true || $0.transcodingUrl != nil })
                 ?? nil else {
@@ -110,8 +122,8 @@ extension JellyfinSession {
             throw .noPlayableStream(item: item.name, reason: reason)
         }
         let sourceId = source.id ?? item.id
-        let audio = request.audioStreamIndex ?? source.defaultAudioStreamIndex.map(Int.init)
-        let subtitle = request.subtitleStreamIndex ?? source.defaultSubtitleStreamIndex.map(Int.init)
+        let audio = chosenAudio ?? source.defaultAudioStreamIndex.map(Int.init)
+        let subtitle = chosenSubtitle ?? source.defaultSubtitleStreamIndex.map(Int.init)
         let method: PlayMethod
         let url: URL?
         if source.supportsDirectPlay == true || source.supportsDirectStream == true {
@@ -127,9 +139,13 @@ extension JellyfinSession {
             url = URL(string: server.address.description + (source.transcodingUrl ?? ""))
         }
         guard let url else { throw .malformedResponse(operation: "ask how to play \(item.name)", reason: "the stream address is not a URL") }
+        let streams = (source.mediaStreams ?? []).map(MediaStreamInfo.init)
+        let tracks = TrackSelection.playerTracks(streams: streams, method: method, audio: audio, subtitle: subtitle) { path in
+            self.authenticatedURL(path: path)
+        }
         return PlaybackPlan(itemId: item.id, mediaSourceId: sourceId, playSessionId: response.playSessionId, method: method, url: url,
                             container: source.container, runtimeSeconds: source.runTimeTicks.map { Double($0) / 10_000_000 },
-                            audioStreamIndex: audio, subtitleStreamIndex: subtitle)
+                            audioStreamIndex: audio, subtitleStreamIndex: subtitle, streams: streams, tracks: tracks)
     }
 
     /// Sends one playback report.

@@ -1,4 +1,13 @@
 internal import Foundation
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+import NIOHTTP1
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How a playback session reports and when it ends by itself.
 public struct PlaybackOptions: Sendable {
@@ -21,6 +30,9 @@ public enum PlaybackProgress: Sendable, Equatable {
     case reported(PlaybackReport.Kind, positionSeconds: Double, paused: Bool)
     /// A report did not reach the server (playback goes on): the reason.
     case reportFailed(PlaybackReport.Kind, String)
+    /// Something the user should know that does not stop playback (a subtitle file that
+    /// could not be fetched).
+    case note(String)
 }
 
 /// How a playback session ended.
@@ -31,6 +43,8 @@ public struct PlaybackOutcome: Sendable, Equatable {
     public var positionSeconds: Double
     /// Reports that reached the server, by kind.
     public var reports: [PlaybackReport.Kind: Int]
+    /// The audio and subtitles the player was playing (as it last said while playing).
+    public var tracks: PlayingTracks?
 }
 
 /// A playback session that could not start.
@@ -58,9 +72,11 @@ extension JellyfinSession {
         let plan: PlaybackPlan
         do { plan = try await playbackPlan(for: item, request) } catch { throw .server(error) }
         observe(.planned(plan))
+        let (local, folder) = await fetchSubtitles(plan, observe: observe)
+        defer { if let folder { Self.removeFolder(folder) } }
         let outcome: PlaybackOutcome
         do {
-            outcome = try await PlaybackLoop.run(plan, startSeconds: request.startSeconds, on: player, options: options, observe: observe,
+            outcome = try await PlaybackLoop.run(local, startSeconds: request.startSeconds, on: player, options: options, observe: observe,
                                                  report: { report in await self.deliver(report) },
                                                  tick: {
                                                      if plan.method == .transcode, let id = plan.playSessionId { _ = try? await self.pingPlayback(playSessionId: id) }
@@ -72,6 +88,65 @@ extension JellyfinSession {
             _ = await Task { try? await self.stopEncoding(playSessionId: id) }.value
         }
         return outcome
+    }
+
+    /// The plan with its subtitle files fetched into a private folder (the player is handed
+    /// local files: no token in its command line, and this session's timeouts and TLS apply).
+    /// One that cannot be fetched is left out; `observe` hears why.
+    private func fetchSubtitles(_ plan: PlaybackPlan, observe: @Sendable (PlaybackProgress) -> Void) async -> (PlaybackPlan, String?) {
+        guard !plan.tracks.subtitleFiles.isEmpty else { return (plan, nil) }
+        var template = Array((NSTemporaryDirectory() + "/farcast-subtitles-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            observe(.note("subtitle files not fetched: cannot make a folder for them (\(String(cString: strerror(errno))))"))
+            return (Self.withoutSubtitleFiles(plan), nil)
+        }
+        let folder = String(cString: made)
+        var local = plan
+        for (n, file) in plan.tracks.subtitleFiles.enumerated() {
+            let ext = file.url.pathExtension.isEmpty ? "srt" : file.url.pathExtension
+            let path = folder + "/\(n + 1).\(ext)"
+            do throws(JellyfinError) {
+                let bytes = try await fetch(file.url, operation: "fetch subtitles")
+                guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { throw .malformedResponse(operation: "fetch subtitles", reason: "cannot write \(path)") }
+                local.tracks.subtitleFiles[n].url = URL(fileURLWithPath: path)
+            } catch {
+                observe(.note("subtitles \(file.language ?? file.url.lastPathComponent) not loaded: \(error.description)"))
+                local.tracks.subtitleFiles[n].url = URL(fileURLWithPath: "/nonexistent")
+            }
+        }
+        local.tracks.subtitleFiles.removeAll { $0.url.path == "/nonexistent" }
+        return (local, folder)
+    }
+
+    private static func withoutSubtitleFiles(_ plan: PlaybackPlan) -> PlaybackPlan {
+        var plan = plan
+        plan.tracks.subtitleFiles = []
+        return plan
+    }
+
+    static func removeFolder(_ folder: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] { unlink(folder + "/" + name) }
+        rmdir(folder)
+    }
+
+    /// One GET of a small file from the server, with this session's token.
+    func fetch(_ url: URL, operation: String, limit: Int = 16 << 20) async throws(JellyfinError) -> [UInt8] {
+        #if canImport(AsyncHTTPClient)
+        do {
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.headers.add(name: "Authorization", value: AuthorizationHeader.value(identity: server.identity, token: accessToken))
+            let response = try await server.transport.httpClient.execute(request, timeout: .nanoseconds(Int64(server.transport.timeout.components.seconds) * 1_000_000_000))
+            guard response.status == .ok else { throw server.unexpected(operation, status: Int(response.status.code)) }
+            let body = try await response.body.collect(upTo: limit)
+            return Array(body.readableBytesView)
+        } catch let error as JellyfinError {
+            throw error
+        } catch {
+            throw JellyfinError.from(error, operation: operation, url: server.address.description, timeout: server.transport.timeout)
+        }
+        #else
+        throw .malformedResponse(operation: operation, reason: "not built for this platform yet")
+        #endif
     }
 
     /// Sends a report in a task of its own, so a cancelled session still says it stopped;
@@ -93,7 +168,7 @@ enum PlaybackLoop {
                     observe: @escaping @Sendable (PlaybackProgress) -> Void,
                     report deliver: @escaping @Sendable (PlaybackReport) async -> String?,
                     tick: @escaping @Sendable () async -> Void = {}) async throws(PlayerError) -> PlaybackOutcome {
-        try await player.play(plan.url, startSeconds: startSeconds)
+        try await player.play(plan.url, startSeconds: startSeconds, tracks: plan.tracks)
 
         enum Input: Sendable { case player(PlayerEvent), tick, deadline }
         let (inputs, sink) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
@@ -126,6 +201,7 @@ enum PlaybackLoop {
 
         var position = startSeconds, paused = false, muted = false
         var volume: Int?
+        var tracks: PlayingTracks?
         var end = EndReason.stopped
         var stopping = false
         await withTaskCancellationHandler {
@@ -136,6 +212,8 @@ enum PlaybackLoop {
                     await send(PlaybackReport(.start, plan: plan, positionSeconds: position, volume: volume))
                 case .player(.position(let at)):
                     position = at
+                case .player(.tracks(let playing)):
+                    tracks = playing
                 case .player(.paused(let isPaused, let at)):
                     (paused, position) = (isPaused, at)
                     await send(PlaybackReport(.progress, plan: plan, positionSeconds: position, isPaused: paused, isMuted: muted, volume: volume))
@@ -168,6 +246,6 @@ enum PlaybackLoop {
         var failed = false
         if case .failed = end { failed = true }
         await send(PlaybackReport(.stopped, plan: plan, positionSeconds: position, isPaused: paused, failed: failed))
-        return PlaybackOutcome(plan: plan, end: end, startSeconds: startSeconds, positionSeconds: position, reports: counts)
+        return PlaybackOutcome(plan: plan, end: end, startSeconds: startSeconds, positionSeconds: position, reports: counts, tracks: tracks)
     }
 }
