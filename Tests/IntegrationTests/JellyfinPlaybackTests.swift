@@ -149,13 +149,14 @@ struct JellyfinPlaybackTests {
         let server = try JellyfinStandInServer(privateData: true)
         let user = try User()
         try user.login(server)
-        // 10 kbit/s: below the film's bitrate, so no direct play; the stand-in cannot transcode.
-        let result = try user.farcast(["play", "Mandelbrot Zoom", "--max-bitrate", "0.01"] + Self.headless)
+        // A server that can deliver it neither as it is nor transcoded says so in ErrorCode.
+        let id = try #require(try Self.movie(user, "Mandelbrot Zoom")?["id"] as? String)
+        try server.hook("/StandIn/Fault?path=/Items/\(id)/PlaybackInfo&mode=no-compatible-stream")
+        let result = try user.farcast(["play", "Mandelbrot Zoom"] + Self.headless)
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot play Mandelbrot Zoom: the server has no stream this player can play (NoCompatibleStream)"), "\(result.stderr)")
-        let decision = try Self.reports(server).last { $0.kind == "decision" }
-        #expect(decision?.reasons == ["ContainerBitrateExceedsLimit"], "\(decision?.reasons ?? [])")
         #expect(!(try Self.reports(server)).contains { $0.kind == "start" })
+        try server.hook("/StandIn/Fault?path=/Items/\(id)/PlaybackInfo&mode=clear")
 
         let missing = try user.farcast(["play", "Mandelbrot Zoom", "--mpv", "/nonexistent/mpv"])
         #expect(missing.status == 1)
@@ -163,6 +164,32 @@ struct JellyfinPlaybackTests {
 
         let folder = try user.farcast(["play", "Signal Tests"] + Self.headless)
         #expect(folder.status == 1 && folder.stderr.contains("not something to play"), "\(folder.stderr)")
+    }
+
+    /// Under a bitrate the file exceeds, the server transcodes: HLS with fMP4 segments made by
+    /// ffmpeg in the stand-in, which mpv plays to its end; the reports say Transcode, pings keep
+    /// the transcode alive, and stopping the encoding at the end removes it.
+    @Test func whatCannotPlayAsItIsIsTranscodedAndTheEncodingStoppedAtTheEnd() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        let played = try Self.play(user, ["Mandelbrot Zoom", "--start", "0", "--max-bitrate", "0.3", "--audio", "ger",
+                                          "--test-progress-interval", "0.4"])
+        #expect(played["method"] as? String == "Transcode" && played["end"] as? String == "finished", "\(played)")
+        #expect(played["container"] as? String == "mp4")
+        #expect((played["audio"] as? [String: Any])?["codec"] as? String == "aac", "mpv played the transcode's sound: \(played)")
+        let session = played["play_session_id"] as? String
+        let all = try Self.reports(server)
+        let decision = all.last { $0.kind == "decision" && $0.playSessionId == session }
+        #expect(decision?.playMethod == "Transcode" && decision?.reasons == ["ContainerBitrateExceedsLimit"], "\(decision?.reasons ?? [])")
+        let reports = try Self.reports(server, session: session)
+        #expect(reports.first { $0.kind == "start" }?.playMethod == "Transcode")
+        #expect(reports.first { $0.kind == "start" }?.audioStreamIndex == 2, "the German audio was asked for")
+        #expect(reports.contains { $0.kind == "ping" }, "a transcode is kept alive: \(reports.map(\.kind))")
+        let kinds = reports.map(\.kind)
+        #expect(kinds.last == "stop-encoding" && kinds.dropLast().last == "stopped", "\(kinds)")
+        let (status, active) = try server.get("/StandIn/Transcodes")
+        #expect(status == 200 && active == "[]", "the encoding is gone: \(active)")
     }
 
     /// Mandelbrot Zoom has English and German audio, English subtitles in the file and French

@@ -19,6 +19,11 @@ enum FaultResponses {
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"Items":"none","TotalRecordCount":"many","StartIndex":0}"#)))
         case "not-json":
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "<html><body>Gateway error</body></html>")))
+        case "no-compatible-stream":
+            // A server with no way to deliver the item to this client (its profile names no
+            // transcode the server can make): PlaybackInfo's ErrorCode.
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string:
+                #"{"MediaSources":[{"Id":"x","SupportsDirectPlay":false,"SupportsDirectStream":false,"SupportsTranscoding":false}],"PlaySessionId":"p","ErrorCode":"NoCompatibleStream"}"#)))
         case "status-500":
             headers[.contentType] = "text/plain"
             return Response(status: .internalServerError, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "boom")))

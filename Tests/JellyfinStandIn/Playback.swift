@@ -91,15 +91,64 @@ extension StandInAPI {
         source.supportsDirectStream = reasons.isEmpty
         source.supportsTranscoding = false
         var response = Components.Schemas.PlaybackInfoResponse()
-        response.mediaSources = [source]
         response.playSessionId = playSession
-        // The stand-in cannot transcode: a file that cannot play as it is has no stream. The
-        // decision and its reasons (a real server puts them in TranscodingUrl) go to the log.
-        if !reasons.isEmpty { response.errorCode = .init(value1: "NoCompatibleStream") }
+        // What cannot play as it is is transcoded when the profile says how (HLS fMP4 for video,
+        // a progressive stream for audio; Transcoding.swift makes it); otherwise it has no stream.
+        var method = reasons.isEmpty ? "DirectPlay" : "None"
+        if !reasons.isEmpty, dto?.enableTranscoding != false, input.query.enableTranscoding != false,
+           let token = Caller.current?.token?.token,
+           let url = Self.transcodingURL(item: item, entry: entry, profile: profile, ceiling: ceiling, reasons: reasons, playSession: playSession,
+                                         audioStreamIndex: dto?.audioStreamIndex.map(Int.init) ?? source.defaultAudioStreamIndex.map(Int.init),
+                                         token: token) {
+            source.supportsTranscoding = true
+            source.transcodingUrl = url.path
+            source.transcodingSubProtocol = .init(value1: url.hls ? "hls" : "http")
+            source.transcodingContainer = url.container
+            // Subtitles inside the file do not reach the transcode (a real server would burn
+            // them in); those beside it are still fetched from their DeliveryUrl.
+            source.mediaStreams = source.mediaStreams?.map { stream in
+                var stream = stream
+                if stream._type?.value1 == "Subtitle", stream.isExternal != true { stream.deliveryMethod = .init(value1: "Drop") }
+                return stream
+            }
+            method = "Transcode"
+        } else if !reasons.isEmpty {
+            response.errorCode = .init(value1: "NoCompatibleStream")
+        }
+        response.mediaSources = [source]
         playback.append(.init(kind: "decision", itemId: item.id, mediaSourceId: source.id, playSessionId: playSession,
-                              playMethod: reasons.isEmpty ? "DirectPlay" : "None", reasons: reasons, deviceId: Caller.current?.deviceId,
+                              playMethod: method, reasons: reasons, deviceId: Caller.current?.deviceId,
                               at: Date().timeIntervalSince1970))
         return .ok(.init(body: .json(response)))
+    }
+
+    /// The TranscodingUrl for `item` under the profile's first transcoding profile of its kind
+    /// (nil when it has none): the bitrate split between picture and sound under the ceiling,
+    /// the chosen audio stream, the reasons, the play session and the token, as a real server
+    /// writes them.
+    static func transcodingURL(item: Library.Item, entry: MediaCatalog.Entry, profile: Components.Schemas.DeviceProfile?, ceiling: Int?,
+                               reasons: [String], playSession: String, audioStreamIndex: Int?,
+                               token: String) -> (path: String, hls: Bool, container: String)? {
+        let isVideo = entry.streams.contains { $0.type == "Video" }
+        guard let transcoding = profile?.transcodingProfiles?.first(where: { $0._type?.value1 == (isVideo ? "Video" : "Audio") }) else { return nil }
+        let hls = transcoding._protocol?.value1 == "hls"
+        guard isVideo == hls else { return nil }   // the stand-in makes HLS for video and a plain stream for audio
+        let audioCodec = (transcoding.audioCodec ?? "aac").split(separator: ",").first.map(String.init) ?? "aac"
+        let budget = ceiling ?? entry.bitrate ?? 4_000_000
+        let audioBitrate = isVideo ? min(128_000, max(32_000, budget / 4)) : min(320_000, max(32_000, budget))
+        var query: [(String, String)] = [("DeviceId", Caller.current?.deviceId ?? ""), ("MediaSourceId", item.id), ("PlaySessionId", playSession),
+                                         ("AudioCodec", audioCodec), ("AudioBitrate", "\(audioBitrate)")]
+        if isVideo {
+            query += [("VideoCodec", transcoding.videoCodec ?? "h264"), ("VideoBitrate", "\(max(50_000, budget - audioBitrate))"),
+                      ("SegmentContainer", transcoding.container ?? "mp4"), ("MinSegments", "\(transcoding.minSegments ?? 1)")]
+        }
+        if let audioStreamIndex { query.append(("AudioStreamIndex", "\(audioStreamIndex)")) }
+        query += [("TranscodeReasons", reasons.joined(separator: ",")), ("ApiKey", token)]
+        var components = URLComponents()
+        components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
+        let container = isVideo ? (transcoding.container ?? "mp4") : audioCodec
+        let path = (isVideo ? "/videos/\(item.id)/master.m3u8" : "/audio/\(item.id)/stream.\(audioCodec)") + "?" + (components.percentEncodedQuery ?? "")
+        return (path, hls, container)
     }
 
     /// Why `entry` cannot play as it is under `profile` (empty: it can), in the server's
@@ -193,6 +242,7 @@ extension StandInAPI {
 
     func stopEncodingProcess(_ input: Operations.StopEncodingProcess.Input) async throws -> Operations.StopEncodingProcess.Output {
         record("stop-encoding", itemId: nil, mediaSourceId: nil, playSessionId: input.query.playSessionId, positionTicks: nil, isPaused: nil, playMethod: nil)
+        transcodes.stop(session: input.query.playSessionId)
         return .noContent(.init())
     }
 }

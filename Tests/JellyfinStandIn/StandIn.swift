@@ -82,7 +82,8 @@ struct StandIn: AsyncParsableCommand {
         let boundPort = Locked(port)
         let host = host, basePath = basePath
         let api = StandInAPI(library: library, state: state, hub: hub, serverName: name,
-                             publicURL: { "http://\(host):\(boundPort.withLock { $0 })\(basePath)" }, generation: Locked(0))
+                             publicURL: { "http://\(host):\(boundPort.withLock { $0 })\(basePath)" }, generation: Locked(0),
+                             transcodes: Transcodes(root: data + "/transcodes"))
         let faults = Locked<[String: String]>([:])
         let started = Date()
 
@@ -93,6 +94,7 @@ struct StandIn: AsyncParsableCommand {
                                  middlewares: [StandInAuthMiddleware(state: state)])
         LegacyRoutes.register(on: router, basePath: basePath, api: api, state: state)
         StreamRoutes.register(on: router, basePath: basePath, api: api, state: state)
+        Transcodes.register(on: router, basePath: basePath, api: api, state: state)
         TestHooks.register(on: router, api: api, state: state, hub: hub, faults: faults)
 
         let routerResponder = router.buildResponder()

@@ -16,6 +16,8 @@ struct StandInAPI: APIProtocol {
     let publicURL: @Sendable () -> String
     /// Bumped on every change a listing could show, so cached listings are never stale.
     let generation: Locked<Int>
+    /// Transcodes by play session (Transcoding.swift).
+    let transcodes: Transcodes
     /// Play sessions and the playback reports received (Playback.swift).
     let playback = PlaybackLog()
 

@@ -144,7 +144,7 @@ extension JellyfinSession {
             self.authenticatedURL(path: path)
         }
         return PlaybackPlan(itemId: item.id, mediaSourceId: sourceId, playSessionId: response.playSessionId, method: method, url: url,
-                            container: source.container, runtimeSeconds: source.runTimeTicks.map { Double($0) / 10_000_000 },
+                            container: method == .transcode ? source.transcodingContainer ?? source.container : source.container, runtimeSeconds: source.runTimeTicks.map { Double($0) / 10_000_000 },
                             audioStreamIndex: audio, subtitleStreamIndex: subtitle, streams: streams, tracks: tracks)
     }
 
