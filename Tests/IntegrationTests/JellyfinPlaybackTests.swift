@@ -190,6 +190,10 @@ struct JellyfinPlaybackTests {
         #expect(kinds.last == "stop-encoding" && kinds.dropLast().last == "stopped", "\(kinds)")
         let (status, active) = try server.get("/StandIn/Transcodes")
         #expect(status == 200 && active == "[]", "the encoding is gone: \(active)")
+        // A FLAC track over 100 kbit/s arrives as an AAC stream.
+        let track = try Self.play(user, ["A 220", "--start", "0", "--max-bitrate", "0.1", "--no-next"])
+        #expect(track["method"] as? String == "Transcode" && track["container"] as? String == "aac" && track["end"] as? String == "finished", "\(track)")
+        #expect((track["audio"] as? [String: Any])?["codec"] as? String == "aac")
     }
 
     /// Mandelbrot Zoom has English and German audio, English subtitles in the file and French
