@@ -7,6 +7,15 @@ import Jellyfin
 import Glibc
 #endif
 
+extension DownloadTranscode: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let preset = DownloadTranscode.preset(named: argument) else { return nil }
+        self = preset
+    }
+
+    public static var allValueStrings: [String] { presets.map(\.name) }
+}
+
 struct JellyfinDownloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "download",
@@ -22,6 +31,7 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
               farcast jellyfin download "Test Pattern" -o ~/Videos/jellyfin
               farcast jellyfin download "Signal Tests" -o ~/Videos/jellyfin --parallel 3
               farcast jellyfin download "Test Tones" -o ~/Music --json
+              farcast jellyfin download "Colour Bars" -o ~/Videos/phone --transcode 720p
             """
     )
 
@@ -42,6 +52,9 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Keep this many MiB free on the disk.", valueName: "mib"))
     var reserve: Int = 256
+
+    @Option(help: ArgumentHelp("Download the server's transcode instead of the original file: 1080p, 720p, 480p or 360p (H.264 and AAC in MP4, saved as NAME - 720p.mp4). A transcode cannot resume: an interrupted one starts over.", valueName: "size"))
+    var transcode: DownloadTranscode?
 
     func validate() throws {
         guard (1...16).contains(parallel) else { throw ValidationError("--parallel must be 1…16") }
@@ -64,7 +77,7 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
             guard !items.isEmpty else { throw CommandFailure(message: "\(resolved.name) has nothing to download") }
             let limits = DownloadLimits(maxBytes: maxSize.map { Int64($0 * 1_048_576) }, reserveBytes: Int64(reserve) << 20)
             let meter = ProgressMeter(files: items.count, enabled: !global.json && !global.quiet && isatty(2) == 1)
-            let folder = output
+            let folder = output, transcode = self.transcode
             let started = ContinuousClock.now
             let results: [Row] = await withTaskGroup(of: Row.self) { group in
                 var rows: [Row] = []
@@ -74,13 +87,19 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
                     let item = items[next]
                     next += 1
                     group.addTask {
-                        let path = folder + "/" + Self.relativePath(for: item)
-                        if let size = item.fileSize, Self.size(of: path) == size {
+                        let path = folder + "/" + Self.relativePath(for: item, transcode: transcode)
+                        if transcode == nil, let size = item.fileSize, Self.size(of: path) == size {
+                            meter.finished(item.id, bytes: size)
+                            return Row(item: item, path: path, bytes: size, state: "present")
+                        }
+                        // A transcode is renamed into place only once the server ended it properly.
+                        if transcode != nil, let size = Self.size(of: path) {
                             meter.finished(item.id, bytes: size)
                             return Row(item: item, path: path, bytes: size, state: "present")
                         }
                         do {
-                            let file = try await session.download(item, to: path, limits: limits, expectedBytes: item.fileSize) { received, total in
+                            let file = try await session.download(item, to: path, limits: limits, expectedBytes: transcode == nil ? item.fileSize : nil,
+                                                                  transcode: transcode) { received, total in
                                 meter.update(item.id, received: received, total: total)
                             }
                             meter.finished(item.id, bytes: file.bytes)
@@ -179,6 +198,12 @@ struct JellyfinDownloadCommand: AsyncParsableCommand {
     }
 
     /// Where an item goes under the output folder, as Jellyfin's apps name downloads.
+    static func relativePath(for item: JellyfinItem, transcode: DownloadTranscode? = nil) -> String {
+        guard let transcode else { return relativePath(for: item) }
+        let original = relativePath(for: item)
+        return (original as NSString).deletingPathExtension + " - \(transcode.name).mp4"
+    }
+
     static func relativePath(for item: JellyfinItem) -> String {
         func clean(_ text: String) -> String {
             let mapped = text.map { "/\\:*?\"<>|\u{0}".contains($0) ? "_" : $0 }

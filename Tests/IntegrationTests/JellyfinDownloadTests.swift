@@ -83,6 +83,38 @@ struct JellyfinDownloadTests {
         #expect(FileManager.default.contents(atPath: target) == original)
     }
 
+    /// `--transcode`: the server's transcode (the stand-in's ffmpeg: H.264 and AAC in a
+    /// fragmented MP4, sent chunked with no length) saved beside the originals as NAME - SIZE.mp4,
+    /// never taller than asked; one cut mid-way is never renamed into place and starts over.
+    @Test func aTranscodeIsSavedWholeOrNotAtAll() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        let out = user.folder.path + "/downloads"
+        let id = try #require(try user.items(["ls", "Movies"])?.first { $0["name"] as? String == "Colour Bars" }?["id"] as? String)
+        let target = out + "/Colour Bars (2019) - 360p.mp4"
+
+        try server.hook("/StandIn/Fault?path=/Videos/\(id)/stream.mp4&mode=cut-half")
+        let cut = try user.farcast(["download", "Colour Bars", "-o", out, "--transcode", "360p"])
+        #expect(cut.status == 1 && cut.stderr.contains("Colour Bars: the transcode broke off after"), "\(cut.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target), "a cut transcode must not look complete")
+
+        try server.hook("/StandIn/Fault?path=/Videos/\(id)/stream.mp4&mode=clear")
+        let row = try #require(try user.items(["download", "Colour Bars", "-o", out, "--transcode", "360p"])?.first)
+        #expect(row["state"] as? String == "downloaded" && row["path"] as? String == target, "\(row)")
+        #expect(!FileManager.default.fileExists(atPath: target + ".part"))
+        let probe = try run(try requireExecutable("ffprobe", package: "ffmpeg"),
+                            ["-v", "error", "-show_entries", "stream=codec_name,height", "-of", "csv=p=0", target])
+        let streams = probe.stdout.split(separator: "\n").map(String.init)
+        #expect(streams.contains { $0.hasPrefix("h264,") && (Int($0.dropFirst(5)) ?? 9999) <= 360 } && streams.contains { $0.hasPrefix("aac") },
+                "\(probe.stdout) \(probe.stderr)")
+        // Recorded for offline play like any download; a second run finds it there.
+        #expect(try user.items(["offline", "ls", "Colour Bars"])?.first?["path"] as? String == target)
+        #expect(try user.items(["download", "Colour Bars", "-o", out, "--transcode", "360p"])?.first?["state"] as? String == "present")
+        let audio = try user.farcast(["download", "A 220", "-o", out, "--transcode", "720p"])
+        #expect(audio.status == 1 && audio.stderr.contains("a transcoded download is for video"), "\(audio.stderr)")
+    }
+
     @Test func capsAndTheDiskGuardRefuseBeforeWriting() throws {
         let server = try JellyfinStandInServer(privateData: true)
         let user = try User()

@@ -7,7 +7,8 @@ import NIOCore
 /// The stand-in's transcodes, made by Debian's ffmpeg as a real server's are: a video that
 /// cannot play as it is becomes HLS with fMP4 segments (`/videos/{id}/master.m3u8`, its
 /// `main.m3u8` and `hls1/main/N.mp4`), an audio file an AAC or MP3 stream
-/// (`/audio/{id}/stream.aac`). Each play session has one job, made whole on its first request
+/// (`/audio/{id}/stream.aac`), a download's transcode a fragmented MP4 sent with no length
+/// (`/Videos/{id}/stream.mp4?static=false`). Each play session has one job, made whole on its first request
 /// (the stand-in's media are seconds long) in `DATA/transcodes/SESSION`, and removed when the
 /// client stops the encoding (`DELETE /Videos/ActiveEncodings`) or the stand-in starts again.
 /// Segment URIs carry the query of the playlist that names them (the token with it), as a real
@@ -167,6 +168,41 @@ final class Transcodes: Sendable {
                 guard let (job, _) = try await job(request, context, audioOnly: true), let output = job.output else { return Response(status: .notFound) }
                 return file(output, type: ext == "aac" ? "audio/aac" : "audio/mpeg")
             }
+        }
+        // A progressive transcode (what a transcoded download asks for): made whole, then sent
+        // with no length, chunked, as a real server streams a transcode it is still making.
+        router.get("\(basePath)/Videos/:itemId/stream.mp4") { request, context -> Response in
+            guard authorized(request) else { return Response(status: .unauthorized) }
+            let values = query(request)
+            guard values["static"]?.lowercased() != "true", let id = context.parameters.get("itemId"), let item = api.library.item(id),
+                  let path = item.entry?.path, item.entry?.streams.contains(where: { $0.type == "Video" }) == true else {
+                return Response(status: .notFound)
+            }
+            let folder = api.transcodes.root + "/progressive-" + StandInState.randomHex(8)
+            let maxHeight = max(144, Int(values["MaxHeight"] ?? "") ?? 720)
+            let videoBitrate = max(50_000, Int(values["VideoBitrate"] ?? "") ?? 2_000_000)
+            let audioBitrate = max(32_000, Int(values["AudioBitrate"] ?? "") ?? 128_000)
+            let input = api.library.mediaDirectory + "/" + path
+            let bytes: Data = try await Task.detached {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(atPath: folder) }
+                try Tool.run(try Tool.find("ffmpeg"), ["-v", "error", "-y", "-i", input, "-map", "0:v:0", "-map", "0:a:0",
+                                                       "-vf", "scale=-2:'min(ih,\(maxHeight))'", "-c:v", "libx264", "-preset", "ultrafast",
+                                                       "-pix_fmt", "yuv420p", "-b:v", "\(videoBitrate)", "-c:a", "aac", "-b:a", "\(audioBitrate)", "-ac", "2",
+                                                       "-movflags", "frag_keyframe+empty_moov", "-f", "mp4", folder + "/out.mp4"])
+                return try Data(contentsOf: URL(fileURLWithPath: folder + "/out.mp4"))
+            }.value
+            var headers = HTTPFields()
+            headers[.contentType] = "video/mp4"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                var offset = 0
+                while offset < bytes.count {
+                    let end = min(bytes.count, offset + 16384)
+                    try await writer.write(ByteBuffer(bytes: bytes[offset..<end]))
+                    offset = end
+                }
+                try await writer.finish(nil)
+            })
         }
         router.get("/StandIn/Transcodes") { _, _ -> Response in
             text((try? String(decoding: JSONEncoder().encode(api.transcodes.active), as: UTF8.self)) ?? "[]", type: "application/json")

@@ -47,6 +47,33 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// A server transcode to download instead of the original file: H.264 and AAC in MP4, no
+/// taller than `maxHeight`, at about `videoBitrate` (bits/s).
+public struct DownloadTranscode: Sendable, Equatable {
+    public var name: String
+    public var maxHeight: Int
+    public var videoBitrate: Int
+    public var audioBitrate: Int
+
+    public init(name: String, maxHeight: Int, videoBitrate: Int, audioBitrate: Int = 128_000) {
+        (self.name, self.maxHeight, self.videoBitrate, self.audioBitrate) = (name, maxHeight, videoBitrate, audioBitrate)
+    }
+
+    /// The sizes Jellyfin's apps offer, at their usual bitrates.
+    public static let presets = [
+        DownloadTranscode(name: "1080p", maxHeight: 1080, videoBitrate: 8_000_000, audioBitrate: 192_000),
+        DownloadTranscode(name: "720p", maxHeight: 720, videoBitrate: 4_000_000),
+        DownloadTranscode(name: "480p", maxHeight: 480, videoBitrate: 1_500_000),
+        DownloadTranscode(name: "360p", maxHeight: 360, videoBitrate: 800_000, audioBitrate: 96_000),
+    ]
+
+    public static func preset(named name: String) -> DownloadTranscode? { presets.first { $0.name == name.lowercased() } }
+
+    /// Bytes for `seconds` of media at these bitrates (for the free-space check; the server
+    /// does not say how large a transcode will be).
+    public func estimatedBytes(seconds: Double) -> Int64 { Int64(Double(videoBitrate + audioBitrate) / 8 * seconds) }
+}
+
 /// A finished download.
 public struct DownloadedFile: Sendable, Equatable {
     public var itemId: String
@@ -72,13 +99,20 @@ extension JellyfinSession {
     /// Range request; the file is renamed into place only when its length matches what the
     /// server stated (and the item's own size, when the item states one). `progress` hears of
     /// (received so far, total) as bytes arrive.
+    ///
+    /// With `transcode`, the server's transcode of a video is fetched instead
+    /// (`/Videos/{id}/stream.mp4`, `static=false`): its length is known only at its end, so it
+    /// cannot resume and always starts over; it is complete when the server ends the stream
+    /// properly (a connection that drops mid-way leaves the `.part`).
     public func download(_ item: JellyfinItem, to path: String, limits: DownloadLimits = .init(), expectedBytes: Int64? = nil,
+                         transcode: DownloadTranscode? = nil,
                          progress: @escaping @Sendable (Int64, Int64?) -> Void = { _, _ in }) async throws(DownloadError) -> DownloadedFile {
         let partPath = path + ".part"
         let folder = (path as NSString).deletingLastPathComponent
         do { try FileManager.default.createDirectory(atPath: folder.isEmpty ? "." : folder, withIntermediateDirectories: true) } catch {
             throw .file("cannot make \(folder): \(error.localizedDescription)")
         }
+        if let transcode { return try await downloadTranscode(item, transcode, to: path, limits: limits, folder: folder, progress: progress) }
         var have = Self.fileSize(partPath) ?? 0
         if let expectedBytes {
             if let cap = limits.maxBytes, expectedBytes > cap { throw .tooLarge(item: item.name, bytes: expectedBytes, cap: cap) }
@@ -103,6 +137,38 @@ extension JellyfinSession {
         return DownloadedFile(itemId: item.id, path: path, bytes: size, resumedFrom: result.resumedFrom)
     }
 
+    private func downloadTranscode(_ item: JellyfinItem, _ transcode: DownloadTranscode, to path: String, limits: DownloadLimits, folder: String,
+                                   progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(DownloadError) -> DownloadedFile {
+        guard item.mediaType != "Audio", item.kind != .audio else {
+            throw .file("\(item.name) is audio: a transcoded download is for video (download the original file without --transcode)")
+        }
+        if let runtime = item.runTimeTicks {
+            let estimate = transcode.estimatedBytes(seconds: Double(runtime) / 10_000_000)
+            if let cap = limits.maxBytes, estimate > cap { throw .tooLarge(item: item.name, bytes: estimate, cap: cap) }
+            try Self.checkFreeSpace(item: item.name, needed: estimate, reserve: limits.reserveBytes, folder: folder)
+        }
+        let query: [(String, String)] = [
+            ("static", "false"), ("MediaSourceId", item.id), ("DeviceId", server.identity.deviceId), ("Container", "mp4"),
+            ("VideoCodec", "h264"), ("AudioCodec", "aac"), ("MaxHeight", "\(transcode.maxHeight)"),
+            ("VideoBitrate", "\(transcode.videoBitrate)"), ("AudioBitrate", "\(transcode.audioBitrate)"), ("AudioChannels", "2"),
+        ]
+        var components = URLComponents(string: server.address.description + "/Videos/\(item.id)/stream.mp4")
+        components?.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
+        guard let url = components?.url else { throw .server(.invalidAddress(server.address.description, reason: "no transcode URL")) }
+        let partPath = path + ".part"
+        // A transcode's bytes differ from run to run: a part left from before is no prefix of this one.
+        let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .file("cannot write \(partPath): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let result = try await fetch(url, into: fd, from: 0, item: item, limits: limits, folder: folder, lengthKnown: false, progress: progress)
+        let size = Self.fileSize(partPath) ?? -1
+        guard size == result.total, size > 0 else { throw .lengthMismatch(item: item.name, expected: result.total, received: size) }
+        guard fsync(fd) == 0, rename(partPath, path) == 0 else {
+            throw .file("cannot put \(path) in place: \(String(cString: strerror(errno)))")
+        }
+        return DownloadedFile(itemId: item.id, path: path, bytes: size, resumedFrom: 0)
+    }
+
     static func fileSize(_ path: String) -> Int64? {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : nil
@@ -121,6 +187,7 @@ extension JellyfinSession {
     /// async sequence of chunks handed to a task costs a thread hop per chunk and halved the
     /// throughput (scripts/bench jellyfin-download).
     private func fetch(_ url: URL, into fd: Int32, from offset: Int64, item: JellyfinItem, limits: DownloadLimits, folder: String,
+                       lengthKnown: Bool = true,
                        progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(DownloadError) -> (total: Int64, resumedFrom: Int64) {
         let operation = "download \(item.name)"
         let request: HTTPClient.Request
@@ -132,7 +199,7 @@ extension JellyfinSession {
         } catch {
             throw .server(.invalidAddress(url.absoluteString, reason: "\(error)"))
         }
-        let writer = PartWriter(fd: fd, offset: offset, item: item.name, limits: limits, folder: folder, progress: progress) { status in
+        let writer = PartWriter(fd: fd, offset: offset, item: item.name, limits: limits, folder: folder, lengthKnown: lengthKnown, progress: progress) { status in
             self.server.unexpected(operation, status: status)
         }
         let task = server.transport.httpClient.execute(request: request, delegate: writer, deadline: nil)
@@ -147,6 +214,7 @@ extension JellyfinSession {
         } catch {
             if let (total, received) = writer.bodyStarted {
                 // The connection broke mid-file (dropped, timed out): what came is kept for next time.
+                if !lengthKnown { throw .file("\(item.name): the transcode broke off after \(DownloadError.size(received)); run it again to start it over") }
                 throw .lengthMismatch(item: item.name, expected: total, received: received)
             }
             throw .server(JellyfinError.from(error, operation: operation, url: server.address.description, timeout: server.transport.timeout))
@@ -154,6 +222,7 @@ extension JellyfinSession {
     }
     #else
     private func fetch(_ url: URL, into fd: Int32, from offset: Int64, item: JellyfinItem, limits: DownloadLimits, folder: String,
+                       lengthKnown: Bool = true,
                        progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(DownloadError) -> (total: Int64, resumedFrom: Int64) {
         throw .file("downloads are not built for this platform yet")
     }
@@ -192,6 +261,8 @@ private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable 
     let item: String
     let limits: DownloadLimits
     let folder: String
+    /// A transcode streams with no Content-Length: its total is what arrived when it ended.
+    let lengthKnown: Bool
     let progress: @Sendable (Int64, Int64?) -> Void
     let unexpected: @Sendable (Int) -> JellyfinError
     private var start: Int64 = 0
@@ -201,9 +272,10 @@ private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable 
     private var failure: DownloadError?
     private let lock = NSLock()
 
-    init(fd: Int32, offset: Int64, item: String, limits: DownloadLimits, folder: String, progress: @escaping @Sendable (Int64, Int64?) -> Void,
-         unexpected: @escaping @Sendable (Int) -> JellyfinError) {
+    init(fd: Int32, offset: Int64, item: String, limits: DownloadLimits, folder: String, lengthKnown: Bool = true,
+         progress: @escaping @Sendable (Int64, Int64?) -> Void, unexpected: @escaping @Sendable (Int) -> JellyfinError) {
         (self.fd, self.offset, self.item, self.limits, self.folder, self.progress, self.unexpected) = (fd, offset, item, limits, folder, progress, unexpected)
+        self.lengthKnown = lengthKnown
     }
 
     /// (total, received) once the body began: a later failure is a broken transfer.
@@ -226,7 +298,9 @@ private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable 
         case 200:
             // The whole file (a server that ignores Range starts over).
             guard let length = head.headers.first(name: "content-length").flatMap({ Int64($0) }) else {
-                throw .inconsistent(item: item, reason: "no Content-Length")
+                guard !lengthKnown else { throw .inconsistent(item: item, reason: "no Content-Length") }
+                try begin(at: 0, total: Int64.max)   // a transcode: as long as it turns out
+                return
             }
             try begin(at: 0, total: length)
         case 206:
@@ -244,19 +318,26 @@ private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable 
     }
 
     private func begin(at start: Int64, total: Int64) throws(DownloadError) {
-        if let cap = limits.maxBytes, total > cap { throw .tooLarge(item: item, bytes: total, cap: cap) }
-        try JellyfinSession.checkFreeSpace(item: item, needed: total - start, reserve: limits.reserveBytes, folder: folder)
+        if total != .max {
+            if let cap = limits.maxBytes, total > cap { throw .tooLarge(item: item, bytes: total, cap: cap) }
+            try JellyfinSession.checkFreeSpace(item: item, needed: total - start, reserve: limits.reserveBytes, folder: folder)
+        }
         guard ftruncate(fd, off_t(start)) == 0, lseek(fd, off_t(start), SEEK_SET) >= 0 else {
             throw .file("cannot write the part file: \(String(cString: strerror(errno)))")
         }
         lock.withLock { (self.start, self.total, self.received) = (start, total, start) }
-        progress(start, total)
+        progress(start, total == .max ? nil : total)
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         let eventLoop = task.eventLoop
         let (total, received, whole) = lock.withLock { (self.total ?? 0, self.received, alreadyWhole) }
         if whole { return eventLoop.makeSucceededVoidFuture() }   // a 416's own little body
+        if total == .max, let cap = limits.maxBytes, received + Int64(buffer.readableBytes) > cap {
+            let error = DownloadError.tooLarge(item: item, bytes: received + Int64(buffer.readableBytes), cap: cap)
+            lock.withLock { failure = error }
+            return eventLoop.makeFailedFuture(error)
+        }
         guard received + Int64(buffer.readableBytes) <= total else {
             let error = DownloadError.inconsistent(item: item, reason: "more bytes than the \(total) it announced")
             lock.withLock { failure = error }
@@ -282,7 +363,7 @@ private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable 
             self.received += Int64(buffer.readableBytes)
             return self.received
         }
-        progress(now, total)
+        progress(now, total == .max ? nil : total)
         return eventLoop.makeSucceededVoidFuture()
     }
 
@@ -290,6 +371,7 @@ private final class PartWriter: HTTPClientResponseDelegate, @unchecked Sendable 
         let (total, received, start, failure) = lock.withLock { (self.total, self.received, self.start, self.failure) }
         if let failure { throw failure }
         guard let total else { throw DownloadError.inconsistent(item: item, reason: "no answer") }
+        if total == .max { return (received, 0) }   // a transcode ended properly: that is its length
         guard received == total else { throw DownloadError.lengthMismatch(item: item, expected: total, received: received) }
         return (total, start)
     }
