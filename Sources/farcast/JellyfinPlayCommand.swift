@@ -23,6 +23,9 @@ struct MPVPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The mpv to run: a name looked up in PATH, or a path.", valueName: "program"))
     var mpv: String = "mpv"
 
+    @Option(help: ArgumentHelp("Skip these media segments as playback reaches them: intro, outro (or credits), recap, preview, commercial; a comma list, repeatable.", valueName: "segments"))
+    var skip: [String] = []
+
     /// Tests use short intervals; users keep the real clients' 10 s.
     @Option(name: .customLong("test-progress-interval"), help: .hidden)
     var progressInterval: Double = 10
@@ -30,6 +33,9 @@ struct MPVPlayerOptions: ParsableArguments {
     func validate() throws {
         if let maxBitrate { guard maxBitrate > 0, maxBitrate <= 1000 else { throw ValidationError("--max-bitrate must be between 0 and 1000 Mbit/s") } }
         guard progressInterval > 0 else { throw ValidationError("--test-progress-interval must be positive") }
+        for name in skip.flatMap({ $0.split(separator: ",") }) where MediaSegmentType(named: String(name).trimmingCharacters(in: .whitespaces)) == nil {
+            throw ValidationError("--skip takes intro, outro, credits, recap, preview or commercial, not '\(name)'")
+        }
         for option in mpvOptions {
             guard let key = option.split(separator: "=", maxSplits: 1).first, !key.isEmpty, !key.hasPrefix("-"), !key.contains(" ") else {
                 throw ValidationError("--mpv-option takes KEY=VALUE without leading dashes (e.g. --mpv-option vo=null), not '\(option)'")
@@ -48,11 +54,15 @@ struct MPVPlayerOptions: ParsableArguments {
         DeviceProfile(name: "Farcast (mpv)", decoders: decoders, quality: quality, maxBitrate: maxBitrate.map { Int($0 * 1_000_000) })
     }
 
+    var segmentsToSkip: Set<MediaSegmentType> {
+        Set(skip.flatMap { $0.split(separator: ",") }.compactMap { MediaSegmentType(named: String($0).trimmingCharacters(in: .whitespaces)) })
+    }
+
     /// A queue that plays on a new mpv per item.
     func queue(session: JellyfinSession, request: PlaybackRequest, stopAfter: Duration? = nil) -> PlayQueue {
         let program = mpv, options = mpvOptions
         return PlayQueue(session: session, request: request,
-                         options: PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval), stopAfter: stopAfter)) {
+                         options: PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval), stopAfter: stopAfter, skip: segmentsToSkip)) {
             MPVPlayer(program: program, options: options)
         }
     }
@@ -132,7 +142,14 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
                 case .started(_, let name, let plan):
                     if !global.json && !global.quiet {
                         print("Playing \(name) (\(plan.method.rawValue)\(plan.container.map { ", \($0)" } ?? ""))")
+                        let offered = plan.segments.filter { !self.player.segmentsToSkip.contains($0.type) }
+                        if !offered.isEmpty {
+                            print("Segments: " + offered.map { "\($0.type.rawValue.lowercased()) \(clock($0.startSeconds))–\(clock($0.endSeconds))" }
+                                .joined(separator: ", ") + " (skip them with --skip)")
+                        }
                     }
+                case .progress(_, .skipped(let segment)):
+                    if !global.json && !global.quiet { print("Skipped the \(segment.type.rawValue.lowercased()) (to \(clock(segment.endSeconds)))") }
                 case .progress(_, .reportFailed(let kind, let reason)):
                     FileHandle.standardError.write(Data("farcast: note: the \(kind.rawValue) report did not reach the server: \(reason)\n".utf8))
                 case .progress(_, .note(let note)):
@@ -277,6 +294,15 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         /// What the player played, as it said.
         var audio: Track?
         var subtitle: Track?
+        /// The item's media segments, and those skipped.
+        var segments: [Segment]
+        var skipped: [String]
+
+        struct Segment: Encodable {
+            var type: String
+            var startSeconds: Double
+            var endSeconds: Double
+        }
 
         struct Track: Encodable {
             var id: Int
@@ -291,6 +317,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         }
 
         init(id: String, name: String, _ outcome: PlaybackOutcome) {
+            segments = outcome.plan.segments.map { Segment(type: $0.type.rawValue, startSeconds: $0.startSeconds, endSeconds: $0.endSeconds) }
+            skipped = outcome.skipped.map(\.type.rawValue)
             audio = outcome.tracks?.audio.map(Track.init)
             subtitle = outcome.tracks?.subtitle.map(Track.init)
             self.id = id

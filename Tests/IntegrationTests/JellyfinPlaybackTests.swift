@@ -196,6 +196,30 @@ struct JellyfinPlaybackTests {
         #expect((track["audio"] as? [String: Any])?["codec"] as? String == "aac")
     }
 
+    /// The stand-in's episodes have an intro (0–0.5 s) and credits; its tracks synced lyrics.
+    /// `--skip intro` jumps over the intro as playback reaches it (the seek is reported), and
+    /// every segment is listed in the result whether skipped or not.
+    @Test func segmentsAreSkippedOnRequestAndLyricsShown() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        let played = try Self.play(user, ["Pilot Tone", "--no-next", "--start", "0", "--skip", "intro", "--test-progress-interval", "5"])
+        #expect(played["skipped"] as? [String] == ["Intro"], "\(played)")
+        let segments = (played["segments"] as? [[String: Any]] ?? []).map { ($0["type"] as? String ?? "", ($0["end_seconds"] as? NSNumber)?.doubleValue ?? 0) }
+        #expect(segments.map(\.0) == ["Intro", "Outro"] && segments.first?.1 == 0.5, "\(segments)")
+        let reports = try Self.reports(server, session: played["play_session_id"] as? String)
+        let seek = reports.first { $0.kind == "progress" }
+        #expect(seek.map { ($0.positionSeconds ?? 0) >= 0.49 && ($0.positionSeconds ?? 0) < 0.8 } == true,
+                "the jump over the intro is reported: \(reports.map { "\($0.kind) \($0.positionSeconds ?? -1)" })")
+        let bad = try user.farcast(["play", "Pilot Tone", "--skip", "intro,adverts"])
+        #expect(bad.status == 2 && bad.stderr.contains("--skip takes intro, outro, credits, recap, preview or commercial, not 'adverts'"), "\(bad.stderr)")
+
+        let lyrics = try user.farcast(["lyrics", "A 220"])
+        #expect(lyrics.status == 0 && lyrics.stdout == "[0:00.00] A 220, steady\n[0:01.00] held for a second more\n", "\(lyrics.stdout)\(lyrics.stderr)")
+        let none = try user.farcast(["lyrics", "Pilot Tone"])
+        #expect(none.status == 1 && none.stderr.contains("Pilot Tone has no lyrics on the server"), "\(none.stderr)")
+    }
+
     /// Mandelbrot Zoom has English and German audio, English subtitles in the file and French
     /// ones beside it (an External stream fetched from its DeliveryUrl). What mpv says it plays
     /// (`audio`, `subtitle` in the result) must be what was asked, by language or by index.

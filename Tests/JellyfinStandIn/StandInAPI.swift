@@ -451,6 +451,44 @@ struct StandInAPI: APIProtocol {
         return .ok(.init(body: .json(dto)))
     }
 
+    // MARK: media segments and lyrics
+
+    /// Every episode has an intro (its first half second) and credits (from 0.8 s to its end);
+    /// other items have none (an empty list, as a real server answers).
+    func getItemSegments(_ input: Operations.GetItemSegments.Input) async throws -> Operations.GetItemSegments.Output {
+        guard let item = library.item(input.path.itemId) else { return .notFound(.init(body: .json(Self.notFound))) }
+        var segments: [Components.Schemas.MediaSegmentDto] = []
+        if item.kind == "Episode", let runtime = item.entry?.runTimeTicks {
+            for (n, (type, start, end)) in [("Intro", Int64(0), Int64(5_000_000)), ("Outro", Int64(8_000_000), runtime)].enumerated() where end > start {
+                var dto = Components.Schemas.MediaSegmentDto()
+                dto.id = String(format: "%@%08d", String(item.id.prefix(24)), n)
+                dto.itemId = item.id
+                dto._type = .init(value1: type)
+                (dto.startTicks, dto.endTicks) = (start, end)
+                segments.append(dto)
+            }
+        }
+        let wanted = input.query.includeSegmentTypes.map(Set.init)
+        segments = segments.filter { wanted?.contains($0._type?.value1 ?? "") ?? true }
+        return .ok(.init(body: .json(.init(items: segments, startIndex: 0, totalRecordCount: Int32(segments.count)))))
+    }
+
+    /// The album's tracks have synced lyrics (their note, then how long it is held); anything
+    /// else has none (404, as a real server answers).
+    func getLyrics(_ input: Operations.GetLyrics.Input) async throws -> Operations.GetLyrics.Output {
+        guard let item = library.item(input.path.itemId), item.kind == "Audio" else { return .notFound(.init(body: .json(Self.notFound))) }
+        var metadata = Components.Schemas.LyricMetadata()
+        (metadata.isSynced, metadata.title, metadata.artist) = (true, item.name, item.albumArtist)
+        let lines = [(Int64(0), "\(item.name), steady"), (Int64(10_000_000), "held for a second more")].map { start, text in
+            var line = Components.Schemas.LyricLine()
+            (line.start, line.text) = (start, text)
+            return line
+        }
+        var dto = Components.Schemas.LyricDto()
+        (dto.metadata, dto.lyrics) = (.init(value1: metadata), lines)
+        return .ok(.init(body: .json(dto)))
+    }
+
     /// Test hook: sets a resume position (as progress reports would).
     func setPosition(userId: String, itemId: String, ticks: Int64) -> Bool {
         guard let item = library.item(itemId) else { return false }

@@ -6783,6 +6783,345 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/LocationType`.
         package typealias LocationType = Swift.String
+        /// LyricResponse model.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LyricDto`.
+        package struct LyricDto: Codable, Hashable, Sendable {
+            /// Gets or sets a collection of individual lyric lines.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricDto/Lyrics`.
+            package var lyrics: [Components.Schemas.LyricLine]?
+            /// Gets or sets Metadata for the lyrics.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricDto/Metadata`.
+            package struct MetadataPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/LyricDto/Metadata/value1`.
+                package var value1: Components.Schemas.LyricMetadata
+                /// Creates a new `MetadataPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.LyricMetadata) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// Gets or sets Metadata for the lyrics.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricDto/Metadata`.
+            package var metadata: Components.Schemas.LyricDto.MetadataPayload?
+            /// Creates a new `LyricDto`.
+            ///
+            /// - Parameters:
+            ///   - lyrics: Gets or sets a collection of individual lyric lines.
+            ///   - metadata: Gets or sets Metadata for the lyrics.
+            package init(
+                lyrics: [Components.Schemas.LyricLine]? = nil,
+                metadata: Components.Schemas.LyricDto.MetadataPayload? = nil
+            ) {
+                self.lyrics = lyrics
+                self.metadata = metadata
+            }
+            package enum CodingKeys: String, CodingKey {
+                case lyrics = "Lyrics"
+                case metadata = "Metadata"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.lyrics = try container.decodeIfPresent(
+                    [Components.Schemas.LyricLine].self,
+                    forKey: .lyrics
+                )
+                self.metadata = try container.decodeIfPresent(
+                    Components.Schemas.LyricDto.MetadataPayload.self,
+                    forKey: .metadata
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Lyrics",
+                    "Metadata"
+                ])
+            }
+        }
+        /// Lyric model.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LyricLine`.
+        package struct LyricLine: Codable, Hashable, Sendable {
+            /// Gets the time-aligned cues for the song's lyrics.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLine/Cues`.
+            package var cues: [Components.Schemas.LyricLineCue]?
+            /// Gets the start time in ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLine/Start`.
+            package var start: Swift.Int64?
+            /// Gets the text of this lyric line.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLine/Text`.
+            package var text: Swift.String?
+            /// Creates a new `LyricLine`.
+            ///
+            /// - Parameters:
+            ///   - cues: Gets the time-aligned cues for the song's lyrics.
+            ///   - start: Gets the start time in ticks.
+            ///   - text: Gets the text of this lyric line.
+            package init(
+                cues: [Components.Schemas.LyricLineCue]? = nil,
+                start: Swift.Int64? = nil,
+                text: Swift.String? = nil
+            ) {
+                self.cues = cues
+                self.start = start
+                self.text = text
+            }
+            package enum CodingKeys: String, CodingKey {
+                case cues = "Cues"
+                case start = "Start"
+                case text = "Text"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.cues = try container.decodeIfPresent(
+                    [Components.Schemas.LyricLineCue].self,
+                    forKey: .cues
+                )
+                self.start = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .start
+                )
+                self.text = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .text
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Cues",
+                    "Start",
+                    "Text"
+                ])
+            }
+        }
+        /// LyricLineCue model, holds information about the timing of words within a LyricLine.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LyricLineCue`.
+        package struct LyricLineCue: Codable, Hashable, Sendable {
+            /// Gets the end timestamp the lyric is synced to in ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLineCue/End`.
+            package var end: Swift.Int64?
+            /// Gets the end character index of the cue.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLineCue/EndPosition`.
+            package var endPosition: Swift.Int32?
+            /// Gets the start character index of the cue.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLineCue/Position`.
+            package var position: Swift.Int32?
+            /// Gets the timestamp the lyric is synced to in ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricLineCue/Start`.
+            package var start: Swift.Int64?
+            /// Creates a new `LyricLineCue`.
+            ///
+            /// - Parameters:
+            ///   - end: Gets the end timestamp the lyric is synced to in ticks.
+            ///   - endPosition: Gets the end character index of the cue.
+            ///   - position: Gets the start character index of the cue.
+            ///   - start: Gets the timestamp the lyric is synced to in ticks.
+            package init(
+                end: Swift.Int64? = nil,
+                endPosition: Swift.Int32? = nil,
+                position: Swift.Int32? = nil,
+                start: Swift.Int64? = nil
+            ) {
+                self.end = end
+                self.endPosition = endPosition
+                self.position = position
+                self.start = start
+            }
+            package enum CodingKeys: String, CodingKey {
+                case end = "End"
+                case endPosition = "EndPosition"
+                case position = "Position"
+                case start = "Start"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.end = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .end
+                )
+                self.endPosition = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .endPosition
+                )
+                self.position = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .position
+                )
+                self.start = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .start
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "End",
+                    "EndPosition",
+                    "Position",
+                    "Start"
+                ])
+            }
+        }
+        /// LyricMetadata model.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LyricMetadata`.
+        package struct LyricMetadata: Codable, Hashable, Sendable {
+            /// Gets or sets the album this song is on.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Album`.
+            package var album: Swift.String?
+            /// Gets or sets the song artist.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Artist`.
+            package var artist: Swift.String?
+            /// Gets or sets the author of the lyric data.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Author`.
+            package var author: Swift.String?
+            /// Gets or sets who the LRC file was created by.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/By`.
+            package var by: Swift.String?
+            /// Gets or sets the software used to create the LRC file.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Creator`.
+            package var creator: Swift.String?
+            /// Gets or sets a value indicating whether this lyric is synced.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/IsSynced`.
+            package var isSynced: Swift.Bool?
+            /// Gets or sets the length of the song in ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Length`.
+            package var length: Swift.Int64?
+            /// Gets or sets the lyric offset compared to audio in ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Offset`.
+            package var offset: Swift.Int64?
+            /// Gets or sets the title of the song.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Title`.
+            package var title: Swift.String?
+            /// Gets or sets the version of the creator used.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LyricMetadata/Version`.
+            package var version: Swift.String?
+            /// Creates a new `LyricMetadata`.
+            ///
+            /// - Parameters:
+            ///   - album: Gets or sets the album this song is on.
+            ///   - artist: Gets or sets the song artist.
+            ///   - author: Gets or sets the author of the lyric data.
+            ///   - by: Gets or sets who the LRC file was created by.
+            ///   - creator: Gets or sets the software used to create the LRC file.
+            ///   - isSynced: Gets or sets a value indicating whether this lyric is synced.
+            ///   - length: Gets or sets the length of the song in ticks.
+            ///   - offset: Gets or sets the lyric offset compared to audio in ticks.
+            ///   - title: Gets or sets the title of the song.
+            ///   - version: Gets or sets the version of the creator used.
+            package init(
+                album: Swift.String? = nil,
+                artist: Swift.String? = nil,
+                author: Swift.String? = nil,
+                by: Swift.String? = nil,
+                creator: Swift.String? = nil,
+                isSynced: Swift.Bool? = nil,
+                length: Swift.Int64? = nil,
+                offset: Swift.Int64? = nil,
+                title: Swift.String? = nil,
+                version: Swift.String? = nil
+            ) {
+                self.album = album
+                self.artist = artist
+                self.author = author
+                self.by = by
+                self.creator = creator
+                self.isSynced = isSynced
+                self.length = length
+                self.offset = offset
+                self.title = title
+                self.version = version
+            }
+            package enum CodingKeys: String, CodingKey {
+                case album = "Album"
+                case artist = "Artist"
+                case author = "Author"
+                case by = "By"
+                case creator = "Creator"
+                case isSynced = "IsSynced"
+                case length = "Length"
+                case offset = "Offset"
+                case title = "Title"
+                case version = "Version"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.album = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .album
+                )
+                self.artist = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .artist
+                )
+                self.author = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .author
+                )
+                self.by = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .by
+                )
+                self.creator = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .creator
+                )
+                self.isSynced = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isSynced
+                )
+                self.length = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .length
+                )
+                self.offset = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .offset
+                )
+                self.title = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .title
+                )
+                self.version = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .version
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Album",
+                    "Artist",
+                    "Author",
+                    "By",
+                    "Creator",
+                    "IsSynced",
+                    "Length",
+                    "Offset",
+                    "Title",
+                    "Version"
+                ])
+            }
+        }
         /// Class MediaAttachment.
         ///
         /// - Remark: Generated from `#/components/schemas/MediaAttachment`.
@@ -6894,6 +7233,170 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/MediaProtocol`.
         package typealias MediaProtocol = Swift.String
+        /// Api model for MediaSegment's.
+        ///
+        /// - Remark: Generated from `#/components/schemas/MediaSegmentDto`.
+        package struct MediaSegmentDto: Codable, Hashable, Sendable {
+            /// Gets or sets the end of the segment.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/EndTicks`.
+            package var endTicks: Swift.Int64?
+            /// Gets or sets the id of the media segment.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/Id`.
+            package var id: Swift.String?
+            /// Gets or sets the id of the associated item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/ItemId`.
+            package var itemId: Swift.String?
+            /// Gets or sets the start of the segment.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/StartTicks`.
+            package var startTicks: Swift.Int64?
+            /// Defines the types of content an individual Jellyfin.Database.Implementations.Entities.MediaSegment represents.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/Type`.
+            package struct _TypePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/Type/value1`.
+                package var value1: Components.Schemas.MediaSegmentType
+                /// Creates a new `_TypePayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.MediaSegmentType) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Defines the types of content an individual Jellyfin.Database.Implementations.Entities.MediaSegment represents.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDto/Type`.
+            package var _type: Components.Schemas.MediaSegmentDto._TypePayload?
+            /// Creates a new `MediaSegmentDto`.
+            ///
+            /// - Parameters:
+            ///   - endTicks: Gets or sets the end of the segment.
+            ///   - id: Gets or sets the id of the media segment.
+            ///   - itemId: Gets or sets the id of the associated item.
+            ///   - startTicks: Gets or sets the start of the segment.
+            ///   - _type: Defines the types of content an individual Jellyfin.Database.Implementations.Entities.MediaSegment represents.
+            package init(
+                endTicks: Swift.Int64? = nil,
+                id: Swift.String? = nil,
+                itemId: Swift.String? = nil,
+                startTicks: Swift.Int64? = nil,
+                _type: Components.Schemas.MediaSegmentDto._TypePayload? = nil
+            ) {
+                self.endTicks = endTicks
+                self.id = id
+                self.itemId = itemId
+                self.startTicks = startTicks
+                self._type = _type
+            }
+            package enum CodingKeys: String, CodingKey {
+                case endTicks = "EndTicks"
+                case id = "Id"
+                case itemId = "ItemId"
+                case startTicks = "StartTicks"
+                case _type = "Type"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.endTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .endTicks
+                )
+                self.id = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .id
+                )
+                self.itemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .itemId
+                )
+                self.startTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .startTicks
+                )
+                self._type = try container.decodeIfPresent(
+                    Components.Schemas.MediaSegmentDto._TypePayload.self,
+                    forKey: ._type
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "EndTicks",
+                    "Id",
+                    "ItemId",
+                    "StartTicks",
+                    "Type"
+                ])
+            }
+        }
+        /// Query result container.
+        ///
+        /// - Remark: Generated from `#/components/schemas/MediaSegmentDtoQueryResult`.
+        package struct MediaSegmentDtoQueryResult: Codable, Hashable, Sendable {
+            /// Gets or sets the items.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDtoQueryResult/Items`.
+            package var items: [Components.Schemas.MediaSegmentDto]?
+            /// Gets or sets the index of the first record in Items.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDtoQueryResult/StartIndex`.
+            package var startIndex: Swift.Int32?
+            /// Gets or sets the total number of records available.
+            ///
+            /// - Remark: Generated from `#/components/schemas/MediaSegmentDtoQueryResult/TotalRecordCount`.
+            package var totalRecordCount: Swift.Int32?
+            /// Creates a new `MediaSegmentDtoQueryResult`.
+            ///
+            /// - Parameters:
+            ///   - items: Gets or sets the items.
+            ///   - startIndex: Gets or sets the index of the first record in Items.
+            ///   - totalRecordCount: Gets or sets the total number of records available.
+            package init(
+                items: [Components.Schemas.MediaSegmentDto]? = nil,
+                startIndex: Swift.Int32? = nil,
+                totalRecordCount: Swift.Int32? = nil
+            ) {
+                self.items = items
+                self.startIndex = startIndex
+                self.totalRecordCount = totalRecordCount
+            }
+            package enum CodingKeys: String, CodingKey {
+                case items = "Items"
+                case startIndex = "StartIndex"
+                case totalRecordCount = "TotalRecordCount"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.items = try container.decodeIfPresent(
+                    [Components.Schemas.MediaSegmentDto].self,
+                    forKey: .items
+                )
+                self.startIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .startIndex
+                )
+                self.totalRecordCount = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .totalRecordCount
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Items",
+                    "StartIndex",
+                    "TotalRecordCount"
+                ])
+            }
+        }
+        /// Defines the types of content an individual Jellyfin.Database.Implementations.Entities.MediaSegment represents.
+        ///
+        /// - Remark: Generated from `#/components/schemas/MediaSegmentType`.
+        package typealias MediaSegmentType = Swift.String
         /// - Remark: Generated from `#/components/schemas/MediaSourceInfo`.
         package struct MediaSourceInfo: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/MediaSourceInfo/AnalyzeDurationMs`.

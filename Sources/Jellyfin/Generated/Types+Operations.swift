@@ -15,6 +15,344 @@
 package import struct Foundation.Date
 /// API operations, with input and output types, generated from `#/paths` in the OpenAPI document.
 package enum Operations {
+    /// Gets an item's lyrics.
+    ///
+    /// - Remark: HTTP `GET /Audio/{itemId}/Lyrics`.
+    /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)`.
+    package enum GetLyrics {
+        package static let id: Swift.String = "GetLyrics"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/path`.
+            package struct Path: Sendable, Hashable {
+                /// Item id.
+                ///
+                /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/path/itemId`.
+                package var itemId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - itemId: Item id.
+                package init(itemId: Swift.String) {
+                    self.itemId = itemId
+                }
+            }
+            package var path: Operations.GetLyrics.Input.Path
+            /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetLyrics.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetLyrics.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetLyrics.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.GetLyrics.Input.Path,
+                headers: Operations.GetLyrics.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.LyricDto)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.LyricDto {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLyrics.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetLyrics.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Lyrics returned.
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetLyrics.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetLyrics.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetLyrics.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetLyrics.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetLyrics.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetLyrics.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/404/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas.ProblemDetails)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.ProblemDetails {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLyrics.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetLyrics.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// Something went wrong. No Lyrics will be returned.
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GetLyrics.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Operations.GetLyrics.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetLyrics.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/Audio/{itemId}/Lyrics/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLyrics.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetLyrics.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetLyrics.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetLyrics.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetLyrics.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
     /// Gets items based on a query.
     ///
     /// - Remark: HTTP `GET /Items`.
@@ -2434,6 +2772,362 @@ package enum Operations {
             /// - Throws: An error if `self` is not `.serviceUnavailable`.
             /// - SeeAlso: `.serviceUnavailable`.
             package var serviceUnavailable: Operations.GetPostedPlaybackInfo.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets all media segments based on an itemId.
+    ///
+    /// - Remark: HTTP `GET /MediaSegments/{itemId}`.
+    /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)`.
+    package enum GetItemSegments {
+        package static let id: Swift.String = "GetItemSegments"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/path`.
+            package struct Path: Sendable, Hashable {
+                /// The ItemId.
+                ///
+                /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/path/itemId`.
+                package var itemId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - itemId: The ItemId.
+                package init(itemId: Swift.String) {
+                    self.itemId = itemId
+                }
+            }
+            package var path: Operations.GetItemSegments.Input.Path
+            /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// Optional filter of requested segment types.
+                ///
+                /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/query/includeSegmentTypes`.
+                package var includeSegmentTypes: [Components.Schemas.MediaSegmentType]?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - includeSegmentTypes: Optional filter of requested segment types.
+                package init(includeSegmentTypes: [Components.Schemas.MediaSegmentType]? = nil) {
+                    self.includeSegmentTypes = includeSegmentTypes
+                }
+            }
+            package var query: Operations.GetItemSegments.Input.Query
+            /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetItemSegments.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetItemSegments.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetItemSegments.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            package init(
+                path: Operations.GetItemSegments.Input.Path,
+                query: Operations.GetItemSegments.Input.Query = .init(),
+                headers: Operations.GetItemSegments.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.MediaSegmentDtoQueryResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.MediaSegmentDtoQueryResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetItemSegments.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetItemSegments.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Success
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetItemSegments.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetItemSegments.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetItemSegments.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetItemSegments.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetItemSegments.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetItemSegments.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/404/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas.ProblemDetails)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.ProblemDetails {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetItemSegments.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetItemSegments.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// Not Found
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GetItemSegments.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Operations.GetItemSegments.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetItemSegments.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/MediaSegments/{itemId}/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetItemSegments.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetItemSegments.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetItemSegments.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetItemSegments.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetItemSegments.Output.ServiceUnavailable {
                 get throws {
                     switch self {
                     case let .serviceUnavailable(response):

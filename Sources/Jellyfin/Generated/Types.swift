@@ -15,6 +15,11 @@ package import struct Foundation.URL
 #endif
 /// A type that performs HTTP operations defined by the OpenAPI document.
 package protocol APIProtocol: Sendable {
+    /// Gets an item's lyrics.
+    ///
+    /// - Remark: HTTP `GET /Audio/{itemId}/Lyrics`.
+    /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)`.
+    func getLyrics(_ input: Operations.GetLyrics.Input) async throws -> Operations.GetLyrics.Output
     /// Gets items based on a query.
     ///
     /// - Remark: HTTP `GET /Items`.
@@ -43,6 +48,11 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /Items/{itemId}/PlaybackInfo`.
     /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)`.
     func getPostedPlaybackInfo(_ input: Operations.GetPostedPlaybackInfo.Input) async throws -> Operations.GetPostedPlaybackInfo.Output
+    /// Gets all media segments based on an itemId.
+    ///
+    /// - Remark: HTTP `GET /MediaSegments/{itemId}`.
+    /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)`.
+    func getItemSegments(_ input: Operations.GetItemSegments.Input) async throws -> Operations.GetItemSegments.Output
     /// Authorizes a pending quick connect request.
     ///
     /// - Remark: HTTP `POST /QuickConnect/Authorize`.
@@ -197,6 +207,19 @@ package protocol APIProtocol: Sendable {
 
 /// Convenience overloads for operation inputs.
 extension APIProtocol {
+    /// Gets an item's lyrics.
+    ///
+    /// - Remark: HTTP `GET /Audio/{itemId}/Lyrics`.
+    /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)`.
+    package func getLyrics(
+        path: Operations.GetLyrics.Input.Path,
+        headers: Operations.GetLyrics.Input.Headers = .init()
+    ) async throws -> Operations.GetLyrics.Output {
+        try await getLyrics(Operations.GetLyrics.Input(
+            path: path,
+            headers: headers
+        ))
+    }
     /// Gets items based on a query.
     ///
     /// - Remark: HTTP `GET /Items`.
@@ -271,6 +294,21 @@ extension APIProtocol {
             query: query,
             headers: headers,
             body: body
+        ))
+    }
+    /// Gets all media segments based on an itemId.
+    ///
+    /// - Remark: HTTP `GET /MediaSegments/{itemId}`.
+    /// - Remark: Generated from `#/paths//MediaSegments/{itemId}/get(GetItemSegments)`.
+    package func getItemSegments(
+        path: Operations.GetItemSegments.Input.Path,
+        query: Operations.GetItemSegments.Input.Query = .init(),
+        headers: Operations.GetItemSegments.Input.Headers = .init()
+    ) async throws -> Operations.GetItemSegments.Output {
+        try await getItemSegments(Operations.GetItemSegments.Input(
+            path: path,
+            query: query,
+            headers: headers
         ))
     }
     /// Authorizes a pending quick connect request.

@@ -41,6 +41,8 @@ public struct PlaybackPlan: Sendable, Equatable {
     public var streams: [MediaStreamInfo] = []
     /// What the player opens beside the media and which tracks it selects.
     public var tracks = PlayerTracks()
+    /// The item's media segments (intro, credits…), for skipping.
+    public var segments: [MediaSegment] = []
 }
 
 /// One playback report (`Sessions/Playing`, `/Progress`, `/Stopped`): what "resume", "continue

@@ -16,9 +16,11 @@ public struct PlaybackOptions: Sendable {
     public var progressInterval: Duration
     /// Stop after this long, as a person pressing stop would (nil: play to the end).
     public var stopAfter: Duration?
+    /// Media segments of these types are skipped as playback reaches them (a seek to their end).
+    public var skip: Set<MediaSegmentType>
 
-    public init(progressInterval: Duration = .seconds(10), stopAfter: Duration? = nil) {
-        (self.progressInterval, self.stopAfter) = (progressInterval, stopAfter)
+    public init(progressInterval: Duration = .seconds(10), stopAfter: Duration? = nil, skip: Set<MediaSegmentType> = []) {
+        (self.progressInterval, self.stopAfter, self.skip) = (progressInterval, stopAfter, skip)
     }
 }
 
@@ -33,6 +35,8 @@ public enum PlaybackProgress: Sendable, Equatable {
     /// Something the user should know that does not stop playback (a subtitle file that
     /// could not be fetched).
     case note(String)
+    /// Playback jumped over a segment (`PlaybackOptions.skip`).
+    case skipped(MediaSegment)
 }
 
 /// How a playback session ended.
@@ -45,6 +49,8 @@ public struct PlaybackOutcome: Sendable, Equatable {
     public var reports: [PlaybackReport.Kind: Int]
     /// The audio and subtitles the player was playing (as it last said while playing).
     public var tracks: PlayingTracks?
+    /// The segments skipped, in order.
+    public var skipped: [MediaSegment] = []
 }
 
 /// A playback session that could not start.
@@ -69,8 +75,15 @@ extension JellyfinSession {
     /// `observe` hears of it.
     public func play(_ item: JellyfinItem, _ request: PlaybackRequest, on player: any MediaPlayer, options: PlaybackOptions = .init(),
                      observe: @escaping @Sendable (PlaybackProgress) -> Void = { _ in }) async throws(PlaybackFailure) -> PlaybackOutcome {
-        let plan: PlaybackPlan
-        do { plan = try await playbackPlan(for: item, request) } catch { throw .server(error) }
+        var planned: PlaybackPlan
+        do { planned = try await playbackPlan(for: item, request) } catch { throw .server(error) }
+        // Segments (intro, credits…) are offered for video; a server that cannot say is no failure.
+        if item.kind != .audio, item.mediaType != "Audio" {
+            do throws(JellyfinError) { planned.segments = try await mediaSegments(item.id) } catch {
+                observe(.note("the media segments were not read: \(error.description)"))
+            }
+        }
+        let plan = planned
         observe(.planned(plan))
         let (local, folder) = await fetchSubtitles(plan, observe: observe)
         defer { if let folder { Self.removeFolder(folder) } }
@@ -202,6 +215,17 @@ enum PlaybackLoop {
         var position = startSeconds, paused = false, muted = false
         var volume: Int?
         var tracks: PlayingTracks?
+        var skipped: [MediaSegment] = []
+        /// Jumps over a segment to skip that `at` falls in (each segment once).
+        func skipSegment(at: Double) {
+            guard !options.skip.isEmpty, let segment = plan.segments.first(where: { segment in
+                options.skip.contains(segment.type) && at >= segment.startSeconds - 0.05 && at < segment.endSeconds - 0.1
+                    && !skipped.contains(segment)
+            }) else { return }
+            skipped.append(segment)
+            observe(.skipped(segment))
+            Task { await player.seek(to: segment.endSeconds) }
+        }
         var end = EndReason.stopped
         var stopping = false
         await withTaskCancellationHandler {
@@ -210,8 +234,10 @@ enum PlaybackLoop {
                 case .player(.started(let at)):
                     position = at
                     await send(PlaybackReport(.start, plan: plan, positionSeconds: position, volume: volume))
+                    skipSegment(at: at)
                 case .player(.position(let at)):
                     position = at
+                    skipSegment(at: at)
                 case .player(.tracks(let playing)):
                     tracks = playing
                 case .player(.paused(let isPaused, let at)):
@@ -246,6 +272,7 @@ enum PlaybackLoop {
         var failed = false
         if case .failed = end { failed = true }
         await send(PlaybackReport(.stopped, plan: plan, positionSeconds: position, isPaused: paused, failed: failed))
-        return PlaybackOutcome(plan: plan, end: end, startSeconds: startSeconds, positionSeconds: position, reports: counts, tracks: tracks)
+        return PlaybackOutcome(plan: plan, end: end, startSeconds: startSeconds, positionSeconds: position, reports: counts, tracks: tracks,
+                               skipped: skipped)
     }
 }

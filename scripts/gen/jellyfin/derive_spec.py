@@ -44,6 +44,8 @@ OPERATIONS = [
     "MarkPlayedItem", "MarkUnplayedItem", "MarkFavoriteItem", "UnmarkFavoriteItem", "GetItemUserData", "UpdateItemUserData",
     # images
     "GetItemImage",
+    # media segments (skip intro, credits) and lyrics
+    "GetItemSegments", "GetLyrics",
     # playback: negotiation, progress reports, transcode keep-alive and stop
     "GetPostedPlaybackInfo", "ReportPlaybackStart", "ReportPlaybackProgress", "ReportPlaybackStopped",
     "PingPlaybackSession", "StopEncodingProcess",
