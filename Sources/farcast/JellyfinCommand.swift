@@ -44,6 +44,8 @@ struct JellyfinTarget: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds to wait for each request.", valueName: "seconds"))
     var timeout: Double = 30
 
+    @OptionGroup var rating: RatingOptions
+
     @OptionGroup var hosts: HostOptions
 
     func validate() throws {
@@ -78,7 +80,8 @@ struct JellyfinTarget: ParsableArguments {
         }
         let transport = try await JellyfinCLI.transport(timeout: timeout, to: address, through: route, hosts: hosts)
         let server = JellyfinServer(address: address, identity: try JellyfinCLI.identity(), transport: transport)
-        let session = server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id)
+        let session = server.session(userId: account.id, userName: account.name, accessToken: account.token, serverId: entry.id,
+                                     ratingCeiling: try rating.ceiling)
         let offline = OfflineAccount(serverId: entry.id, serverName: entry.name, userId: account.id, userName: account.name)
         if syncOffline { await JellyfinCLI.syncOffline(session, account: offline) }
         return (session, offline)
@@ -92,6 +95,28 @@ struct JellyfinTarget: ParsableArguments {
         let text = try hosts.hostAddress(server, kind: .jellyfin)?.protocolURL() ?? server
         guard let wanted = try? ServerAddress(parsing: text) else { return nil }
         return remembered.servers.first { (try? ServerAddress(parsing: $0.url)) == wanted }
+    }
+}
+
+/// The parental ceiling a command applies (`--max-rating`, else `$FARCAST_JELLYFIN_MAX_RATING`).
+struct RatingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Hide and refuse items rated above this: a rating (G, PG, PG-13, R, TV-14…) or an age (12); default: $FARCAST_JELLYFIN_MAX_RATING, else none.", valueName: "rating"))
+    var maxRating: String?
+
+    func validate() throws {
+        if let maxRating, RatingCeiling(maxRating) == nil {
+            throw ValidationError("--max-rating takes a rating or an age (e.g. PG-13, TV-14, FSK-12 or 12), not '\(maxRating)'")
+        }
+    }
+
+    var ceiling: RatingCeiling? {
+        get throws {
+            guard let text = maxRating ?? ProcessInfo.processInfo.environment["FARCAST_JELLYFIN_MAX_RATING"].flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
+            guard let ceiling = RatingCeiling(text) else {
+                throw CommandFailure(message: "FARCAST_JELLYFIN_MAX_RATING='\(text)' is not a rating or an age (e.g. PG-13, TV-14, FSK-12 or 12)", exitCode: 2)
+            }
+            return ceiling
+        }
     }
 }
 

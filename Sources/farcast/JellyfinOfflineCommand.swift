@@ -30,6 +30,7 @@ struct JellyfinOfflineListCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var rating: RatingOptions
 
     @Argument(help: ArgumentHelp("Only these: an item, series, season or album (name or id).", valueName: "ITEM"))
     var item: String?
@@ -44,7 +45,8 @@ struct JellyfinOfflineListCommand: AsyncParsableCommand {
             } else {
                 entries = []
             }
-            let rows = entries.map(OfflineRow.init)
+            let ceiling = try rating.ceiling
+            let rows = entries.filter { ceiling?.allows($0.item.officialRating) ?? true }.map(OfflineRow.init)
             if global.json { return try printJSONList(rows) }
             if rows.isEmpty {
                 if !global.quiet { print("Nothing downloaded yet (farcast jellyfin download ITEM -o DIR).") }

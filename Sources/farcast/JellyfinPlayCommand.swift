@@ -222,6 +222,13 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure(message: describe(error))
             }
+            if let ceiling = try target.rating.ceiling {
+                let hidden = queue.filter { !ceiling.allows($0.item.officialRating) }
+                queue.removeAll { !ceiling.allows($0.item.officialRating) }
+                if queue.isEmpty, let first = hidden.first {
+                    throw CommandFailure(message: describe(JellyfinError.aboveRatingCeiling(item: first.item.name, rating: first.item.officialRating ?? "", ceiling: ceiling.text)))
+                }
+            }
             let options = PlaybackOptions(progressInterval: JellyfinCLI.duration(player.progressInterval))
             let current = Locked<MPVPlayer?>(nil)
             let stopRequested = Locked(false)

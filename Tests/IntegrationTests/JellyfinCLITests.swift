@@ -51,6 +51,28 @@ struct JellyfinCLITests {
         }
     }
 
+    /// A parental ceiling (`--max-rating`, or FARCAST_JELLYFIN_MAX_RATING): the stand-in rates
+    /// Test Pattern G, Colour Bars PG, Mandelbrot Zoom PG-13. Listings leave out what is above it
+    /// (the server filters with maxOfficialRating), search finds nothing of it, and opening it
+    /// by id is refused.
+    @Test func aRatingCeilingHidesWhatIsAboveIt() throws {
+        let server = try JellyfinStandInServer()
+        let user = try User()
+        try user.login(server)
+        let underPG = try user.items(["ls", "Movies", "--max-rating", "PG"])?.compactMap { $0["name"] as? String }
+        #expect(underPG == ["Colour Bars", "Test Pattern"])
+        let environment = user.environment.merging(["FARCAST_JELLYFIN_MAX_RATING": "G"]) { $1 }
+        let underG = try run(try farcastBinary(), ["jellyfin", "ls", "Movies", "--json"], environment: environment)
+        #expect(try jsonItems(underG.stdout).compactMap { $0["name"] as? String } == ["Test Pattern"], "\(underG.stderr)")
+        #expect(try user.items(["search", "Mandelbrot", "--max-rating", "12"])?.isEmpty == true)
+        #expect(try user.items(["search", "Mandelbrot"])?.count == 1, "without a ceiling it is there")
+        let id = try #require(try user.items(["ls", "Movies"])?.first { $0["name"] as? String == "Mandelbrot Zoom" }?["id"] as? String)
+        let refused = try user.farcast(["info", id, "--max-rating", "PG"])
+        #expect(refused.status == 1 && refused.stderr.contains("Mandelbrot Zoom is rated PG-13, above the PG ceiling"), "\(refused.stderr)")
+        let bad = try user.farcast(["ls", "Movies", "--max-rating", "banana"])
+        #expect(bad.status == 2 && bad.stderr.contains("--max-rating takes a rating or an age"), "\(bad.stderr)")
+    }
+
     @Test func signInBrowseSearchAndSignOut() throws {
         let server = try JellyfinStandInServer()
         let user = try User()

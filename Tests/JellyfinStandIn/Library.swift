@@ -67,7 +67,7 @@ struct Library: Sendable {
             var item = Item(id: id, name: entry.name, sortName: entry.name.lowercased(), kind: entry.kind, isFolder: ["Series", "Season", "MusicAlbum"].contains(entry.kind),
                             year: entry.year, premiereDate: entry.year.map { Self.date(year: $0) }, dateCreated: base.addingTimeInterval(Double(n) * 3600),
                             indexNumber: entry.indexNumber, parentIndexNumber: entry.parentIndexNumber, overview: entry.overview, genres: entry.genres,
-                            entry: entry, communityRating: entry.kind == "Movie" ? 6.5 + Double(n % 3) : nil, officialRating: entry.kind == "Movie" ? "PG" : nil)
+                            entry: entry, communityRating: entry.kind == "Movie" ? 6.5 + Double(n % 3) : nil, officialRating: Self.rating(entry))
             if let poster = entry.poster {
                 let tag = Self.id("poster/\(poster)/\(FileManager.default.contents(atPath: mediaDirectory + "/" + poster)?.count ?? 0)")
                 item.posterTag = tag
@@ -255,6 +255,16 @@ struct Library: Sendable {
         let audio = entry.streams.filter { $0.type == "Audio" }
         source.defaultAudioStreamIndex = (audio.first { $0.isDefault == true } ?? audio.first).map { Int32($0.index) }
         return source
+    }
+
+    /// Films rated from G up (Test Pattern G, Colour Bars PG, Mandelbrot Zoom PG-13), the series
+    /// and its episodes TV-PG, music unrated: enough to test a parental ceiling.
+    static func rating(_ entry: MediaCatalog.Entry) -> String? {
+        switch entry.kind {
+        case "Movie": return ["Test Pattern": "G", "Colour Bars": "PG", "Mandelbrot Zoom": "PG-13"][entry.name] ?? "PG"
+        case "Series", "Season", "Episode": return "TV-PG"
+        default: return nil
+        }
     }
 
     static func stream(_ s: MediaCatalog.Stream) -> Components.Schemas.MediaStream {

@@ -208,7 +208,13 @@ struct StandInAPI: APIProtocol {
         var ids: [String] = []
         var years: [Int] = []
         var enableTotalRecordCount = true
+        var maxOfficialRating: String?
     }
+
+    /// The scores a real server's US rating table gives (what `maxOfficialRating` compares);
+    /// an item with a rating not listed here, or none, passes.
+    static let ratingScores: [String: Int] = ["G": 0, "TV-G": 0, "TV-Y": 0, "TV-Y7": 7, "PG": 10, "TV-PG": 10, "PG-13": 13, "TV-14": 14,
+                                              "R": 17, "TV-MA": 17, "NC-17": 18]
 
     func list(_ listing: Listing) -> Components.Schemas.BaseItemDtoQueryResult {
         var items: [Library.Item]
@@ -230,6 +236,9 @@ struct StandInAPI: APIProtocol {
             items = items.filter { $0.name.range(of: term, options: [.caseInsensitive, .diacriticInsensitive]) != nil }
         }
         if !listing.years.isEmpty { items = items.filter { $0.year.map(listing.years.contains) ?? false } }
+        if let ceiling = listing.maxOfficialRating.flatMap({ Self.ratingScores[$0.uppercased()] }) {
+            items = items.filter { item in item.officialRating.flatMap { Self.ratingScores[$0.uppercased()] }.map { $0 <= ceiling } ?? true }
+        }
         let data = state.allItemData(userId: userId)
         var favourite = listing.isFavorite
         var played = listing.isPlayed
@@ -287,6 +296,7 @@ struct StandInAPI: APIProtocol {
         listing.ids = q.ids ?? []
         listing.years = (q.years ?? []).map(Int.init)
         listing.enableTotalRecordCount = q.enableTotalRecordCount ?? true
+        listing.maxOfficialRating = q.maxOfficialRating
         if let parent = listing.parentId, library.item(parent) == nil, library.views.allSatisfy({ $0.id != parent }) {
             return .ok(.init(body: .json(.init(items: [], startIndex: 0, totalRecordCount: 0))))
         }

@@ -207,8 +207,10 @@ public struct JellyfinServer: Sendable {
     }
 
     /// Resumes a session from a remembered token (nothing is sent until it is used).
-    public func session(userId: String, userName: String, accessToken: String, serverId: String?) -> JellyfinSession {
-        JellyfinSession(server: self, userId: userId, userName: userName, accessToken: accessToken, serverId: serverId)
+    /// A session for a user already signed in; `ratingCeiling` hides what is rated above it.
+    public func session(userId: String, userName: String, accessToken: String, serverId: String?,
+                        ratingCeiling: RatingCeiling? = nil) -> JellyfinSession {
+        JellyfinSession(server: self, userId: userId, userName: userName, accessToken: accessToken, serverId: serverId, ratingCeiling: ratingCeiling)
     }
 
     // MARK: Quick Connect

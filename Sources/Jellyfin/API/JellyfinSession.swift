@@ -14,15 +14,24 @@ public final class JellyfinSession: Sendable {
     public let userName: String
     public let accessToken: String
     public let serverId: String?
+    /// Items rated above this are left out of every listing and refused by `item(_:)`.
+    public let ratingCeiling: RatingCeiling?
     let client: Client
 
-    init(server: JellyfinServer, userId: String, userName: String, accessToken: String, serverId: String?) {
+    init(server: JellyfinServer, userId: String, userName: String, accessToken: String, serverId: String?, ratingCeiling: RatingCeiling? = nil) {
         self.server = server
         self.userId = userId
         self.userName = userName
         self.accessToken = accessToken
         self.serverId = serverId
+        self.ratingCeiling = ratingCeiling
         client = server.client(token: accessToken)
+    }
+
+    /// `items` without those above the rating ceiling.
+    func allowed(_ items: [JellyfinItem]) -> [JellyfinItem] {
+        guard let ratingCeiling else { return items }
+        return items.filter { ratingCeiling.allows($0.officialRating) }
     }
 
     /// Runs one generated operation with errors made readable.
@@ -98,6 +107,7 @@ public final class JellyfinSession: Sendable {
         if let term = query.searchTerm { q.append(("searchTerm", term)) }
         if query.favouritesOnly { q.append(("isFavorite", "true")) }
         if let played = query.played { q.append(("isPlayed", played ? "true" : "false")) }
+        if let ratingCeiling { q.append(("maxOfficialRating", ratingCeiling.serverRating)) }
         q += (Self.listFields + query.fields).map { ("fields", $0) }
         q.append(("startIndex", String(Int32(clamping: start))))
         q.append(("limit", String(Int32(clamping: count))))
@@ -134,7 +144,12 @@ public final class JellyfinSession: Sendable {
         let operation = "read item \(id)"
         let output = try await perform(operation) { try await client.getItem(path: .init(itemId: id), query: .init(userId: userId)) }
         switch output {
-        case .ok(let ok): return JellyfinItem(try await perform(operation) { try ok.body.json })
+        case .ok(let ok):
+            let item = JellyfinItem(try await perform(operation) { try ok.body.json })
+            if let ratingCeiling, !ratingCeiling.allows(item.officialRating) {
+                throw .aboveRatingCeiling(item: item.name, rating: item.officialRating ?? "", ceiling: ratingCeiling.text)
+            }
+            return item
         case .undocumented(let status, _):
             if status == 404 || status == 400 { throw .notFound(what: "item \(id)") }
             throw server.unexpected(operation, status: status)
@@ -148,7 +163,7 @@ public final class JellyfinSession: Sendable {
             try await client.getSeasons(path: .init(seriesId: seriesId), query: .init(userId: userId, fields: Self.listFields))
         }
         switch output {
-        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
@@ -160,7 +175,7 @@ public final class JellyfinSession: Sendable {
             try await client.getEpisodes(path: .init(seriesId: seriesId), query: .init(userId: userId, fields: Self.listFields, seasonId: seasonId))
         }
         switch output {
-        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
@@ -173,7 +188,7 @@ public final class JellyfinSession: Sendable {
             try await client.getResumeItems(query: .init(userId: userId, limit: Int32(clamping: limit), fields: Self.listFields))
         }
         switch output {
-        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
@@ -186,7 +201,7 @@ public final class JellyfinSession: Sendable {
             try await client.getNextUp(query: .init(userId: userId, limit: Int32(clamping: limit), fields: Self.listFields, seriesId: seriesId))
         }
         switch output {
-        case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
+        case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
@@ -199,7 +214,7 @@ public final class JellyfinSession: Sendable {
             try await client.getLatestMedia(query: .init(userId: userId, parentId: parentId, fields: Self.listFields, limit: Int32(clamping: limit)))
         }
         switch output {
-        case .ok(let ok): return try await perform(operation) { try ok.body.json }.map(JellyfinItem.init)
+        case .ok(let ok): return allowed(try await perform(operation) { try ok.body.json }.map(JellyfinItem.init))
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
@@ -207,6 +222,20 @@ public final class JellyfinSession: Sendable {
 
     /// Search hints: quick matches by name across the libraries.
     public func searchHints(_ text: String, limit: Int = 20) async throws(JellyfinError) -> [SearchHint] {
+        // Hints carry no rating: under a ceiling, the search is a listing the server filters.
+        if ratingCeiling != nil {
+            var query = ItemQuery(recursive: true)
+            query.searchTerm = text
+            query.limit = limit
+            var hints: [SearchHint] = []
+            do {
+                for try await item in items(query) where !item.isFolder || item.kind == .series || item.kind == .musicAlbum {
+                    hints.append(SearchHint(id: item.id, name: item.name, kind: item.kind, productionYear: item.productionYear, series: item.seriesName,
+                                            album: item.album, runTimeTicks: item.runTimeTicks, primaryImageTag: item.imageTags["Primary"]))
+                }
+            } catch let error as JellyfinError { throw error } catch { throw .malformedResponse(operation: "search", reason: "\(error)") }
+            return hints
+        }
         let operation = "search"
         let output = try await perform(operation) {
             try await client.getSearchHints(query: .init(limit: Int32(clamping: limit), userId: userId, searchTerm: text))

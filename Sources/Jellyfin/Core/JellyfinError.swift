@@ -33,6 +33,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
     case noPlayableStream(item: String, reason: String)
     /// The audio or subtitle stream asked for is not in the item: what it has.
     case noSuchTrack(item: String, kind: String, choice: String, available: String)
+    /// The item is rated above the session's parental ceiling.
+    case aboveRatingCeiling(item: String, rating: String, ceiling: String)
 
     public var description: String {
         switch self {
@@ -71,6 +73,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
             return "cannot play \(item): \(reason)"
         case .noSuchTrack(let item, let kind, let choice, let available):
             return "\(item) has no \(kind.lowercased()) stream '\(choice)' (\(available); see `farcast jellyfin info`)"
+        case .aboveRatingCeiling(let item, let rating, let ceiling):
+            return "\(item) is rated \(rating), above the \(ceiling) ceiling (--max-rating)"
         case .credentialStore(let reason), .imageCache(let reason):
             return reason
         }
