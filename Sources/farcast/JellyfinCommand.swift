@@ -234,7 +234,14 @@ enum JellyfinCLI {
         guard let library = try? existingOfflineLibrary(),
               (try? library.hasPendingProgress(serverId: account.serverId, userId: account.userId)) == true else { return }
         do {
-            for line in syncLines(try await session.syncOfflineProgress(library, serverId: account.serverId)) {
+            let results = try await session.syncOfflineProgress(library, serverId: account.serverId)
+            // Nothing reached the server (it is away): one line, not one per item.
+            if let first = results.first, case .failed(let reason) = first.outcome {
+                let count = results.count
+                FileHandle.standardError.write(Data("farcast: note: \(count == 1 ? "a position" : "\(count) positions") played offline not synced yet (\(reason))\n".utf8))
+                return
+            }
+            for line in syncLines(results) {
                 FileHandle.standardError.write(Data("farcast: note: \(line)\n".utf8))
             }
         } catch {

@@ -124,8 +124,28 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if offline { return try await runOffline() }
+        if offline { return try await reportingFailures { try await playOffline() } }
         try await reportingFailures {
+            do {
+                try await playOnline()
+            } catch let error as JellyfinError where Self.isUnreachable(error) {
+                // The server is away: a downloaded copy plays instead (its position syncs later).
+                guard let library = try? JellyfinCLI.existingOfflineLibrary(), (try? library.find(item))?.isEmpty == false else { throw error }
+                FileHandle.standardError.write(Data("farcast: note: \(describe(error)); playing the download instead\n".utf8))
+                try await playOffline()
+            }
+        }
+    }
+
+    static func isUnreachable(_ error: JellyfinError) -> Bool {
+        switch error {
+        case .unreachable, .timedOut: return true
+        default: return false
+        }
+    }
+
+    func playOnline() async throws {
+        do {
             let decoders = try await player.decoders()
             let session = try await target.session()
             let resolved = try await JellyfinCLI.resolveItem(item, in: session)
@@ -212,8 +232,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
 
     /// `play --offline`: the downloads ITEM names (and, for an episode, the downloaded ones after
     /// it), each from its offline resume point, positions kept in the offline index.
-    func runOffline() async throws {
-        try await reportingFailures {
+    func playOffline() async throws {
+        do {
             guard let library = try JellyfinCLI.existingOfflineLibrary() else { throw CommandFailure(message: describe(OfflineError.notDownloaded(item))) }
             var queue: [OfflineEntry]
             do {

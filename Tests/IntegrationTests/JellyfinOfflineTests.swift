@@ -69,9 +69,13 @@ struct JellyfinOfflineTests {
         let finished = try Self.playOffline(user, ["Pilot Tone", "--no-next"])
         #expect(finished.map { $0["end"] as? String } == ["finished"])
         #expect(try Self.entry(user, "Pilot Tone")?["played"] as? Bool == true)
-        // Online playback needs the server and says so.
-        let online = try user.farcast(["play", "Pilot Tone"] + Self.headless, timeout: 60)
-        #expect(online.status == 1, "\(online.stderr)")
+        // Without --offline, a downloaded item still plays while the server is away (saying so);
+        // one not downloaded needs the server and says so.
+        let fallback = try user.farcast(["play", "Pilot Tone", "--no-next", "--start", "0", "--json"] + Self.headless, timeout: 60)
+        #expect(fallback.status == 0 && fallback.stderr.contains("connection refused; playing the download instead"), "\(fallback.stderr)")
+        #expect(try jsonItems(fallback.stdout).first?["end"] as? String == "finished")
+        let online = try user.farcast(["play", "Mandelbrot Zoom"] + Self.headless, timeout: 60)
+        #expect(online.status == 1 && online.stderr.contains("cannot reach"), "\(online.stderr)")
 
         // The server is back: the next command that reaches it (here, the resume list) sends
         // both positions first, and notes it.
