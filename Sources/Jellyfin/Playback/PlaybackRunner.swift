@@ -148,7 +148,9 @@ extension JellyfinSession {
         do {
             var request = HTTPClientRequest(url: url.absoluteString)
             request.headers.add(name: "Authorization", value: AuthorizationHeader.value(identity: server.identity, token: accessToken))
-            let response = try await server.transport.httpClient.execute(request, timeout: .nanoseconds(Int64(server.transport.timeout.components.seconds) * 1_000_000_000))
+            let timeout = server.transport.timeout.components
+            let response = try await server.transport.httpClient.execute(
+                request, timeout: .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000))
             guard response.status == .ok else { throw server.unexpected(operation, status: Int(response.status.code)) }
             let body = try await response.body.collect(upTo: limit)
             return Array(body.readableBytesView)
