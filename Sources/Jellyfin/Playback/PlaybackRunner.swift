@@ -75,13 +75,20 @@ extension JellyfinSession {
     /// `observe` hears of it.
     public func play(_ item: JellyfinItem, _ request: PlaybackRequest, on player: any MediaPlayer, options: PlaybackOptions = .init(),
                      observe: @escaping @Sendable (PlaybackProgress) -> Void = { _ in }) async throws(PlaybackFailure) -> PlaybackOutcome {
+        // Segments (intro, credits…) are offered for video, asked beside PlaybackInfo so they
+        // cost no time before playing; a server that cannot say is no failure.
+        let segments: Task<Result<[MediaSegment], JellyfinError>, Never>? = item.kind == .audio || item.mediaType == "Audio" ? nil : Task {
+            do throws(JellyfinError) { return .success(try await self.mediaSegments(item.id)) } catch { return .failure(error) }
+        }
         var planned: PlaybackPlan
-        do { planned = try await playbackPlan(for: item, request) } catch { throw .server(error) }
-        // Segments (intro, credits…) are offered for video; a server that cannot say is no failure.
-        if item.kind != .audio, item.mediaType != "Audio" {
-            do throws(JellyfinError) { planned.segments = try await mediaSegments(item.id) } catch {
-                observe(.note("the media segments were not read: \(error.description)"))
-            }
+        do { planned = try await playbackPlan(for: item, request) } catch {
+            segments?.cancel()
+            throw .server(error)
+        }
+        switch await segments?.value {
+        case .success(let found): planned.segments = found
+        case .failure(let error): observe(.note("the media segments were not read: \(error.description)"))
+        case nil: break
         }
         let plan = planned
         observe(.planned(plan))
