@@ -117,7 +117,8 @@ enum TrackSelection {
                              url: (String) -> URL?) -> PlayerTracks {
         let sorted = streams.filter { $0.index != nil }.sorted { $0.index! < $1.index! }
         let internalAudio = sorted.filter { $0.type == "Audio" && !$0.isExternal }
-        let internalSubtitles = sorted.filter { $0.type == "Subtitle" && !$0.isExternal && $0.deliveryMethod != "External" }
+        // mpv counts every subtitle track inside the file, those the server also delivers as files included.
+        let internalSubtitles = sorted.filter { $0.type == "Subtitle" && !$0.isExternal }
         var tracks = PlayerTracks()
         tracks.subtitleFiles = sorted.filter { $0.type == "Subtitle" && $0.deliveryMethod == "External" }.compactMap { stream in
             guard let path = stream.deliveryUrl, let address = url(path) else { return nil }

@@ -62,6 +62,21 @@ struct TrackSelectionTests {
         #expect(tracks(.transcode, audio: 2, subtitle: 5).subtitleFiles.first?.selected == true)
     }
 
+    @Test func subtitlesInsideTheFileCountForMpvEvenWhenTheServerAlsoDeliversThem() {
+        // A real server may deliver a text subtitle inside the file as a file too (External);
+        // mpv still counts it among the file's own tracks.
+        let streams = [
+            MediaStreamInfo(index: 0, type: "Video"),
+            MediaStreamInfo(index: 1, type: "Audio"),
+            MediaStreamInfo(index: 2, type: "Subtitle", codec: "subrip", language: "eng", deliveryMethod: "External", deliveryUrl: "/s/2.srt"),
+            MediaStreamInfo(index: 3, type: "Subtitle", codec: "pgssub", language: "ger", deliveryMethod: "Embed"),
+        ]
+        let second = TrackSelection.playerTracks(streams: streams, method: .directPlay, audio: 1, subtitle: 3) { URL(string: "http://s" + $0) }
+        #expect(second.subtitle == 2 && second.subtitleFiles.map(\.selected) == [false])
+        let first = TrackSelection.playerTracks(streams: streams, method: .directPlay, audio: 1, subtitle: 2) { URL(string: "http://s" + $0) }
+        #expect(first.subtitle == 0 && first.subtitleFiles.map(\.selected) == [true], "the delivered file is shown")
+    }
+
     @Test func mpvIsToldWhatToSelect() {
         #expect(MPVPlayer.arguments(for: PlayerTracks(audio: 2, subtitle: 0)) == ["--aid=2", "--sid=no"])
         #expect(MPVPlayer.arguments(for: PlayerTracks(subtitle: 3)) == ["--sid=3"])
