@@ -26,6 +26,9 @@ struct MPVPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Skip these media segments as playback reaches them: intro, outro (or credits), recap, preview, commercial; a comma list, repeatable.", valueName: "segments"))
     var skip: [String] = []
 
+    @Flag(inversion: .prefixedNo, help: "Play music tracks one into the next with no gap, on one mpv.")
+    var gapless = true
+
     /// Tests use short intervals; users keep the real clients' 10 s.
     @Option(name: .customLong("test-progress-interval"), help: .hidden)
     var progressInterval: Double = 10
@@ -60,10 +63,10 @@ struct MPVPlayerOptions: ParsableArguments {
 
     /// A queue that plays on a new mpv per item.
     func queue(session: JellyfinSession, request: PlaybackRequest, stopAfter: Duration? = nil) -> PlayQueue {
-        let program = mpv, options = mpvOptions
+        let program = mpv, options = mpvOptions, gapless = gapless
         return PlayQueue(session: session, request: request,
                          options: PlaybackOptions(progressInterval: JellyfinCLI.duration(progressInterval), stopAfter: stopAfter, skip: segmentsToSkip)) {
-            MPVPlayer(program: program, options: options)
+            MPVPlayer(program: program, options: options, gapless: gapless)
         }
     }
 }
@@ -73,7 +76,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         commandName: "play",
         abstract: "Play an item (an episode and the ones after it, a season, an album) in mpv, reporting progress to the server.",
         discussion: """
-            Asks the server how the item plays on this machine's mpv (a device profile made from the decoders mpv really has), opens the stream in mpv and tells the server what happens: Playing when mpv starts, Progress every 10 seconds and at every pause, seek and volume change, Stopped with the position when mpv ends — the media's end, closing the mpv window, Ctrl-C, or --duration. Playback starts where the user left off (the server's resume point) unless --start says otherwise. After an episode the next ones in the series follow (--no-next: just the one); a season plays its episodes, an album or playlist its tracks, one after another.
+            Asks the server how the item plays on this machine's mpv (a device profile made from the decoders mpv really has), opens the stream in mpv and tells the server what happens: Playing when mpv starts, Progress every 10 seconds and at every pause, seek and volume change, Stopped with the position when mpv ends — the media's end, closing the mpv window, Ctrl-C, or --duration. Playback starts where the user left off (the server's resume point) unless --start says otherwise. After an episode the next ones in the series follow (--no-next: just the one); a season plays its episodes, an album or playlist its tracks, one after another. Music streams through the server's universal audio endpoint and plays gapless: each track is queued on the same mpv while the one before plays (--no-gapless: a new mpv for each).
 
             --offline plays a download (farcast jellyfin download) with no server: from the later of the server's resume point and where offline playback stopped, then the downloaded episodes after it. Where it stops is kept in the offline index and reaches the server with the next command that connects (see `farcast jellyfin offline`).
 

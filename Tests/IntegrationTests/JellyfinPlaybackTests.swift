@@ -290,12 +290,83 @@ struct JellyfinPlaybackTests {
         #expect(Set(episodes.compactMap { $0["play_session_id"] as? String }).count == 3)
         let single = try Self.playAll(user, ["Phase Shift", "--start", "0", "--no-next"])
         #expect(single.map { $0["name"] as? String ?? "" } == ["Phase Shift"])
-        // An album: its FLAC tracks in order, through /Audio/{id}/stream.
+        // An album: its FLAC tracks in order, through /Audio/{id}/universal.
         let tracks = try Self.playAll(user, ["Test Tones"])
         #expect(tracks.map { $0["name"] as? String ?? "" } == ["A 220", "E 330", "A 440"])
         #expect(tracks.allSatisfy { $0["end"] as? String == "finished" && $0["method"] as? String == "DirectPlay" && $0["container"] as? String == "flac" })
         let kinds = try Self.reports(server).filter { $0.kind == "start" || $0.kind == "stopped" }.map(\.kind)
         #expect(kinds == Array(repeating: ["start", "stopped"], count: 7).flatMap { $0 }, "\(kinds)")
+    }
+
+    /// An album plays gapless: every track through the universal endpoint, all on one mpv (each
+    /// queued while the one before plays), each its own play session reported in order; a
+    /// track whose media lives elsewhere is reached through the endpoint's 302. `--no-gapless`
+    /// starts an mpv per track. mpv is run through a wrapper that notes each start and then
+    /// runs the real mpv: the count is what tells one mpv from three.
+    @Test func anAlbumPlaysGaplessOnOneMPVThroughTheUniversalEndpoint() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        let mpv = try requireExecutable("mpv", package: "mpv")
+        let tracks = try #require(try user.items(["ls", "Test Tones"]))
+        let ids = tracks.compactMap { $0["id"] as? String }
+        try #require(ids.count == 3)
+        _ = try server.hook("/StandIn/Remote?item=\(ids[2])")
+        let starts = user.folder.path + "/mpv-starts"
+        let wrapper = user.folder.path + "/mpv"
+        try "#!/bin/sh\ncase \"$*\" in *--input-ipc-server*) echo started >> '\(starts)';; esac\nexec '\(mpv)' \"$@\"\n"
+            .write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        func mpvStarts() -> Int { ((try? String(contentsOfFile: starts, encoding: .utf8)) ?? "").split(separator: "\n").count }
+
+        let played = try Self.playAll(user, ["Test Tones", "--start", "0", "--mpv", wrapper])
+        #expect(played.map { $0["name"] as? String ?? "" } == ["A 220", "E 330", "A 440"])
+        for track in played {
+            #expect(track["end"] as? String == "finished" && track["method"] as? String == "DirectPlay", "\(track)")
+            let at = (track["position_seconds"] as? NSNumber)?.doubleValue ?? 0
+            #expect(abs(at - 2) < 0.1, "\(track["name"] ?? "") ended at \(at) s of 2")
+        }
+        #expect(mpvStarts() == 1, "\(mpvStarts()) mpv processes for one album")
+        let reports = try Self.reports(server)
+        let universal = reports.filter { $0.kind == "universal" }
+        #expect(universal.map { $0.itemId ?? "" } == ids, "each track once through /Audio/{id}/universal")
+        #expect(universal.map { $0.playMethod ?? "" } == ["DirectPlay", "DirectPlay", "Redirect"])
+        #expect(reports.contains { $0.kind == "remote-fetch" && $0.itemId == ids[2] }, "the redirect was followed to the remote media")
+        // Each track's session: Playing, then Stopped at its end, before the next one's Playing.
+        let sessions = reports.filter { $0.kind == "start" || $0.kind == "stopped" }
+        #expect(sessions.map(\.kind) == ["start", "stopped", "start", "stopped", "start", "stopped"], "\(sessions.map(\.kind))")
+        #expect(sessions.map { $0.itemId ?? "" } == [ids[0], ids[0], ids[1], ids[1], ids[2], ids[2]])
+        #expect(Set(played.compactMap { $0["play_session_id"] as? String }).count == 3)
+
+        let separate = try Self.playAll(user, ["Test Tones", "--start", "0", "--mpv", wrapper, "--no-gapless"])
+        #expect(separate.count == 3 && separate.allSatisfy { $0["end"] as? String == "finished" })
+        #expect(mpvStarts() == 4, "--no-gapless: one mpv per track")
+    }
+
+    /// The universal endpoint encodes what the asked containers cannot hold (here FLAC for an
+    /// MP3/AAC player) into the transcoding container, refuses an anonymous caller, and says
+    /// why it transcoded.
+    @Test func theUniversalEndpointTranscodesWhatThePlayerCannotTake() throws {
+        let server = try JellyfinStandInServer(privateData: true)
+        let user = try User()
+        try user.login(server)
+        let id = try #require(try user.items(["ls", "Test Tones"])?.first?["id"] as? String)
+        let state = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: user.folder.path + "/state/farcast/jellyfin/servers.json")))
+        let token = try #require(((state as? [String: Any])?["servers"] as? [[String: Any]])?.first.flatMap { ($0["users"] as? [[String: Any]])?.first?["token"] as? String })
+        let curl = try requireExecutable("curl", package: "curl")
+        let ffprobe = try requireExecutable("ffprobe", package: "ffmpeg")
+        let base = "http://127.0.0.1:\(server.port)/Audio/\(id)/universal?Container=mp3,m4a%7Caac&TranscodingContainer=aac&AudioCodec=aac&TranscodingProtocol=http"
+        let out = user.folder.path + "/universal.aac"
+        let answer = try run(curl, ["-sS", "-o", out, "-w", "%{http_code} %{content_type}", base + "&ApiKey=\(token)"], timeout: 30)
+        #expect(answer.stdout == "200 audio/aac", "\(answer.stdout) \(answer.stderr)")
+        let probe = try run(ffprobe, ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", out], timeout: 20)
+        #expect(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "aac", "the answer is \(probe.stdout) \(probe.stderr)")
+        let decision = try #require(try Self.reports(server).last { $0.kind == "universal" })
+        #expect(decision.playMethod == "Transcode" && decision.reasons == ["ContainerNotSupported"], "\(decision)")
+        let direct = try run(curl, ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{content_type}", "http://127.0.0.1:\(server.port)/Audio/\(id)/universal?Container=flac&ApiKey=\(token)"], timeout: 20)
+        #expect(direct.stdout == "200 audio/flac")
+        let anonymous = try run(curl, ["-sS", "-o", "/dev/null", "-w", "%{http_code}", base], timeout: 20)
+        #expect(anonymous.stdout == "401")
     }
 
     /// Another client's remote control reaches the cast target through the server's live

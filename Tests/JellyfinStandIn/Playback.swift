@@ -11,8 +11,8 @@ import OpenAPIRuntime
 /// Range requests, and every playback report is kept (`GET /StandIn/PlaybackReports`) and moves
 /// the user's resume point by the real server's rules.
 ///
-/// Not yet here: remuxing and transcoding (a source that cannot play directly is answered with
-/// its reasons and no stream), so a client's direct play is what the stand-in tests.
+/// What cannot play as it is is transcoded (Transcoding.swift); music also streams through the
+/// universal endpoint (UniversalAudio.swift). Not here: remuxing (DirectStream).
 final class PlaybackLog: Sendable {
     struct Report: Codable, Sendable {
         init(kind: String, itemId: String? = nil, mediaSourceId: String? = nil, playSessionId: String? = nil, positionTicks: Int64? = nil,
@@ -42,6 +42,9 @@ final class PlaybackLog: Sendable {
     }
 
     private let reports = Locked<[Report]>([])
+    /// Items whose media the stand-in serves as if it lived on another host (`POST
+    /// /StandIn/Remote?item=`): PlaybackInfo names its URL, the universal endpoint redirects there.
+    let remote = Locked<Set<String>>([])
     /// Play sessions PlaybackInfo opened: id → item.
     private let sessions = Locked<[String: String]>([:])
 
@@ -87,6 +90,13 @@ extension StandInAPI {
         if dto?.enableDirectPlay == false || input.query.enableDirectPlay == false { reasons.append("DirectPlayError") }
         let playSession = StandInState.randomHex(16)
         playback.open(playSession: playSession, item: item.id)
+        if playback.remote.withLock({ $0.contains(item.id) }), var origin = URLComponents(string: publicURL()) {
+            // Media on another host: the server names its URL (the universal endpoint redirects there).
+            origin.path = "/StandIn/RemoteMedia/\(item.id).\(((entry.path ?? "") as NSString).pathExtension)"
+            source.path = origin.string
+            source._protocol = .init(value1: "Http")
+            source.isRemote = true
+        }
         source.supportsDirectPlay = reasons.isEmpty
         source.supportsDirectStream = reasons.isEmpty
         source.supportsTranscoding = false
@@ -262,21 +272,7 @@ enum StreamRoutes {
             guard let item = api.library.item(id), let relative = item.entry?.path, let size = item.entry?.size, size > 0 else {
                 return Response(status: .notFound)
             }
-            let path = api.library.mediaDirectory + "/" + relative
-            var headers = HTTPFields()
-            headers[.contentType] = mimeType(relative)
-            headers[.acceptRanges] = "bytes"
-            guard let rangeHeader = request.headers[.range] else {
-                headers[.contentLength] = "\(size)"
-                return Response(status: .ok, headers: headers, body: try await files.loadFile(path: path, context: context))
-            }
-            guard let range = byteRange(rangeHeader, size: size) else {
-                headers[.contentRange] = "bytes */\(size)"
-                return Response(status: .rangeNotSatisfiable, headers: headers)
-            }
-            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
-            headers[.contentLength] = "\(range.count)"
-            return Response(status: .partialContent, headers: headers, body: try await files.loadFile(path: path, range: range, context: context))
+            return try await file(api.library.mediaDirectory + "/" + relative, size: size, request: request, context: context, files: files)
         }
         for kind in ["Videos", "Audio"] {
             router.get("\(basePath)/\(kind)/:itemId/stream", use: serve)
@@ -308,6 +304,27 @@ enum StreamRoutes {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(api.playback.all))))
         }
+    }
+
+    /// The file at `path` (`size` bytes) as asked: whole, or the one byte range asked (206; 416
+    /// past its end). HEAD answers the headers alone.
+    static func file(_ path: String, size: Int, request: Request, context: BasicRequestContext, files: FileIO) async throws -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = mimeType(path)
+        headers[.acceptRanges] = "bytes"
+        let head = request.method == .head
+        guard let rangeHeader = request.headers[.range] else {
+            headers[.contentLength] = "\(size)"
+            return Response(status: .ok, headers: headers, body: head ? ResponseBody() : try await files.loadFile(path: path, context: context))
+        }
+        guard let range = byteRange(rangeHeader, size: size) else {
+            headers[.contentRange] = "bytes */\(size)"
+            return Response(status: .rangeNotSatisfiable, headers: headers)
+        }
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+        headers[.contentLength] = "\(range.count)"
+        return Response(status: .partialContent, headers: headers,
+                        body: head ? ResponseBody() : try await files.loadFile(path: path, range: range, context: context))
     }
 
     /// One range of `bytes=A-B`, `bytes=A-` or `bytes=-N` within `size` bytes; nil when unsatisfiable.

@@ -21,7 +21,7 @@ struct StandIn: AsyncParsableCommand {
         commandName: "jellyfin-standin",
         abstract: "A Jellyfin server stand-in on 127.0.0.1 (for tests and benchmarks).",
         discussion: """
-            The first run makes the media (ffmpeg) and a user `demo` whose password is written to DIR/password. Test hooks live under /StandIn/ (POST): QuickConnect/Approve?code=, Revoke?user=, Send (a session message as the body), Position?item=&ticks=, Fault?path=&mode=truncated|wrong-types|huge|huge-declared|unknown-enums|not-json|status-500 (and for /Items/ID/Download: cut-half|lie-size) or clear; and (GET) Sockets, PlaybackReports (every playback report received, as JSON). Media plays from /Videos/ID/stream and /Audio/ID/stream and downloads from /Items/ID/Download, with byte ranges; PlaybackInfo decides direct play against the device profile (the stand-in does not transcode).
+            The first run makes the media (ffmpeg) and a user `demo` whose password is written to DIR/password. Test hooks live under /StandIn/ (POST): QuickConnect/Approve?code=, Revoke?user=, Send (a session message as the body), Position?item=&ticks=, Fault?path=&mode=truncated|wrong-types|huge|huge-declared|unknown-enums|not-json|status-500 (and for /Items/ID/Download: cut-half|lie-size) or clear; and (GET) Sockets, PlaybackReports (every playback report received, as JSON). Remote?item= (POST) makes an item's media remote (served from /StandIn/RemoteMedia/, which the universal endpoint redirects to), and (GET) Transcodes lists the transcodes on disk. Media plays from /Videos/ID/stream and /Audio/ID/stream and downloads from /Items/ID/Download, with byte ranges; music also streams from /Audio/ID/universal. PlaybackInfo decides direct play against the device profile; what cannot play as it is is transcoded with ffmpeg (HLS fMP4 for video, AAC or MP3 for audio).
 
             Example:
               scripts/jellyfin-standin --port 8096 --data /tmp/jf
@@ -95,6 +95,7 @@ struct StandIn: AsyncParsableCommand {
         LegacyRoutes.register(on: router, basePath: basePath, api: api, state: state)
         StreamRoutes.register(on: router, basePath: basePath, api: api, state: state)
         Transcodes.register(on: router, basePath: basePath, api: api, state: state)
+        UniversalAudio.register(on: router, basePath: basePath, api: api, state: state)
         TestHooks.register(on: router, api: api, state: state, hub: hub, faults: faults)
 
         let routerResponder = router.buildResponder()

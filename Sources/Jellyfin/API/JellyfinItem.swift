@@ -33,6 +33,8 @@ public struct JellyfinItem: Sendable, Hashable, Identifiable {
     public var childCount: Int?
     public var container: String?
     public var mediaType: String?
+    /// Music (a track, an audio book's part): what the server calls Audio media.
+    public var isAudio: Bool { kind == .audio || mediaType == "Audio" }
     public var path: String?
     public var userData: UserItemData?
     /// Image type (`Primary`, `Backdrop`, …) → tag.

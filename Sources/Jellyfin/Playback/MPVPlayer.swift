@@ -8,44 +8,42 @@ import FarcastSupport
 import Synchronization
 
 /// mpv, driven over its JSON IPC socket: started paused on the media so nothing is missed, its
-/// position, pause, volume and seeks observed, commands sent as JSON lines. One player plays one
-/// URL; a queue makes one per item. mpv keeps the user's own configuration (key bindings,
-/// hardware decoding); `options` (`KEY=VALUE`, as `--KEY=VALUE`) add to it.
+/// position, pause, volume and seeks observed, commands sent as JSON lines. mpv keeps the user's
+/// own configuration (key bindings, hardware decoding); `options` (`KEY=VALUE`, as `--KEY=VALUE`)
+/// add to it.
+///
+/// One player stands for one media. A player made `gapless` can queue the media after its own
+/// on the same mpv (`playNext`): mpv opens it ahead and plays on with no gap (gapless audio), and
+/// the player `playNext` returns stands for that media — its events begin when it starts. mpv
+/// quits once the last media queued on it has played out.
 public final class MPVPlayer: MediaPlayer {
     public let program: String
     public let options: [String]
+    /// Whether media can follow on this mpv with no gap (`playNext`).
+    public let gapless: Bool
+    public var playsGapless: Bool { gapless }
     public let events: AsyncStream<PlayerEvent>
-    private let sink: AsyncStream<PlayerEvent>.Continuation
-    private let state = Mutex(State())
-
-    private struct State {
-        var child: ChildProcess?
-        var socket: Int32 = -1
-        var folder: String?
-        var position: Double = 0
-        var paused = true
-        var started = false
-        var seeking = false
-        var ended = false
-        var stopRequested = false
-        var volume: Int?
-        var tracks = PlayingTracks()
-        var muted = false
-        /// `play` waiting for the first playback-restart (or the reason it failed).
-        var opening: CheckedContinuation<Result<Double, PlayerError>, Never>?
-    }
+    private let process: Process
+    /// This player's media: its entry in mpv's playlist (mpv's `playlist_entry_id`; 1 is the
+    /// media mpv starts with, each one queued after it the next number).
+    private let entry: Int
 
     /// `program`: the mpv to run (a name looked up in PATH, or a path).
-    public init(program: String = "mpv", options: [String] = []) {
+    public init(program: String = "mpv", options: [String] = [], gapless: Bool = false) {
         self.program = program
         self.options = options
-        (events, sink) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .unbounded)
+        self.gapless = gapless
+        let (events, sink) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .unbounded)
+        self.events = events
+        process = Process()
+        entry = 1
+        process.state.withLock { $0.entries[1] = Entry(sink: sink) }
     }
 
-    deinit {
-        let (socket, folder) = state.withLock { ($0.socket, $0.folder) }
-        if socket >= 0 { close(socket) }
-        if let folder { Self.removeFolder(folder) }
+    /// A player for the media queued as `entry` on `process`.
+    private init(following player: MPVPlayer, process: Process, entry: Int, events: AsyncStream<PlayerEvent>) {
+        (program, options, gapless) = (player.program, player.options, player.gapless)
+        (self.process, self.entry, self.events) = (process, entry, events)
     }
 
     /// mpv's path, or nil when it is not installed.
@@ -121,7 +119,10 @@ public final class MPVPlayer: MediaPlayer {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// Opens `url` in a new mpv, or — for a player `playNext` returned — waits until the media
+    /// queued there plays (`url` and `tracks` were given to `playNext`).
     public func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks = PlayerTracks()) async throws(PlayerError) {
+        if entry != 1 { return try await opened() }
         guard let path = Self.locate(program) else {
             throw .notInstalled(program: program, install: "on Debian or Ubuntu: sudo apt install mpv")
         }
@@ -129,47 +130,82 @@ public final class MPVPlayer: MediaPlayer {
         guard let made = mkdtemp(&template) else { throw .cannotPlay("cannot make a private folder for mpv's socket: \(String(cString: strerror(errno)))") }
         let folder = String(cString: made)
         let socketPath = folder + "/ipc"
-        state.withLock { $0.folder = folder; $0.position = startSeconds }
-        let arguments = [path, "--idle=no", "--pause", "--input-ipc-server=\(socketPath)", "--no-input-terminal", "--msg-level=all=error",
+        process.state.withLock { $0.folder = folder; $0.entries[1]?.position = startSeconds }
+        // Idle when its playlist ends: mpv quits when we say (on its `idle` event), so media
+        // queued just as the last one ends is never lost to mpv quitting by itself.
+        let arguments = [path, "--idle=yes", "--pause", "--input-ipc-server=\(socketPath)", "--no-input-terminal", "--msg-level=all=error",
                          String(format: "--start=%.3f", max(0, startSeconds))]
-            + Self.arguments(for: tracks) + options.map { "--" + $0 } + ["--", url.isFileURL ? url.path : url.absoluteString]
+            + (gapless ? ["--gapless-audio=yes", "--prefetch-playlist=yes"] : [])
+            + Self.arguments(for: tracks) + options.map { "--" + $0 } + ["--", Self.argument(url)]
         let child: ChildProcess
         do { child = try await ChildProcess.spawn(arguments, ownGroup: true) } catch { throw .cannotPlay(error.description) }
-        state.withLock { $0.child = child }
+        process.state.withLock { $0.child = child }
         let fd = try await connect(socketPath, child: child)
-        state.withLock { $0.socket = fd }
-        let reader = Thread { [weak self] in self?.read(fd) }
+        process.state.withLock { $0.socket = fd }
+        let process = process
+        let reader = Thread { process.read(fd) }
         reader.name = "farcast mpv events"
         reader.start()
-        send(["observe_property", 1, "time-pos"])
-        send(["observe_property", 2, "pause"])
-        send(["observe_property", 3, "volume"])
-        send(["observe_property", 4, "mute"])
-        send(["observe_property", 5, "current-tracks/audio"])
-        send(["observe_property", 6, "current-tracks/sub"])
+        process.send(["observe_property", 1, "time-pos"])
+        process.send(["observe_property", 2, "pause"])
+        process.send(["observe_property", 3, "volume"])
+        process.send(["observe_property", 4, "mute"])
+        process.send(["observe_property", 5, "current-tracks/audio"])
+        process.send(["observe_property", 6, "current-tracks/sub"])
         // The file opens paused; the first playback-restart says it is ready at the start point.
-        let opened = await withCheckedContinuation { continuation in
-            let early: Result<Double, PlayerError>? = state.withLock { s in
-                if s.started { return .success(s.position) }
-                if s.ended { return .failure(.cannotPlay("mpv ended before playing")) }
-                s.opening = continuation
+        try await opened()
+        for file in tracks.subtitleFiles {
+            process.send(["sub-add", Self.argument(file.url), file.selected ? "select" : "auto",
+                          file.title ?? file.language ?? file.url.lastPathComponent, file.language ?? ""])
+        }
+        // Paused was ours, not the user's: its change to false is no event.
+        let (position, playing, volume) = process.state.withLock { s in
+            s.paused = false
+            return (s.entries[1]?.position ?? startSeconds, s.entries[1]?.tracks ?? PlayingTracks(), s.volume.map { ($0, s.muted) })
+        }
+        process.send(["set_property", "pause", false])
+        let sink = process.sink(1)
+        sink?.yield(.started(position: position))
+        sink?.yield(.tracks(playing))
+        // The volume as it starts (its change events count from here).
+        if let (level, muted) = volume { sink?.yield(.volume(level, muted: muted)) }
+    }
+
+    /// Waits until this player's media plays (the first playback-restart of its entry).
+    private func opened() async throws(PlayerError) {
+        let entry = entry
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Double, PlayerError>, Never>) in
+            let early: Result<Double, PlayerError>? = process.state.withLock { s in
+                guard let e = s.entries[entry] else { return .failure(.cannotPlay("mpv ended before playing")) }
+                if e.started { return .success(e.position) }
+                if e.ended { return .failure(e.failure ?? .cannotPlay("mpv ended before playing")) }
+                s.entries[entry]?.opening = continuation
                 return nil
             }
             if let early { continuation.resume(returning: early) }
         }
-        let position = try opened.get()
-        for file in tracks.subtitleFiles {
-            send(["sub-add", file.url.isFileURL ? file.url.path : file.url.absoluteString, file.selected ? "select" : "auto",
-                  file.title ?? file.language ?? file.url.lastPathComponent, file.language ?? ""])
-        }
-        // Paused was ours, not the user's: its change to false is no event.
-        state.withLock { $0.paused = false }
-        send(["set_property", "pause", false])
-        sink.yield(.started(position: position))
-        sink.yield(.tracks(state.withLock { $0.tracks }))
-        // The volume as it starts (its change events count from here).
-        if let (volume, muted) = state.withLock({ s in s.volume.map { ($0, s.muted) } }) { sink.yield(.volume(volume, muted: muted)) }
+        _ = try result.get()
     }
+
+    /// Queues `url` after this player's media on the same mpv, which plays on into it with no gap;
+    /// nil when this player is not gapless or its mpv has ended (or is ending).
+    public func playNext(_ url: URL, tracks: PlayerTracks) async -> (any MediaPlayer)? {
+        guard gapless else { return nil }
+        let (events, sink) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .unbounded)
+        let queued = process.state.withLock { s -> Int? in
+            guard s.socket >= 0, !s.closing, !s.exited else { return nil }
+            s.lastEntry += 1
+            s.entries[s.lastEntry] = Entry(sink: sink)
+            // Queued and, should mpv have gone idle meanwhile, started.
+            Process.send(["loadfile", Self.argument(url), "append-play"], on: s.socket)
+            return s.lastEntry
+        }
+        guard let queued else { return nil }
+        return MPVPlayer(following: self, process: process, entry: queued, events: events)
+    }
+
+    /// What mpv is given to open: a local path or the URL.
+    private static func argument(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
 
     /// mpv's options for `tracks`: `--aid`, `--sid` (`no` for none). Subtitle files are added
     /// over IPC once the media is open (`sub-add`, with their language and title).
@@ -187,19 +223,32 @@ public final class MPVPlayer: MediaPlayer {
                                    codec: object["codec"] as? String, isExternal: object["external"] as? Bool ?? false)
     }
 
-    public func setPaused(_ paused: Bool) async { send(["set_property", "pause", paused]) }
-    public func seek(to seconds: Double) async { send(["seek", max(0, seconds), "absolute"]) }
-    public func setVolume(_ percent: Int) async { send(["set_property", "volume", min(100, max(0, percent))]) }
-    public func setMuted(_ muted: Bool) async { send(["set_property", "mute", muted]) }
-    public var position: Double { state.withLock { $0.position } }
-    public var isPaused: Bool { state.withLock { $0.paused } }
+    /// Commands reach mpv only while this player's media is the one playing.
+    private func command(_ command: [Any]) {
+        let entry = entry
+        process.state.withLock { s in
+            guard s.current == entry || (s.current == 0 && entry == 1), s.entries[entry]?.ended == false else { return }
+            Process.send(command, on: s.socket)
+        }
+    }
 
+    public func setPaused(_ paused: Bool) async { command(["set_property", "pause", paused]) }
+    public func seek(to seconds: Double) async { command(["seek", max(0, seconds), "absolute"]) }
+    public func setVolume(_ percent: Int) async { command(["set_property", "volume", min(100, max(0, percent))]) }
+    public func setMuted(_ muted: Bool) async { command(["set_property", "mute", muted]) }
+    public var position: Double { process.state.withLock { $0.entries[entry]?.position ?? 0 } }
+    public var isPaused: Bool { process.state.withLock { $0.paused } }
+
+    /// Stops mpv (and so any media queued after this one); nothing when this media has ended.
     public func stop() async {
-        let child = state.withLock { s -> ChildProcess? in
+        let entry = entry
+        let child = process.state.withLock { s -> ChildProcess? in
+            guard s.entries[entry]?.ended == false else { return nil }
             s.stopRequested = true
+            s.closing = true
+            Process.send(["quit"], on: s.socket)
             return s.child
         }
-        send(["quit"])
         guard let child else { return }
         let exited = await withTaskGroup(of: Bool.self) { group in
             group.addTask { _ = await child.waitForExit(); return true }
@@ -210,8 +259,6 @@ public final class MPVPlayer: MediaPlayer {
         }
         if !exited { await child.terminate() }
     }
-
-    // MARK: - IPC
 
     /// Connects to mpv's socket once mpv has made it (it is made before the file opens).
     private func connect(_ path: String, child: ChildProcess) async throws(PlayerError) -> Int32 {
@@ -248,132 +295,229 @@ public final class MPVPlayer: MediaPlayer {
         throw .noAnswer("mpv made no IPC socket within 10 s")
     }
 
-    /// Sends one command (a JSON array) as a line.
-    private func send(_ command: [Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: ["command": command]) else { return }
-        let line = Array(data) + [0x0A]
-        state.withLock { s in
-            guard s.socket >= 0 else { return }
+    // MARK: - The mpv process
+
+    /// One media on the process: what its player hears and where it is.
+    private struct Entry {
+        let sink: AsyncStream<PlayerEvent>.Continuation
+        var position: Double = 0
+        var started = false
+        var seeking = false
+        var ended = false
+        /// Why it could not play, when it could not.
+        var failure: PlayerError?
+        var tracks = PlayingTracks()
+        /// Decoded to its end with nothing queued after it: its sound plays out (mpv's `idle`
+        /// says when), and only then has it finished.
+        var draining = false
+        /// `play` waiting for the first playback-restart (or the reason it failed).
+        var opening: CheckedContinuation<Result<Double, PlayerError>, Never>?
+    }
+
+    /// One mpv and its IPC socket, shared by the players of the media queued on it. Its reader
+    /// thread hands each event to the player whose media mpv is playing.
+    private final class Process: Sendable {
+        struct State {
+            var child: ChildProcess?
+            var socket: Int32 = -1
+            var folder: String?
+            /// mpv's own pause, volume and mute (they carry from one media to the next).
+            var paused = true
+            var volume: Int?
+            var muted = false
+            /// The entry mpv plays (0: none started yet) and the last one queued.
+            var current = 0
+            var lastEntry = 1
+            var entries: [Int: Entry] = [:]
+            /// `quit` sent: nothing more is queued.
+            var closing = false
+            var stopRequested = false
+            /// The socket closed: mpv is gone.
+            var exited = false
+        }
+
+        let state = Mutex(State())
+
+        deinit {
+            let (socket, folder) = state.withLock { ($0.socket, $0.folder) }
+            if socket >= 0 { close(socket) }
+            if let folder {
+                unlink(folder + "/ipc")
+                rmdir(folder)
+            }
+        }
+
+        func sink(_ entry: Int) -> AsyncStream<PlayerEvent>.Continuation? { state.withLock { $0.entries[entry]?.sink } }
+
+        func send(_ command: [Any]) { state.withLock { Process.send(command, on: $0.socket) } }
+
+        /// Sends one command (a JSON array) as a line (under the state's lock, so lines never mix).
+        static func send(_ command: [Any], on socket: Int32) {
+            guard socket >= 0, let data = try? JSONSerialization.data(withJSONObject: ["command": command]) else { return }
+            let line = Array(data) + [0x0A]
             var offset = 0
             while offset < line.count {
-                let written = line[offset...].withUnsafeBytes { cWrite(s.socket, $0.baseAddress, $0.count) }
+                let written = line[offset...].withUnsafeBytes { cWrite(socket, $0.baseAddress, $0.count) }
                 if written <= 0 { if errno == EINTR { continue } else { return } }
                 offset += written
             }
         }
-    }
 
-    /// The reader thread: mpv's lines until the socket closes (mpv quit).
-    private func read(_ fd: Int32) {
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let count = cRead(fd, &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            pending += buffer[0..<count]
-            while let newline = pending.firstIndex(of: 0x0A) {
-                let line = Array(pending[..<newline])
-                pending.removeSubrange(...newline)
-                handle(line)
-            }
-            // A line longer than 1 MiB is not mpv's; drop it rather than grow without bound.
-            if pending.count > 1 << 20 { pending.removeAll() }
-        }
-        finish(.failed("mpv closed its socket"))
-    }
-
-    private func handle(_ line: [UInt8]) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], let event = object["event"] as? String else { return }
-        switch event {
-        case "property-change":
-            let name = object["name"] as? String
-            var emit: PlayerEvent?
-            state.withLock { s in
-                switch name {
-                case "time-pos":
-                    guard let value = object["data"] as? Double else { return }
-                    s.position = value
-                    if s.started && !s.seeking { emit = .position(value) }
-                case "pause":
-                    guard let value = object["data"] as? Bool, value != s.paused else { return }
-                    s.paused = value
-                    if s.started { emit = .paused(value, position: s.position) }
-                case "volume":
-                    guard let value = object["data"] as? Double else { return }
-                    s.volume = Int(value.rounded())
-                    if s.started { emit = .volume(Int(value.rounded()), muted: s.muted) }
-                case "mute":
-                    guard let value = object["data"] as? Bool else { return }
-                    s.muted = value
-                    if s.started, let volume = s.volume { emit = .volume(volume, muted: value) }
-                case "current-tracks/audio", "current-tracks/sub":
-                    // The tracks are let go as the file unloads: that is no choice of the user's.
-                    guard !s.ended, !s.stopRequested else { return }
-                    let track = Self.track(object["data"])
-                    var tracks = s.tracks
-                    if name == "current-tracks/audio" { tracks.audio = track } else { tracks.subtitle = track }
-                    guard tracks != s.tracks else { return }
-                    s.tracks = tracks
-                    if s.started { emit = .tracks(tracks) }
-                default: return
+        /// The reader thread: mpv's lines until the socket closes (mpv quit).
+        func read(_ fd: Int32) {
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let count = cRead(fd, &buffer, buffer.count)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                pending += buffer[0..<count]
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = Array(pending[..<newline])
+                    pending.removeSubrange(...newline)
+                    handle(line)
                 }
+                // A line longer than 1 MiB is not mpv's; drop it rather than grow without bound.
+                if pending.count > 1 << 20 { pending.removeAll() }
             }
-            if let emit { sink.yield(emit) }
-        case "seek":
-            state.withLock { $0.seeking = true }
-        case "playback-restart":
-            let (opening, seeked) = state.withLock { s -> (CheckedContinuation<Result<Double, PlayerError>, Never>?, Double?) in
-                if !s.started {
-                    // The start position is reached by a seek of mpv's own: that is no user's seek.
-                    s.started = true
-                    s.seeking = false
-                    defer { s.opening = nil }
-                    return (s.opening, nil)
+            // Every media not ended ends now: stopped when we (or the user, quitting) ended mpv.
+            let work = state.withLock { s -> [() -> Void] in
+                s.exited = true
+                let reason: EndReason = s.closing || s.stopRequested ? .stopped : .failed("mpv closed its socket")
+                return Self.endDrained(&s) + s.entries.keys.sorted().flatMap { Self.end(&s, entry: $0, reason) }
+            }
+            work.forEach { $0() }
+        }
+
+        private func handle(_ line: [UInt8]) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], let event = object["event"] as? String else { return }
+            let entryId = (object["playlist_entry_id"] as? NSNumber)?.intValue
+            // What to do once the lock is let go: events yielded, a `play` resumed.
+            let work = state.withLock { s -> [() -> Void] in
+                let current = s.current == 0 ? 1 : s.current
+                guard var e = s.entries[current] else { return [] }
+                var work: [() -> Void] = []
+                func emit(_ event: PlayerEvent) { let sink = e.sink; work.append { sink.yield(event) } }
+                switch event {
+                case "property-change":
+                    switch object["name"] as? String {
+                    case "time-pos":
+                        // Gapless: the next media's clock starts below zero while the last one's sound plays out.
+                        guard let value = object["data"] as? Double else { return [] }
+                        e.position = max(0, value)
+                        if e.started && !e.seeking && !e.ended { emit(.position(e.position)) }
+                    case "pause":
+                        guard let value = object["data"] as? Bool, value != s.paused else { return [] }
+                        s.paused = value
+                        if e.started && !e.ended { emit(.paused(value, position: e.position)) }
+                    case "volume":
+                        guard let value = object["data"] as? Double else { return [] }
+                        s.volume = Int(value.rounded())
+                        if e.started && !e.ended { emit(.volume(Int(value.rounded()), muted: s.muted)) }
+                    case "mute":
+                        guard let value = object["data"] as? Bool else { return [] }
+                        s.muted = value
+                        if e.started && !e.ended, let volume = s.volume { emit(.volume(volume, muted: value)) }
+                    case let name? where name == "current-tracks/audio" || name == "current-tracks/sub":
+                        // The tracks are let go as the file unloads: that is no choice of the user's.
+                        guard !e.ended, !s.stopRequested else { return [] }
+                        let track = MPVPlayer.track(object["data"])
+                        var tracks = e.tracks
+                        if name == "current-tracks/audio" { tracks.audio = track } else { tracks.subtitle = track }
+                        guard tracks != e.tracks else { return [] }
+                        e.tracks = tracks
+                        if e.started { emit(.tracks(tracks)) }
+                    default:
+                        return []
+                    }
+                case "seek":
+                    e.seeking = true
+                case "start-file":
+                    if let entryId, s.entries[entryId] != nil { s.current = entryId }
+                    return Self.endDrained(&s)
+                case "playback-restart":
+                    if !e.started {
+                        // The start position is reached by a seek of mpv's own: that is no user's seek.
+                        e.started = true
+                        e.seeking = false
+                        if let opening = e.opening {
+                            let position = e.position
+                            work.append { opening.resume(returning: .success(position)) }
+                            e.opening = nil
+                        }
+                        // Media queued after the first plays on its own: it starts now (the first
+                        // says so from `play`, once unpaused).
+                        if current != 1 {
+                            emit(.started(position: e.position))
+                            emit(.tracks(e.tracks))
+                            if let volume = s.volume { emit(.volume(volume, muted: s.muted)) }
+                        }
+                    } else if e.seeking {
+                        e.seeking = false
+                        emit(.seeked(position: e.position))
+                    }
+                case "end-file":
+                    s.entries[current] = e
+                    let ended = entryId ?? current
+                    let reason: EndReason
+                    switch object["reason"] as? String {
+                    case "eof": reason = .finished
+                    case "stop", "quit", "redirect": reason = .stopped
+                    default: reason = .failed((object["file_error"] as? String).map { "mpv: \($0)" } ?? "mpv could not play the media")
+                    }
+                    if reason == .finished, ended >= s.lastEntry {
+                        s.entries[ended]?.draining = true
+                        return []
+                    }
+                    return Self.end(&s, entry: ended, reason)
+                case "idle":
+                    // The playlist has played out (its last sound included) and nothing more is
+                    // queued: mpv quits. Media queued before this point plays; after it, `playNext`
+                    // says no.
+                    let work = Self.endDrained(&s)
+                    if !s.closing, s.entries.values.allSatisfy(\.ended) {
+                        s.closing = true
+                        Process.send(["quit"], on: s.socket)
+                    }
+                    return work
+                default:
+                    return []
                 }
-                guard s.seeking else { return (nil, nil) }
-                s.seeking = false
-                return (nil, s.position)
+                s.entries[current] = e
+                return work
             }
-            opening?.resume(returning: .success(state.withLock { $0.position }))
-            if let seeked { sink.yield(.seeked(position: seeked)) }
-        case "end-file":
-            switch object["reason"] as? String {
-            case "eof": finish(.finished)
-            case "stop", "quit", "redirect": finish(.stopped)
-            default: finish(.failed((object["file_error"] as? String).map { "mpv: \($0)" } ?? "mpv could not play the media"))
-            }
-        default:
-            break
+            work.forEach { $0() }
         }
-    }
 
-    /// The end, once: a failure while opening goes to `play`, after that to the events.
-    private func finish(_ reason: EndReason) {
-        let (opening, position, first) = state.withLock { s -> (CheckedContinuation<Result<Double, PlayerError>, Never>?, Double, Bool) in
-            let first = !s.ended
-            s.ended = true
-            defer { s.opening = nil }
-            return (s.opening, s.position, first)
+        /// Ends, as finished, the media whose sound was playing out.
+        static func endDrained(_ s: inout State) -> [() -> Void] {
+            s.entries.filter { $0.value.draining && !$0.value.ended }.keys.sorted().flatMap { end(&s, entry: $0, .finished) }
         }
-        guard first else { return }
-        var reason = reason
-        if case .failed = reason, state.withLock({ $0.stopRequested }) { reason = .stopped }
-        if let opening {
-            if case .failed(let why) = reason { opening.resume(returning: .failure(.cannotPlay(why))) } else {
-                opening.resume(returning: .failure(.cannotPlay("mpv ended before playing")))
-            }
-            sink.yield(.ended(reason, position: position))
-            sink.finish()
-            return
-        }
-        sink.yield(.ended(reason, position: position))
-        sink.finish()
-    }
 
-    private static func removeFolder(_ folder: String) {
-        unlink(folder + "/ipc")
-        rmdir(folder)
+        /// Ends `entry` once: a failure while opening goes to its `play`, then the last event.
+        static func end(_ s: inout State, entry: Int, _ reason: EndReason) -> [() -> Void] {
+            guard var e = s.entries[entry], !e.ended else { return [] }
+            e.ended = true
+            var reason = reason
+            if case .failed = reason, s.stopRequested { reason = .stopped }
+            var work: [() -> Void] = []
+            if let opening = e.opening {
+                let failure: PlayerError
+                if case .failed(let why) = reason { failure = .cannotPlay(why) } else { failure = .cannotPlay("mpv ended before playing") }
+                e.failure = failure
+                work.append { opening.resume(returning: .failure(failure)) }
+                e.opening = nil
+            } else if !e.started, case .failed(let why) = reason {
+                e.failure = .cannotPlay(why)
+            }
+            let sink = e.sink, position = e.position
+            work.append {
+                sink.yield(.ended(reason, position: position))
+                sink.finish()
+            }
+            s.entries[entry] = e
+            return work
+        }
     }
 }
 

@@ -18,6 +18,18 @@ public protocol MediaPlayer: AnyObject, Sendable {
     var isPaused: Bool { get }
     /// Stops playback; the last event is `.ended(.stopped, …)`.
     func stop() async
+    /// Queues `url` to play right after this player's media with no gap (the output kept open:
+    /// gapless audio) and returns the player that stands for it: its `play` waits until that
+    /// media plays, its events begin then. nil when this player cannot (a new player then plays
+    /// it, after a gap).
+    func playNext(_ url: URL, tracks: PlayerTracks) async -> (any MediaPlayer)?
+    /// Whether `playNext` can queue media at all (a queue asks the server ahead only then).
+    var playsGapless: Bool { get }
+}
+
+extension MediaPlayer {
+    public func playNext(_ url: URL, tracks: PlayerTracks) async -> (any MediaPlayer)? { nil }
+    public var playsGapless: Bool { false }
 }
 
 public enum PlayerEvent: Sendable, Equatable {

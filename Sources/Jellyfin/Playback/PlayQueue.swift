@@ -2,6 +2,10 @@
 /// another client sends with Play — each as a playback session of its own (`JellyfinSession.play`)
 /// on a player made for it. Commands (pause, seek, next, stop, volume) reach the current player;
 /// an item that plays to its end starts the next.
+///
+/// Music plays gapless: once a track plays, the queue asks the server about the next one and
+/// queues it on the same player (`MediaPlayer.playNext`), which goes on into it with no gap;
+/// its playback session begins when the one before has reported Stopped.
 public actor PlayQueue {
     /// Where new items go (the Play message's PlayCommand).
     public enum Placement: String, Sendable { case now = "PlayNow", next = "PlayNext", last = "PlayLast" }
@@ -40,11 +44,25 @@ public actor PlayQueue {
     private var player: (any MediaPlayer)?
     /// Bumped for every item started, so a late end of a replaced player changes nothing.
     private var generation = 0
+    /// The item after the current one, already queued on the current player (gapless audio).
+    private var queued: Queued?
+    /// The generation whose next item is being asked about (asked once).
+    private var preparing = 0
+    /// When `options.stopAfter` runs out, counted from the first item's start.
+    private var deadline: ContinuousClock.Instant?
+
+    private struct Queued {
+        var index: Int
+        var item: JellyfinItem
+        var plan: PlaybackPlan
+        var player: any MediaPlayer
+    }
     private var muted = false
     private var volume = 100
 
     /// `request`: the profile and stream choices every item is asked for (its start is set per
-    /// item). `makePlayer`: a new player for each item.
+    /// item). `options.stopAfter` counts from the first item's start over the whole queue.
+    /// `makePlayer`: a new player for each item (not asked for an item queued gapless).
     public init(session: JellyfinSession, request: PlaybackRequest, options: PlaybackOptions = .init(),
                 makePlayer: @escaping @Sendable () -> any MediaPlayer) {
         self.session = session
@@ -112,6 +130,7 @@ public actor PlayQueue {
             player = nil
             await previous.stop()
         }
+        await dropQueued()
         guard index < items.count else {
             sink.yield(.idle)
             return
@@ -124,27 +143,43 @@ public actor PlayQueue {
             return
         }
         guard mine == generation else { return }
-        let player = makePlayer()
-        self.player = player
         var request = request
         request.startSeconds = startSeconds ?? item.userData.map { Double($0.playbackPositionTicks) / 10_000_000 } ?? 0
-        let session = session, options = options, sink = sink, volume = volume, muted = muted
+        launch(item, request, plan: nil, on: makePlayer(), generation: mine)
+    }
+
+    /// Runs the playback session of `item` on `player` (with `plan` when it was asked ahead).
+    private func launch(_ item: JellyfinItem, _ request: PlaybackRequest, plan: PlaybackPlan?, on player: any MediaPlayer, generation mine: Int) {
+        self.player = player
+        var options = options
+        // `stopAfter` counts from the first item's start, over the items after it too.
+        if let deadline { options.stopAfter = max(.milliseconds(1), deadline - .now) }
+        let session = session, sink = sink, volume = volume, muted = muted
         Task {
+            let observe: @Sendable (PlaybackProgress) -> Void = { progress in
+                switch progress {
+                case .planned(let plan):
+                    sink.yield(.started(itemId: item.id, name: item.name, plan: plan))
+                case .reported(.start, _, _):
+                    // The queue's volume and mute carry over from item to item.
+                    if volume != 100 || muted { Task { await player.setVolume(volume); await player.setMuted(muted) } }
+                    sink.yield(.progress(itemId: item.id, progress))
+                    Task { await self.playing(generation: mine) }
+                    if item.isAudio, player.playsGapless { Task { await self.prepareNext(after: mine, player: player) } }
+                default:
+                    sink.yield(.progress(itemId: item.id, progress))
+                }
+            }
             do throws(PlaybackFailure) {
-                let outcome = try await session.play(item, request, on: player, options: options) { progress in
-                    switch progress {
-                    case .planned(let plan):
-                        sink.yield(.started(itemId: item.id, name: item.name, plan: plan))
-                    case .reported(.start, _, _):
-                        // The queue's volume and mute carry over from item to item.
-                        if volume != 100 || muted { Task { await player.setVolume(volume); await player.setMuted(muted) } }
-                        sink.yield(.progress(itemId: item.id, progress))
-                    default:
-                        sink.yield(.progress(itemId: item.id, progress))
-                    }
+                let outcome: PlaybackOutcome
+                if let plan {
+                    observe(.planned(plan))
+                    outcome = try await session.play(plan, startSeconds: request.startSeconds, on: player, options: options, observe: observe)
+                } else {
+                    outcome = try await session.play(item, request, on: player, options: options, observe: observe)
                 }
                 sink.yield(.ended(itemId: item.id, name: item.name, outcome))
-                if outcome.end == .finished { await self.advance(after: mine) } else { self.ended(mine) }
+                if outcome.end == .finished { await self.advance(after: mine) } else { await self.ended(mine) }
             } catch {
                 sink.yield(.failed(itemId: item.id, reason: error.description))
                 await self.advance(after: mine)
@@ -152,18 +187,60 @@ public actor PlayQueue {
         }
     }
 
-    /// The item of `generation` played to its end (or could not play): the next one starts.
+    /// Asks about the track after the one of `generation` and queues it on `player` so it
+    /// follows with no gap. Anything that goes wrong leaves it to be started the usual way.
+    private func prepareNext(after generation: Int, player: any MediaPlayer) async {
+        guard generation == self.generation, preparing != generation, queued == nil, index + 1 < items.count else { return }
+        preparing = generation
+        let next = index + 1, id = items[next]
+        guard let item = try? await session.item(id), item.isAudio else { return }
+        var request = request
+        request.startSeconds = 0
+        guard let plan = try? await session.preparePlayback(item, request),
+              generation == self.generation, index + 1 == next, items.count > next, items[next] == id else { return }
+        guard let follower = await player.playNext(plan.url, tracks: plan.tracks) else { return }
+        guard generation == self.generation, index + 1 == next, items.count > next, items[next] == id else {
+            await follower.stop()
+            return
+        }
+        queued = Queued(index: next, item: item, plan: plan, player: follower)
+    }
+
+    /// An item of `generation` plays: the first to play starts the `stopAfter` clock.
+    private func playing(generation: Int) {
+        guard deadline == nil, let stopAfter = options.stopAfter else { return }
+        deadline = .now + stopAfter
+    }
+
+    /// Forgets the item queued ahead, stopping it should it play.
+    private func dropQueued() async {
+        guard let dropped = queued else { return }
+        queued = nil
+        await dropped.player.stop()
+    }
+
+    /// The item of `generation` played to its end (or could not play): the next one starts —
+    /// already playing when it was queued ahead on the same player.
     private func advance(after generation: Int) async {
         guard generation == self.generation else { return }
         player = nil
         index += 1
-        await start(startSeconds: 0)
+        if let next = queued, next.index == index, index < items.count, items[index] == next.item.id {
+            queued = nil
+            self.generation += 1
+            var request = request
+            request.startSeconds = 0
+            launch(next.item, request, plan: next.plan, on: next.player, generation: self.generation)
+        } else {
+            await start(startSeconds: 0)
+        }
     }
 
     /// The item of `generation` was stopped (in its player, by --duration): the queue rests.
-    private func ended(_ generation: Int) {
+    private func ended(_ generation: Int) async {
         guard generation == self.generation else { return }
         player = nil
+        await dropQueued()
         sink.yield(.idle)
     }
 }

@@ -103,7 +103,37 @@ extension JellyfinSession {
         case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
-        return try plan(for: item, response: response, audio: audio, subtitle: subtitle)
+        var plan = try plan(for: item, response: response, audio: audio, subtitle: subtitle)
+        // Audio plays through the universal endpoint, as music players ask for it: the server
+        // decides again from the same profile (the file, a redirect to remote media, or a
+        // stream it encodes) and nothing is left running when the connection ends.
+        if item.isAudio, request.audio == nil,
+           let url = universalAudioURL(itemId: item.id, mediaSourceId: plan.mediaSourceId, request) {
+            plan.url = url
+        }
+        return plan
+    }
+
+    /// `/Audio/{id}/universal` for a player with `request.profile`: the containers (each with the
+    /// codecs it may hold, `flac|flac`) it plays as they are, what to encode to otherwise (the
+    /// profile's first HTTP audio transcoding), the bitrate ceiling; remote media answered with
+    /// a redirect to where it lives.
+    public func universalAudioURL(itemId: String, mediaSourceId: String?, _ request: PlaybackRequest) -> URL? {
+        let profile = request.profile
+        let containers = profile.directPlay.filter { $0.kind == .audio }.flatMap { entry in
+            entry.containers.map { ([$0] + entry.audioCodecs).joined(separator: "|") }
+        }
+        var query: [(String, String)] = [("UserId", userId), ("DeviceId", server.identity.deviceId)]
+        if let mediaSourceId { query.append(("MediaSourceId", mediaSourceId)) }
+        if !containers.isEmpty { query.append(("Container", containers.joined(separator: ","))) }
+        if let transcoding = profile.transcoding.first(where: { $0.kind == .audio && $0.delivery == .http }) {
+            query += [("TranscodingContainer", transcoding.container), ("TranscodingProtocol", "http"),
+                      ("AudioCodec", transcoding.audioCodecs.first ?? transcoding.container)]
+            if let channels = transcoding.maxAudioChannels { query.append(("TranscodingAudioChannels", "\(channels)")) }
+        }
+        if let ceiling = request.maxBitrate ?? profile.maxStreamingBitrate { query.append(("MaxStreamingBitrate", "\(ceiling)")) }
+        query += [("EnableRedirection", "true"), ("EnableRemoteMedia", "true")]
+        return authenticatedURL(path: "/Audio/\(itemId)/universal", query: query)
     }
 
     /// The stream a PlaybackInfo answer leads to (pure: no request).
@@ -130,7 +160,7 @@ extension JellyfinSession {
         let url: URL?
         if source.supportsDirectPlay == true || source.supportsDirectStream == true {
             method = source.supportsDirectPlay == true ? .directPlay : .directStream
-            let kind = (item.mediaType == "Audio" || item.kind == .audio) ? "Audio" : "Videos"
+            let kind = item.isAudio ? "Audio" : "Videos"
             var query: [(String, String)] = [("static", "true"), ("mediaSourceId", sourceId), ("deviceId", server.identity.deviceId)]
             if let id = response.playSessionId { query.append(("playSessionId", id)) }
             if let tag = source.eTag { query.append(("tag", tag)) }

@@ -75,9 +75,18 @@ extension JellyfinSession {
     /// `observe` hears of it.
     public func play(_ item: JellyfinItem, _ request: PlaybackRequest, on player: any MediaPlayer, options: PlaybackOptions = .init(),
                      observe: @escaping @Sendable (PlaybackProgress) -> Void = { _ in }) async throws(PlaybackFailure) -> PlaybackOutcome {
+        let plan = try await preparePlayback(item, request, observe: observe)
+        observe(.planned(plan))
+        return try await play(plan, startSeconds: request.startSeconds, on: player, options: options, observe: observe)
+    }
+
+    /// How `item` plays: the server's decision (PlaybackInfo) and, for video, the media
+    /// segments, asked side by side. What a queue asks ahead for the item after the current one.
+    public func preparePlayback(_ item: JellyfinItem, _ request: PlaybackRequest,
+                                observe: @escaping @Sendable (PlaybackProgress) -> Void = { _ in }) async throws(PlaybackFailure) -> PlaybackPlan {
         // Segments (intro, credits…) are offered for video, asked beside PlaybackInfo so they
         // cost no time before playing; a server that cannot say is no failure.
-        let segments: Task<Result<[MediaSegment], JellyfinError>, Never>? = item.kind == .audio || item.mediaType == "Audio" ? nil : Task {
+        let segments: Task<Result<[MediaSegment], JellyfinError>, Never>? = item.isAudio ? nil : Task {
             do throws(JellyfinError) { return .success(try await self.mediaSegments(item.id)) } catch { return .failure(error) }
         }
         var planned: PlaybackPlan
@@ -90,13 +99,18 @@ extension JellyfinSession {
         case .failure(let error): observe(.note("the media segments were not read: \(error.description)"))
         case nil: break
         }
-        let plan = planned
-        observe(.planned(plan))
+        return planned
+    }
+
+    /// Plays what `plan` says on `player` from `startSeconds`, reporting as `play(_:_:on:)` does.
+    /// A player `playNext` made was handed the plan's URL already: this waits for it to start.
+    public func play(_ plan: PlaybackPlan, startSeconds: Double, on player: any MediaPlayer, options: PlaybackOptions = .init(),
+                     observe: @escaping @Sendable (PlaybackProgress) -> Void = { _ in }) async throws(PlaybackFailure) -> PlaybackOutcome {
         let (local, folder) = await fetchSubtitles(plan, observe: observe)
         defer { if let folder { Self.removeFolder(folder) } }
         let outcome: PlaybackOutcome
         do {
-            outcome = try await PlaybackLoop.run(local, startSeconds: request.startSeconds, on: player, options: options, observe: observe,
+            outcome = try await PlaybackLoop.run(local, startSeconds: startSeconds, on: player, options: options, observe: observe,
                                                  report: { report in await self.deliver(report) },
                                                  tick: {
                                                      if plan.method == .transcode, let id = plan.playSessionId { _ = try? await self.pingPlayback(playSessionId: id) }
