@@ -305,7 +305,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["FarcastSupport", "RFB", "Sendspin", "Punktfunk", "Jellyfin", "Tunnel", "Hosts", "Discovery", "WireGuard", "CZlib", "COpus",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "WSClient", package: "swift-websocket")]
+                           .product(name: "WSClient", package: "swift-websocket")],
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]

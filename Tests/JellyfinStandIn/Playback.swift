@@ -5,14 +5,17 @@ import Jellyfin
 import NIOCore
 import OpenAPIRuntime
 
-/// Playback in the stand-in: PlaybackInfo decides direct play against the client's device
-/// profile as a real server's StreamBuilder does for that method (container, video codec, audio
-/// codec, bitrate; the reasons it gives when it says no), the media's real bytes are served with
-/// Range requests, and every playback report is kept (`GET /StandIn/PlaybackReports`) and moves
-/// the user's resume point by the real server's rules.
+/// Playback in the stand-in: PlaybackInfo decides how a video plays on the client's device
+/// profile as a real server's StreamBuilder does (StreamDecision.swift: direct play, direct
+/// stream or transcode, with the server's reasons; proven on the server's own test cases),
+/// music by container, codec and bitrate; the media's real bytes are served with Range
+/// requests, and every playback report is kept (`GET /StandIn/PlaybackReports`) and moves the
+/// user's resume point by the real server's rules.
 ///
-/// What cannot play as it is is transcoded (Transcoding.swift); music also streams through the
-/// universal endpoint (UniversalAudio.swift). Not here: remuxing (DirectStream).
+/// What cannot play as it is is transcoded (Transcoding.swift: HLS with fMP4 segments or one
+/// progressive MP4 for video, AAC or MP3 for audio; other containers a decision may name are
+/// answered NoCompatibleStream); music also streams through the universal endpoint
+/// (UniversalAudio.swift).
 final class PlaybackLog: Sendable {
     struct Report: Codable, Sendable {
         init(kind: String, itemId: String? = nil, mediaSourceId: String? = nil, playSessionId: String? = nil, positionTicks: Int64? = nil,
@@ -84,10 +87,8 @@ extension StandInAPI {
         var dto: Components.Schemas.PlaybackInfoDto?
         if case .json(let body)? = input.body { dto = body.value1 }
         let profile = dto?.deviceProfile?.value1
-        let ceiling = [dto?.maxStreamingBitrate.map(Int.init), input.query.maxStreamingBitrate.map(Int.init), profile?.maxStaticBitrate.map(Int.init)]
-            .compactMap { $0 }.min()
-        var reasons = Self.directPlayRefusals(entry: entry, profile: profile, maxBitrate: ceiling)
-        if dto?.enableDirectPlay == false || input.query.enableDirectPlay == false { reasons.append("DirectPlayError") }
+        let asked = [dto?.maxStreamingBitrate.map(Int.init), input.query.maxStreamingBitrate.map(Int.init)].compactMap { $0 }.min()
+        let isVideo = entry.streams.contains { $0.type == "Video" }
         let playSession = StandInState.randomHex(16)
         playback.open(playSession: playSession, item: item.id)
         if playback.remote.withLock({ $0.contains(item.id) }), var origin = URLComponents(string: publicURL()) {
@@ -97,34 +98,66 @@ extension StandInAPI {
             source._protocol = .init(value1: "Http")
             source.isRemote = true
         }
-        source.supportsDirectPlay = reasons.isEmpty
-        source.supportsDirectStream = reasons.isEmpty
-        source.supportsTranscoding = false
         var response = Components.Schemas.PlaybackInfoResponse()
         response.playSessionId = playSession
-        // What cannot play as it is is transcoded when the profile says how (HLS fMP4 for video,
-        // a progressive stream for audio; Transcoding.swift makes it); otherwise it has no stream.
-        var method = reasons.isEmpty ? "DirectPlay" : "None"
-        if !reasons.isEmpty, dto?.enableTranscoding != false, input.query.enableTranscoding != false,
-           let token = Caller.current?.token?.token,
-           let url = Self.transcodingURL(item: item, entry: entry, profile: profile, ceiling: ceiling, reasons: reasons, playSession: playSession,
-                                         audioStreamIndex: dto?.audioStreamIndex.map(Int.init) ?? source.defaultAudioStreamIndex.map(Int.init),
-                                         token: token) {
-            source.supportsTranscoding = true
-            source.transcodingUrl = url.path
-            source.transcodingSubProtocol = .init(value1: url.hls ? "hls" : "http")
-            source.transcodingContainer = url.container
-            // Subtitles inside the file do not reach the transcode (a real server would burn
-            // them in); those beside it are still fetched from their DeliveryUrl.
-            source.mediaStreams = source.mediaStreams?.map { stream in
-                var stream = stream
-                if stream._type?.value1 == "Subtitle", stream.isExternal != true { stream.deliveryMethod = .init(value1: "Drop") }
-                return stream
+        let transcodingAllowed = dto?.enableTranscoding != false && input.query.enableTranscoding != false
+        var method = "None"
+        var reasons: [String]
+        if isVideo, let profile {
+            // Video: the server's StreamBuilder decision (StreamDecision.swift).
+            var options = StreamDecision.Options()
+            options.maxBitrate = asked
+            options.audioStreamIndex = dto?.audioStreamIndex.map(Int.init) ?? input.query.audioStreamIndex.map(Int.init)
+            options.subtitleStreamIndex = dto?.subtitleStreamIndex.map(Int.init) ?? input.query.subtitleStreamIndex.map(Int.init)
+            options.enableDirectPlay = dto?.enableDirectPlay != false && input.query.enableDirectPlay != false
+            options.enableDirectStream = dto?.enableDirectStream != false && input.query.enableDirectStream != false
+            options.allowVideoCopy = dto?.allowVideoStreamCopy != false
+            options.allowAudioCopy = dto?.allowAudioStreamCopy != false
+            let decision = StreamDecision.decide(source, profile, options)
+            reasons = decision.reasons.list
+            source.supportsDirectPlay = decision.method == "DirectPlay"
+            source.supportsDirectStream = decision.method == "DirectPlay" || decision.method == "DirectStream"
+            source.supportsTranscoding = false
+            if decision.method != "Transcode" {
+                method = decision.method
+            } else if transcodingAllowed, let token = Caller.current?.token?.token,
+                      let url = Self.transcodingURL(item: item, entry: entry, decision: decision, ceiling: asked ?? profile.maxStreamingBitrate.map(Int.init),
+                                                    playSession: playSession, token: token) {
+                source.supportsTranscoding = true
+                source.transcodingUrl = url
+                source.transcodingSubProtocol = .init(value1: decision.subProtocol)
+                source.transcodingContainer = decision.container
+                // Subtitles inside the file do not reach the transcode (a real server would burn
+                // them in); those beside it are still fetched from their DeliveryUrl.
+                source.mediaStreams = source.mediaStreams?.map { stream in
+                    var stream = stream
+                    if stream._type?.value1 == "Subtitle", stream.isExternal != true { stream.deliveryMethod = .init(value1: "Drop") }
+                    return stream
+                }
+                method = "Transcode"
             }
-            method = "Transcode"
-        } else if !reasons.isEmpty {
-            response.errorCode = .init(value1: "NoCompatibleStream")
+        } else {
+            // Audio (and a caller with no profile): container, codec and bitrate against the
+            // direct-play profiles; a transcode as the profile's first HTTP audio transcoding says.
+            let ceiling = [asked, profile?.maxStaticBitrate.map(Int.init)].compactMap { $0 }.min()
+            reasons = Self.directPlayRefusals(entry: entry, profile: profile, maxBitrate: ceiling)
+            if dto?.enableDirectPlay == false || input.query.enableDirectPlay == false { reasons.append("DirectPlayError") }
+            source.supportsDirectPlay = reasons.isEmpty
+            source.supportsDirectStream = reasons.isEmpty
+            source.supportsTranscoding = false
+            if reasons.isEmpty {
+                method = "DirectPlay"
+            } else if transcodingAllowed, let token = Caller.current?.token?.token,
+                      let url = Self.audioTranscodingURL(item: item, entry: entry, profile: profile, ceiling: ceiling, reasons: reasons,
+                                                         playSession: playSession, token: token) {
+                source.supportsTranscoding = true
+                source.transcodingUrl = url.path
+                source.transcodingSubProtocol = .init(value1: "http")
+                source.transcodingContainer = url.container
+                method = "Transcode"
+            }
         }
+        if method == "None" { response.errorCode = .init(value1: "NoCompatibleStream") }
         response.mediaSources = [source]
         playback.append(.init(kind: "decision", itemId: item.id, mediaSourceId: source.id, playSessionId: playSession,
                               playMethod: method, reasons: reasons, deviceId: Caller.current?.deviceId,
@@ -132,33 +165,43 @@ extension StandInAPI {
         return .ok(.init(body: .json(response)))
     }
 
-    /// The TranscodingUrl for `item` under the profile's first transcoding profile of its kind
-    /// (nil when it has none): the bitrate split between picture and sound under the ceiling,
-    /// the chosen audio stream, the reasons, the play session and the token, as a real server
-    /// writes them.
-    static func transcodingURL(item: Library.Item, entry: MediaCatalog.Entry, profile: Components.Schemas.DeviceProfile?, ceiling: Int?,
-                               reasons: [String], playSession: String, audioStreamIndex: Int?,
-                               token: String) -> (path: String, hls: Bool, container: String)? {
-        let isVideo = entry.streams.contains { $0.type == "Video" }
-        guard let transcoding = profile?.transcodingProfiles?.first(where: { $0._type?.value1 == (isVideo ? "Video" : "Audio") }) else { return nil }
-        let hls = transcoding._protocol?.value1 == "hls"
-        guard isVideo == hls else { return nil }   // the stand-in makes HLS for video and a plain stream for audio
-        let audioCodec = (transcoding.audioCodec ?? "aac").split(separator: ",").first.map(String.init) ?? "aac"
+    /// The TranscodingUrl of a video decision, as a real server writes it: the bitrate split
+    /// between picture and sound under the ceiling, the codecs and audio stream chosen, the
+    /// reasons, the play session and the token. nil for what the stand-in cannot make (it makes
+    /// HLS with fMP4 segments, or one progressive MP4).
+    static func transcodingURL(item: Library.Item, entry: MediaCatalog.Entry, decision: StreamDecision.Decision, ceiling: Int?,
+                               playSession: String, token: String) -> String? {
+        guard decision.container?.lowercased() == "mp4" else { return nil }
+        let hls = decision.subProtocol == "hls"
+        let audioCodec = decision.audioCodecs.first ?? "aac"
         let budget = ceiling ?? entry.bitrate ?? 4_000_000
-        let audioBitrate = isVideo ? min(128_000, max(32_000, budget / 4)) : min(320_000, max(32_000, budget))
+        let audioBitrate = min(128_000, max(32_000, budget / 4))
         var query: [(String, String)] = [("DeviceId", Caller.current?.deviceId ?? ""), ("MediaSourceId", item.id), ("PlaySessionId", playSession),
-                                         ("AudioCodec", audioCodec), ("AudioBitrate", "\(audioBitrate)")]
-        if isVideo {
-            query += [("VideoCodec", transcoding.videoCodec ?? "h264"), ("VideoBitrate", "\(max(50_000, budget - audioBitrate))"),
-                      ("SegmentContainer", transcoding.container ?? "mp4"), ("MinSegments", "\(transcoding.minSegments ?? 1)")]
-        }
-        if let audioStreamIndex { query.append(("AudioStreamIndex", "\(audioStreamIndex)")) }
-        query += [("TranscodeReasons", reasons.joined(separator: ",")), ("ApiKey", token)]
+                                         ("VideoCodec", decision.videoCodecs.joined(separator: ",")), ("AudioCodec", audioCodec),
+                                         ("VideoBitrate", "\(max(50_000, budget - audioBitrate))"), ("AudioBitrate", "\(audioBitrate)")]
+        if hls { query += [("SegmentContainer", "mp4"), ("MinSegments", "\(decision.transcoding?.minSegments ?? 1)")] }
+        if let audio = decision.audioStreamIndex { query.append(("AudioStreamIndex", "\(audio)")) }
+        if let channels = decision.maxAudioChannels { query.append(("TranscodingMaxAudioChannels", "\(channels)")) }
+        query += [("TranscodeReasons", decision.reasons.list.joined(separator: ",")), ("ApiKey", token)]
         var components = URLComponents()
         components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
-        let container = isVideo ? (transcoding.container ?? "mp4") : audioCodec
-        let path = (isVideo ? "/videos/\(item.id)/master.m3u8" : "/audio/\(item.id)/stream.\(audioCodec)") + "?" + (components.percentEncodedQuery ?? "")
-        return (path, hls, container)
+        let path = hls ? "/videos/\(item.id)/master.m3u8" : "/Videos/\(item.id)/stream.mp4"
+        return path + "?" + (components.percentEncodedQuery ?? "")
+    }
+
+    /// The TranscodingUrl of a music file under the profile's first HTTP audio transcoding (nil
+    /// when it has none): a progressive AAC or MP3 stream.
+    static func audioTranscodingURL(item: Library.Item, entry: MediaCatalog.Entry, profile: Components.Schemas.DeviceProfile?, ceiling: Int?,
+                                    reasons: [String], playSession: String, token: String) -> (path: String, container: String)? {
+        guard let transcoding = profile?.transcodingProfiles?.first(where: { $0._type?.value1 == "Audio" && $0._protocol?.value1 != "hls" }) else { return nil }
+        let audioCodec = (transcoding.audioCodec ?? "aac").split(separator: ",").first.map(String.init) ?? "aac"
+        let audioBitrate = min(320_000, max(32_000, ceiling ?? entry.bitrate ?? 320_000))
+        let query: [(String, String)] = [("DeviceId", Caller.current?.deviceId ?? ""), ("MediaSourceId", item.id), ("PlaySessionId", playSession),
+                                         ("AudioCodec", audioCodec), ("AudioBitrate", "\(audioBitrate)"),
+                                         ("TranscodeReasons", reasons.joined(separator: ",")), ("ApiKey", token)]
+        var components = URLComponents()
+        components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
+        return ("/audio/\(item.id)/stream.\(audioCodec)?" + (components.percentEncodedQuery ?? ""), audioCodec)
     }
 
     /// Why `entry` cannot play as it is under `profile` (empty: it can), in the server's

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Synchronization
+import Jellyfin
 
 /// The stand-in's test hooks (no auth; the stand-in listens on loopback only): approve a Quick
 /// Connect code, revoke a user's tokens, push a session message, set a resume position, and
@@ -45,8 +46,73 @@ enum TestHooks {
             faults.withLock { if mode == "clear" { $0.removeValue(forKey: path) } else { $0[path] = mode } }
             return Response(status: .ok)
         }
+        // The playback decision on any profile and source (the StreamBuilder cases run through it).
+        router.post("/StandIn/Decide") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 4 << 20)
+            guard let asked = try? JSONDecoder().decode(DecideRequest.self, from: Data(buffer: body)) else {
+                return Response(status: .badRequest, body: ResponseBody(byteBuffer: ByteBuffer(string: "expected {Profile, Source, …} as JSON")))
+            }
+            var options = StreamDecision.Options()
+            options.maxBitrate = asked.MaxBitrate
+            options.audioStreamIndex = asked.AudioStreamIndex
+            options.subtitleStreamIndex = asked.SubtitleStreamIndex
+            options.enableDirectPlay = asked.EnableDirectPlay ?? true
+            options.enableDirectStream = asked.EnableDirectStream ?? true
+            options.canExtractSubtitles = asked.CanExtractSubtitles ?? true
+            let decision = StreamDecision.decide(asked.Source, asked.Profile, options)
+            let answer = DecideAnswer(PlayMethod: decision.method, TranscodeReasons: decision.reasons.list, Container: decision.container,
+                                      SubProtocol: decision.subProtocol, AudioStreamIndex: decision.audioStreamIndex,
+                                      SubtitleStreamIndex: decision.subtitleStreamIndex, VideoCodecs: decision.videoCodecs,
+                                      AudioCodecs: decision.audioCodecs, TranscodingMaxAudioChannels: decision.maxAudioChannels,
+                                      AudioChannels: decision.audioChannels, SubtitleDeliveryMethod: decision.subtitleDelivery)
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(answer))))
+        }
+        router.post("/StandIn/Decide/Subtitle") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            guard let asked = try? JSONDecoder().decode(SubtitleRequest.self, from: Data(buffer: body)) else {
+                return Response(status: .badRequest, body: ResponseBody(byteBuffer: ByteBuffer(string: "expected {Stream, Profiles, PlayMethod, …} as JSON")))
+            }
+            let method = StreamDecision.delivery(asked.Stream, asked.Profiles, playMethod: asked.PlayMethod, canExtract: asked.CanExtract,
+                                                 container: asked.Container, subProtocol: asked.SubProtocol)
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: method)))
+        }
         router.get("/StandIn/Sockets") { _, _ -> Response in
             Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "\(hub.count)")))
         }
     }
+}
+
+// The Decide hooks' bodies, named as the API names things.
+struct DecideRequest: Decodable {
+    var Profile: StreamDecision.Profile
+    var Source: StreamDecision.Source
+    var AudioStreamIndex: Int?
+    var SubtitleStreamIndex: Int?
+    var MaxBitrate: Int?
+    var EnableDirectPlay: Bool?
+    var EnableDirectStream: Bool?
+    var CanExtractSubtitles: Bool?
+}
+
+struct DecideAnswer: Encodable {
+    var PlayMethod: String
+    var TranscodeReasons: [String]
+    var Container: String?
+    var SubProtocol: String
+    var AudioStreamIndex: Int?
+    var SubtitleStreamIndex: Int?
+    var VideoCodecs: [String]
+    var AudioCodecs: [String]
+    var TranscodingMaxAudioChannels: Int?
+    var AudioChannels: Int?
+    var SubtitleDeliveryMethod: String?
+}
+
+struct SubtitleRequest: Decodable {
+    var Stream: StreamDecision.Stream
+    var Profiles: [Components.Schemas.SubtitleProfile]
+    var PlayMethod: String
+    var CanExtract: Bool
+    var Container: String?
+    var SubProtocol: String?
 }
