@@ -26,7 +26,7 @@ struct JellyfinCommand: AsyncParsableCommand {
             JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
             JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
             JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinDownloadCommand.self, JellyfinOfflineCommand.self,
-            JellyfinLyricsCommand.self, JellyfinEventsCommand.self,
+            JellyfinLyricsCommand.self, JellyfinTVCommand.self, JellyfinEventsCommand.self,
         ]
     )
 }

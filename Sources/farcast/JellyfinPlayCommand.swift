@@ -148,13 +148,19 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     }
 
     func playOnline() async throws {
+        let decoders = try await player.decoders()
+        let session = try await target.session()
+        let resolved = try await JellyfinCLI.resolveItem(item, in: session)
+        let queue = try await Self.queue(for: resolved, in: session, next: next)
+        let request = PlaybackRequest(profile: player.profile(decoders), audio: audio, subtitles: subtitle)
+        try await Self.play(queue, session: session, request: request, player: player, start: start, duration: duration, global: global)
+    }
+
+    /// Plays `queue` in mpv, printing what happens (or, with --json, a list at the end).
+    static func play(_ queue: [JellyfinItem], session: JellyfinSession, request: PlaybackRequest, player options: MPVPlayerOptions,
+                     start: Double?, duration: Double?, global: GlobalOptions) async throws {
         do {
-            let decoders = try await player.decoders()
-            let session = try await target.session()
-            let resolved = try await JellyfinCLI.resolveItem(item, in: session)
-            let queue = try await Self.queue(for: resolved, in: session, next: next)
-            let request = PlaybackRequest(profile: player.profile(decoders), audio: audio, subtitles: subtitle)
-            let player = self.player.queue(session: session, request: request, stopAfter: duration.map(JellyfinCLI.duration))
+            let player = options.queue(session: session, request: request, stopAfter: duration.map(JellyfinCLI.duration))
             let watcher = SignalWatcher { _ in Task { await player.handle(.stop) } }
             defer { watcher.cancel() }
             await player.handle(.play(itemIds: queue.map(\.id), startIndex: 0, startSeconds: start, placement: .now))
@@ -164,8 +170,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
                 switch event {
                 case .started(_, let name, let plan):
                     if !global.json && !global.quiet {
-                        print("Playing \(name) (\(plan.method.rawValue)\(plan.container.map { ", \($0)" } ?? ""))")
-                        let offered = plan.segments.filter { !self.player.segmentsToSkip.contains($0.type) }
+                        print("Playing \(name) (\(plan.method.rawValue)\(plan.container.map { ", \($0)" } ?? "")\(plan.liveStreamId == nil ? "" : ", live"))")
+                        let offered = plan.segments.filter { !options.segmentsToSkip.contains($0.type) }
                         if !offered.isEmpty {
                             print("Segments: " + offered.map { "\($0.type.rawValue.lowercased()) \(clock($0.startSeconds))–\(clock($0.endSeconds))" }
                                 .joined(separator: ", ") + " (skip them with --skip)")
@@ -306,7 +312,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         }
     }
 
-    private func clock(_ seconds: Double) -> String { formatTicks(Int64(seconds * 10_000_000)) }
+    private func clock(_ seconds: Double) -> String { Self.clock(seconds) }
+    static func clock(_ seconds: Double) -> String { formatTicks(Int64(seconds * 10_000_000)) }
 
     struct PlayResult: Encodable {
         var id: String
@@ -314,6 +321,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
         var method: String
         var container: String?
         var playSessionId: String?
+        /// The live stream a channel played from (Live TV).
+        var liveStreamId: String?
         var startSeconds: Double
         var positionSeconds: Double
         var runtimeSeconds: Double?
@@ -356,6 +365,7 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
             method = outcome.plan.method.rawValue
             container = outcome.plan.container
             playSessionId = outcome.plan.playSessionId
+            liveStreamId = outcome.plan.liveStreamId
             startSeconds = outcome.startSeconds
             positionSeconds = (outcome.positionSeconds * 1000).rounded() / 1000
             runtimeSeconds = outcome.plan.runtimeSeconds

@@ -49,8 +49,13 @@ struct Library: Sendable {
         Insecure.MD5.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    init(catalog: MediaCatalog, mediaDirectory: String, serverId: String, syntheticMovies: Int) {
+    /// Items that live outside the listings (Live TV's channels and recordings), found by id.
+    let extraItems: @Sendable (String) -> Item?
+
+    init(catalog: MediaCatalog, mediaDirectory: String, serverId: String, syntheticMovies: Int,
+         extraItems: @escaping @Sendable (String) -> Item? = { _ in nil }) {
         self.serverId = serverId
+        self.extraItems = extraItems
         self.mediaDirectory = mediaDirectory
         let base = Date(timeIntervalSince1970: 1_700_000_000.1234567)
         func view(_ name: String, _ type: String) -> Item {
@@ -127,7 +132,7 @@ struct Library: Sendable {
         Date(timeIntervalSince1970: Double(JellyfinDateTranscoder.daysFromCivil(year: year, month: 6, day: 15)) * 86_400)
     }
 
-    func item(_ id: String) -> Item? { byId[id.replacingOccurrences(of: "-", with: "").lowercased()].map { items[$0] } }
+    func item(_ id: String) -> Item? { byId[id.replacingOccurrences(of: "-", with: "").lowercased()].map { items[$0] } ?? extraItems(id) }
 
     /// Every item under `id`, depth first (for recursive listings).
     func descendants(of id: String) -> [Item] {

@@ -80,6 +80,12 @@ extension StandInAPI {
     // MARK: PlaybackInfo
 
     func getPostedPlaybackInfo(_ input: Operations.GetPostedPlaybackInfo.Input) async throws -> Operations.GetPostedPlaybackInfo.Output {
+        if let channel = liveTV.channel(input.path.itemId) {
+            var dto: Components.Schemas.PlaybackInfoDto?
+            if case .json(let body)? = input.body { dto = body.value1 }
+            let asked = [dto?.maxStreamingBitrate.map(Int.init), input.query.maxStreamingBitrate.map(Int.init)].compactMap { $0 }.min()
+            return livePlaybackInfo(channel, profile: dto?.deviceProfile?.value1, maxBitrate: asked)
+        }
         guard let item = library.item(input.path.itemId), let entry = item.entry, entry.path != nil,
               var source = library.mediaSource(item) else {
             return .notFound(.init(body: .json(Self.notFound)))
@@ -312,6 +318,12 @@ enum StreamRoutes {
             guard caller.token != nil else { return Response(status: .unauthorized) }
             guard var id = context.parameters.get("itemId") else { return Response(status: .notFound) }
             if let dot = id.firstIndex(of: ".") { id = String(id[..<dot]) }
+            if let channel = api.liveTV.channel(id) {
+                // A channel plays only through a live stream PlaybackInfo opened (and not closed).
+                guard let live = request.uri.queryParameters["LiveStreamId"].map(String.init) ?? request.uri.queryParameters["liveStreamId"].map(String.init),
+                      api.liveTV.openStreams.contains(live) else { return Response(status: .notFound) }
+                return try api.liveTV.stream(channel)
+            }
             guard let item = api.library.item(id), let relative = item.entry?.path, let size = item.entry?.size, size > 0 else {
                 return Response(status: .notFound)
             }

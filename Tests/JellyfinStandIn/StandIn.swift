@@ -58,6 +58,9 @@ struct StandIn: AsyncParsableCommand {
     @Flag(help: "Cache /Items listings until the library or user data changes (the benchmark uses it so the server is not what is measured).")
     var cacheListings = false
 
+    @Option(help: "The length of Live TV programmes in the guide, in seconds (tests use a few).")
+    var programmeSeconds: Int = 1800
+
     @Option(help: "Add a film \"Large File\" of at least this many MB (made once with ffmpeg; the download benchmark uses 2000).")
     var largeFileMb: Int?
 
@@ -66,6 +69,7 @@ struct StandIn: AsyncParsableCommand {
         guard keepAlive >= 0 else { throw ValidationError("--keep-alive must be ≥ 0") }
         if let largeFileMb { guard (1...100_000).contains(largeFileMb) else { throw ValidationError("--large-file-mb must be 1…100000") } }
         guard basePath.isEmpty || (basePath.hasPrefix("/") && !basePath.hasSuffix("/")) else { throw ValidationError("--base-path must start with / and not end with one") }
+        guard programmeSeconds >= 2 else { throw ValidationError("--programme-seconds must be at least 2") }
     }
 
     func run() async throws {
@@ -77,13 +81,17 @@ struct StandIn: AsyncParsableCommand {
             catalog.entries.append(try MediaCatalog.large(megabytes: largeFileMb, dataDirectory: data) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
         }
         let state = try StandInState(dataDirectory: data)
-        let library = Library(catalog: catalog, mediaDirectory: data + "/media", serverId: state.serverId, syntheticMovies: items)
+        let liveTV = LiveTV(mediaDirectory: data + "/media", slotSeconds: programmeSeconds)
+        let library = Library(catalog: catalog, mediaDirectory: data + "/media", serverId: state.serverId, syntheticMovies: items,
+                              extraItems: { liveTV.item($0) })
         let hub = SocketHub()
         let boundPort = Locked(port)
         let host = host, basePath = basePath
         let api = StandInAPI(library: library, state: state, hub: hub, serverName: name,
                              publicURL: { "http://\(host):\(boundPort.withLock { $0 })\(basePath)" }, generation: Locked(0),
-                             transcodes: Transcodes(root: data + "/transcodes"))
+                             transcodes: Transcodes(root: data + "/transcodes"), liveTV: liveTV)
+        let recorder = Task { await liveTV.runRecorder() }
+        defer { recorder.cancel() }
         let faults = Locked<[String: String]>([:])
         let started = Date()
 

@@ -20,6 +20,8 @@ struct StandInAPI: APIProtocol {
     let transcodes: Transcodes
     /// Play sessions and the playback reports received (Playback.swift).
     let playback = PlaybackLog()
+    /// Channels, the guide, timers and recordings (LiveTV.swift).
+    let liveTV: LiveTV
 
     static let notFound = Components.Schemas.ProblemDetails(status: 404, title: "Not Found")
 

@@ -35,6 +35,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
     case noSuchTrack(item: String, kind: String, choice: String, available: String)
     /// The item is rated above the session's parental ceiling.
     case aboveRatingCeiling(item: String, rating: String, ceiling: String)
+    /// The server understood and said no (400 to a well-formed request): why, as far as known.
+    case refused(operation: String, reason: String)
 
     public var description: String {
         switch self {
@@ -73,6 +75,8 @@ public enum JellyfinError: Error, Sendable, Equatable, CustomStringConvertible {
             return "cannot play \(item): \(reason)"
         case .noSuchTrack(let item, let kind, let choice, let available):
             return "\(item) has no \(kind.lowercased()) stream '\(choice)' (\(available); see `farcast jellyfin info`)"
+        case .refused(let operation, let reason):
+            return "the server refused to \(operation): \(reason)"
         case .aboveRatingCeiling(let item, let rating, let ceiling):
             return "\(item) is rated \(rating), above the \(ceiling) ceiling (--max-rating)"
         case .credentialStore(let reason), .imageCache(let reason):

@@ -6437,6 +6437,8 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/DayOfWeek`.
         package typealias DayOfWeek = Swift.String
+        /// - Remark: Generated from `#/components/schemas/DayPattern`.
+        package typealias DayPattern = Swift.String
         /// A MediaBrowser.Model.Dlna.DeviceProfile represents a set of metadata which determines which content a certain device is able to play.
         /// <br />
         /// Specifically, it defines the supported <see cref="P:MediaBrowser.Model.Dlna.DeviceProfile.ContainerProfiles">containers</see> and
@@ -6779,6 +6781,8 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/ItemSortBy`.
         package typealias ItemSortBy = Swift.String
+        /// - Remark: Generated from `#/components/schemas/KeepUntil`.
+        package typealias KeepUntil = Swift.String
         /// Enum LocationType.
         ///
         /// - Remark: Generated from `#/components/schemas/LocationType`.
@@ -11089,6 +11093,8 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/RecordingStatus`.
+        package typealias RecordingStatus = Swift.String
         /// - Remark: Generated from `#/components/schemas/RepeatMode`.
         package typealias RepeatMode = Swift.String
         /// Class SearchHintResult.
@@ -11574,6 +11580,527 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/SeriesStatus`.
         package typealias SeriesStatus = Swift.String
+        /// Class SeriesTimerInfoDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto`.
+        package struct SeriesTimerInfoDto: Codable, Hashable, Sendable {
+            /// Gets or sets the channel id of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ChannelId`.
+            package var channelId: Swift.String?
+            /// Gets or sets the channel name of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ChannelName`.
+            package var channelName: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ChannelPrimaryImageTag`.
+            package var channelPrimaryImageTag: Swift.String?
+            /// Gets or sets the day pattern.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/DayPattern`.
+            package struct DayPatternPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/DayPattern/value1`.
+                package var value1: Components.Schemas.DayPattern
+                /// Creates a new `DayPatternPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.DayPattern) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the day pattern.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/DayPattern`.
+            package var dayPattern: Components.Schemas.SeriesTimerInfoDto.DayPatternPayload?
+            /// Gets or sets the days.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/Days`.
+            package var days: [Components.Schemas.DayOfWeek]?
+            /// Gets or sets the end date of the recording, in UTC.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/EndDate`.
+            package var endDate: Foundation.Date?
+            /// Gets or sets the external channel identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ExternalChannelId`.
+            package var externalChannelId: Swift.String?
+            /// Gets or sets the external identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ExternalId`.
+            package var externalId: Swift.String?
+            /// Gets or sets the external program identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ExternalProgramId`.
+            package var externalProgramId: Swift.String?
+            /// Gets or sets the Id of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/Id`.
+            package var id: Swift.String?
+            /// Gets or sets the image tags.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ImageTags`.
+            package struct ImageTagsPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                package var additionalProperties: [String: Swift.String]
+                /// Creates a new `ImageTagsPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                package init(additionalProperties: [String: Swift.String] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Gets or sets the image tags.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ImageTags`.
+            package var imageTags: Components.Schemas.SeriesTimerInfoDto.ImageTagsPayload?
+            /// Gets or sets a value indicating whether this instance is post padding required.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/IsPostPaddingRequired`.
+            package var isPostPaddingRequired: Swift.Bool?
+            /// Gets or sets a value indicating whether this instance is pre padding required.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/IsPrePaddingRequired`.
+            package var isPrePaddingRequired: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/KeepUntil`.
+            package struct KeepUntilPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/KeepUntil/value1`.
+                package var value1: Components.Schemas.KeepUntil
+                /// Creates a new `KeepUntilPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.KeepUntil) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/KeepUntil`.
+            package var keepUntil: Components.Schemas.SeriesTimerInfoDto.KeepUntilPayload?
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/KeepUpTo`.
+            package var keepUpTo: Swift.Int32?
+            /// Gets or sets the name of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/Name`.
+            package var name: Swift.String?
+            /// Gets or sets the description of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/Overview`.
+            package var overview: Swift.String?
+            /// Gets or sets the parent backdrop image tags.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ParentBackdropImageTags`.
+            package var parentBackdropImageTags: [Swift.String]?
+            /// Gets or sets the Id of the Parent that has a backdrop if the item does not have one.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ParentBackdropItemId`.
+            package var parentBackdropItemId: Swift.String?
+            /// Gets or sets the parent primary image item identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ParentPrimaryImageItemId`.
+            package var parentPrimaryImageItemId: Swift.String?
+            /// Gets or sets the parent primary image tag.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ParentPrimaryImageTag`.
+            package var parentPrimaryImageTag: Swift.String?
+            /// Gets or sets the parent thumb image tag.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ParentThumbImageTag`.
+            package var parentThumbImageTag: Swift.String?
+            /// Gets or sets the parent thumb item id.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ParentThumbItemId`.
+            package var parentThumbItemId: Swift.String?
+            /// Gets or sets the post padding seconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/PostPaddingSeconds`.
+            package var postPaddingSeconds: Swift.Int32?
+            /// Gets or sets the pre padding seconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/PrePaddingSeconds`.
+            package var prePaddingSeconds: Swift.Int32?
+            /// Gets or sets the priority.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/Priority`.
+            package var priority: Swift.Int32?
+            /// Gets or sets the program identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ProgramId`.
+            package var programId: Swift.String?
+            /// Gets or sets a value indicating whether [record any channel].
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/RecordAnyChannel`.
+            package var recordAnyChannel: Swift.Bool?
+            /// Gets or sets a value indicating whether [record any time].
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/RecordAnyTime`.
+            package var recordAnyTime: Swift.Bool?
+            /// Gets or sets a value indicating whether [record new only].
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/RecordNewOnly`.
+            package var recordNewOnly: Swift.Bool?
+            /// Gets or sets the server identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ServerId`.
+            package var serverId: Swift.String?
+            /// Gets or sets the name of the service.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/ServiceName`.
+            package var serviceName: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/SkipEpisodesInLibrary`.
+            package var skipEpisodesInLibrary: Swift.Bool?
+            /// Gets or sets the start date of the recording, in UTC.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/StartDate`.
+            package var startDate: Foundation.Date?
+            /// - Remark: Generated from `#/components/schemas/SeriesTimerInfoDto/Type`.
+            package var _type: Swift.String?
+            /// Creates a new `SeriesTimerInfoDto`.
+            ///
+            /// - Parameters:
+            ///   - channelId: Gets or sets the channel id of the recording.
+            ///   - channelName: Gets or sets the channel name of the recording.
+            ///   - channelPrimaryImageTag:
+            ///   - dayPattern: Gets or sets the day pattern.
+            ///   - days: Gets or sets the days.
+            ///   - endDate: Gets or sets the end date of the recording, in UTC.
+            ///   - externalChannelId: Gets or sets the external channel identifier.
+            ///   - externalId: Gets or sets the external identifier.
+            ///   - externalProgramId: Gets or sets the external program identifier.
+            ///   - id: Gets or sets the Id of the recording.
+            ///   - imageTags: Gets or sets the image tags.
+            ///   - isPostPaddingRequired: Gets or sets a value indicating whether this instance is post padding required.
+            ///   - isPrePaddingRequired: Gets or sets a value indicating whether this instance is pre padding required.
+            ///   - keepUntil:
+            ///   - keepUpTo:
+            ///   - name: Gets or sets the name of the recording.
+            ///   - overview: Gets or sets the description of the recording.
+            ///   - parentBackdropImageTags: Gets or sets the parent backdrop image tags.
+            ///   - parentBackdropItemId: Gets or sets the Id of the Parent that has a backdrop if the item does not have one.
+            ///   - parentPrimaryImageItemId: Gets or sets the parent primary image item identifier.
+            ///   - parentPrimaryImageTag: Gets or sets the parent primary image tag.
+            ///   - parentThumbImageTag: Gets or sets the parent thumb image tag.
+            ///   - parentThumbItemId: Gets or sets the parent thumb item id.
+            ///   - postPaddingSeconds: Gets or sets the post padding seconds.
+            ///   - prePaddingSeconds: Gets or sets the pre padding seconds.
+            ///   - priority: Gets or sets the priority.
+            ///   - programId: Gets or sets the program identifier.
+            ///   - recordAnyChannel: Gets or sets a value indicating whether [record any channel].
+            ///   - recordAnyTime: Gets or sets a value indicating whether [record any time].
+            ///   - recordNewOnly: Gets or sets a value indicating whether [record new only].
+            ///   - serverId: Gets or sets the server identifier.
+            ///   - serviceName: Gets or sets the name of the service.
+            ///   - skipEpisodesInLibrary:
+            ///   - startDate: Gets or sets the start date of the recording, in UTC.
+            ///   - _type:
+            package init(
+                channelId: Swift.String? = nil,
+                channelName: Swift.String? = nil,
+                channelPrimaryImageTag: Swift.String? = nil,
+                dayPattern: Components.Schemas.SeriesTimerInfoDto.DayPatternPayload? = nil,
+                days: [Components.Schemas.DayOfWeek]? = nil,
+                endDate: Foundation.Date? = nil,
+                externalChannelId: Swift.String? = nil,
+                externalId: Swift.String? = nil,
+                externalProgramId: Swift.String? = nil,
+                id: Swift.String? = nil,
+                imageTags: Components.Schemas.SeriesTimerInfoDto.ImageTagsPayload? = nil,
+                isPostPaddingRequired: Swift.Bool? = nil,
+                isPrePaddingRequired: Swift.Bool? = nil,
+                keepUntil: Components.Schemas.SeriesTimerInfoDto.KeepUntilPayload? = nil,
+                keepUpTo: Swift.Int32? = nil,
+                name: Swift.String? = nil,
+                overview: Swift.String? = nil,
+                parentBackdropImageTags: [Swift.String]? = nil,
+                parentBackdropItemId: Swift.String? = nil,
+                parentPrimaryImageItemId: Swift.String? = nil,
+                parentPrimaryImageTag: Swift.String? = nil,
+                parentThumbImageTag: Swift.String? = nil,
+                parentThumbItemId: Swift.String? = nil,
+                postPaddingSeconds: Swift.Int32? = nil,
+                prePaddingSeconds: Swift.Int32? = nil,
+                priority: Swift.Int32? = nil,
+                programId: Swift.String? = nil,
+                recordAnyChannel: Swift.Bool? = nil,
+                recordAnyTime: Swift.Bool? = nil,
+                recordNewOnly: Swift.Bool? = nil,
+                serverId: Swift.String? = nil,
+                serviceName: Swift.String? = nil,
+                skipEpisodesInLibrary: Swift.Bool? = nil,
+                startDate: Foundation.Date? = nil,
+                _type: Swift.String? = nil
+            ) {
+                self.channelId = channelId
+                self.channelName = channelName
+                self.channelPrimaryImageTag = channelPrimaryImageTag
+                self.dayPattern = dayPattern
+                self.days = days
+                self.endDate = endDate
+                self.externalChannelId = externalChannelId
+                self.externalId = externalId
+                self.externalProgramId = externalProgramId
+                self.id = id
+                self.imageTags = imageTags
+                self.isPostPaddingRequired = isPostPaddingRequired
+                self.isPrePaddingRequired = isPrePaddingRequired
+                self.keepUntil = keepUntil
+                self.keepUpTo = keepUpTo
+                self.name = name
+                self.overview = overview
+                self.parentBackdropImageTags = parentBackdropImageTags
+                self.parentBackdropItemId = parentBackdropItemId
+                self.parentPrimaryImageItemId = parentPrimaryImageItemId
+                self.parentPrimaryImageTag = parentPrimaryImageTag
+                self.parentThumbImageTag = parentThumbImageTag
+                self.parentThumbItemId = parentThumbItemId
+                self.postPaddingSeconds = postPaddingSeconds
+                self.prePaddingSeconds = prePaddingSeconds
+                self.priority = priority
+                self.programId = programId
+                self.recordAnyChannel = recordAnyChannel
+                self.recordAnyTime = recordAnyTime
+                self.recordNewOnly = recordNewOnly
+                self.serverId = serverId
+                self.serviceName = serviceName
+                self.skipEpisodesInLibrary = skipEpisodesInLibrary
+                self.startDate = startDate
+                self._type = _type
+            }
+            package enum CodingKeys: String, CodingKey {
+                case channelId = "ChannelId"
+                case channelName = "ChannelName"
+                case channelPrimaryImageTag = "ChannelPrimaryImageTag"
+                case dayPattern = "DayPattern"
+                case days = "Days"
+                case endDate = "EndDate"
+                case externalChannelId = "ExternalChannelId"
+                case externalId = "ExternalId"
+                case externalProgramId = "ExternalProgramId"
+                case id = "Id"
+                case imageTags = "ImageTags"
+                case isPostPaddingRequired = "IsPostPaddingRequired"
+                case isPrePaddingRequired = "IsPrePaddingRequired"
+                case keepUntil = "KeepUntil"
+                case keepUpTo = "KeepUpTo"
+                case name = "Name"
+                case overview = "Overview"
+                case parentBackdropImageTags = "ParentBackdropImageTags"
+                case parentBackdropItemId = "ParentBackdropItemId"
+                case parentPrimaryImageItemId = "ParentPrimaryImageItemId"
+                case parentPrimaryImageTag = "ParentPrimaryImageTag"
+                case parentThumbImageTag = "ParentThumbImageTag"
+                case parentThumbItemId = "ParentThumbItemId"
+                case postPaddingSeconds = "PostPaddingSeconds"
+                case prePaddingSeconds = "PrePaddingSeconds"
+                case priority = "Priority"
+                case programId = "ProgramId"
+                case recordAnyChannel = "RecordAnyChannel"
+                case recordAnyTime = "RecordAnyTime"
+                case recordNewOnly = "RecordNewOnly"
+                case serverId = "ServerId"
+                case serviceName = "ServiceName"
+                case skipEpisodesInLibrary = "SkipEpisodesInLibrary"
+                case startDate = "StartDate"
+                case _type = "Type"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.channelId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .channelId
+                )
+                self.channelName = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .channelName
+                )
+                self.channelPrimaryImageTag = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .channelPrimaryImageTag
+                )
+                self.dayPattern = try container.decodeIfPresent(
+                    Components.Schemas.SeriesTimerInfoDto.DayPatternPayload.self,
+                    forKey: .dayPattern
+                )
+                self.days = try container.decodeIfPresent(
+                    [Components.Schemas.DayOfWeek].self,
+                    forKey: .days
+                )
+                self.endDate = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .endDate
+                )
+                self.externalChannelId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalChannelId
+                )
+                self.externalId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalId
+                )
+                self.externalProgramId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalProgramId
+                )
+                self.id = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .id
+                )
+                self.imageTags = try container.decodeIfPresent(
+                    Components.Schemas.SeriesTimerInfoDto.ImageTagsPayload.self,
+                    forKey: .imageTags
+                )
+                self.isPostPaddingRequired = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPostPaddingRequired
+                )
+                self.isPrePaddingRequired = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPrePaddingRequired
+                )
+                self.keepUntil = try container.decodeIfPresent(
+                    Components.Schemas.SeriesTimerInfoDto.KeepUntilPayload.self,
+                    forKey: .keepUntil
+                )
+                self.keepUpTo = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .keepUpTo
+                )
+                self.name = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.overview = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .overview
+                )
+                self.parentBackdropImageTags = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .parentBackdropImageTags
+                )
+                self.parentBackdropItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parentBackdropItemId
+                )
+                self.parentPrimaryImageItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parentPrimaryImageItemId
+                )
+                self.parentPrimaryImageTag = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parentPrimaryImageTag
+                )
+                self.parentThumbImageTag = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parentThumbImageTag
+                )
+                self.parentThumbItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parentThumbItemId
+                )
+                self.postPaddingSeconds = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .postPaddingSeconds
+                )
+                self.prePaddingSeconds = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .prePaddingSeconds
+                )
+                self.priority = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .priority
+                )
+                self.programId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .programId
+                )
+                self.recordAnyChannel = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .recordAnyChannel
+                )
+                self.recordAnyTime = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .recordAnyTime
+                )
+                self.recordNewOnly = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .recordNewOnly
+                )
+                self.serverId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .serverId
+                )
+                self.serviceName = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .serviceName
+                )
+                self.skipEpisodesInLibrary = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .skipEpisodesInLibrary
+                )
+                self.startDate = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .startDate
+                )
+                self._type = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: ._type
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "ChannelId",
+                    "ChannelName",
+                    "ChannelPrimaryImageTag",
+                    "DayPattern",
+                    "Days",
+                    "EndDate",
+                    "ExternalChannelId",
+                    "ExternalId",
+                    "ExternalProgramId",
+                    "Id",
+                    "ImageTags",
+                    "IsPostPaddingRequired",
+                    "IsPrePaddingRequired",
+                    "KeepUntil",
+                    "KeepUpTo",
+                    "Name",
+                    "Overview",
+                    "ParentBackdropImageTags",
+                    "ParentBackdropItemId",
+                    "ParentPrimaryImageItemId",
+                    "ParentPrimaryImageTag",
+                    "ParentThumbImageTag",
+                    "ParentThumbItemId",
+                    "PostPaddingSeconds",
+                    "PrePaddingSeconds",
+                    "Priority",
+                    "ProgramId",
+                    "RecordAnyChannel",
+                    "RecordAnyTime",
+                    "RecordNewOnly",
+                    "ServerId",
+                    "ServiceName",
+                    "SkipEpisodesInLibrary",
+                    "StartDate",
+                    "Type"
+                ])
+            }
+        }
         /// Session info DTO.
         ///
         /// - Remark: Generated from `#/components/schemas/SessionInfoDto`.
@@ -12232,6 +12759,495 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/SyncPlayUserAccessType`.
         package typealias SyncPlayUserAccessType = Swift.String
+        /// - Remark: Generated from `#/components/schemas/TimerInfoDto`.
+        package struct TimerInfoDto: Codable, Hashable, Sendable {
+            /// Gets or sets the channel id of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ChannelId`.
+            package var channelId: Swift.String?
+            /// Gets or sets the channel name of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ChannelName`.
+            package var channelName: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ChannelPrimaryImageTag`.
+            package var channelPrimaryImageTag: Swift.String?
+            /// Gets or sets the end date of the recording, in UTC.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/EndDate`.
+            package var endDate: Foundation.Date?
+            /// Gets or sets the external channel identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ExternalChannelId`.
+            package var externalChannelId: Swift.String?
+            /// Gets or sets the external identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ExternalId`.
+            package var externalId: Swift.String?
+            /// Gets or sets the external program identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ExternalProgramId`.
+            package var externalProgramId: Swift.String?
+            /// Gets or sets the external series timer identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ExternalSeriesTimerId`.
+            package var externalSeriesTimerId: Swift.String?
+            /// Gets or sets the Id of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Id`.
+            package var id: Swift.String?
+            /// Gets or sets a value indicating whether this instance is post padding required.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/IsPostPaddingRequired`.
+            package var isPostPaddingRequired: Swift.Bool?
+            /// Gets or sets a value indicating whether this instance is pre padding required.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/IsPrePaddingRequired`.
+            package var isPrePaddingRequired: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/KeepUntil`.
+            package struct KeepUntilPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/TimerInfoDto/KeepUntil/value1`.
+                package var value1: Components.Schemas.KeepUntil
+                /// Creates a new `KeepUntilPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.KeepUntil) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/KeepUntil`.
+            package var keepUntil: Components.Schemas.TimerInfoDto.KeepUntilPayload?
+            /// Gets or sets the name of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Name`.
+            package var name: Swift.String?
+            /// Gets or sets the description of the recording.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Overview`.
+            package var overview: Swift.String?
+            /// Gets or sets the parent backdrop image tags.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ParentBackdropImageTags`.
+            package var parentBackdropImageTags: [Swift.String]?
+            /// Gets or sets the Id of the Parent that has a backdrop if the item does not have one.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ParentBackdropItemId`.
+            package var parentBackdropItemId: Swift.String?
+            /// Gets or sets the post padding seconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/PostPaddingSeconds`.
+            package var postPaddingSeconds: Swift.Int32?
+            /// Gets or sets the pre padding seconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/PrePaddingSeconds`.
+            package var prePaddingSeconds: Swift.Int32?
+            /// Gets or sets the priority.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Priority`.
+            package var priority: Swift.Int32?
+            /// Gets or sets the program identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ProgramId`.
+            package var programId: Swift.String?
+            /// Gets or sets the program information.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ProgramInfo`.
+            package struct ProgramInfoPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ProgramInfo/value1`.
+                package var value1: Components.Schemas.BaseItemDto
+                /// Creates a new `ProgramInfoPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.BaseItemDto) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// Gets or sets the program information.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ProgramInfo`.
+            package var programInfo: Components.Schemas.TimerInfoDto.ProgramInfoPayload?
+            /// Gets or sets the run time ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/RunTimeTicks`.
+            package var runTimeTicks: Swift.Int64?
+            /// Gets or sets the series timer identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/SeriesTimerId`.
+            package var seriesTimerId: Swift.String?
+            /// Gets or sets the server identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ServerId`.
+            package var serverId: Swift.String?
+            /// Gets or sets the name of the service.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/ServiceName`.
+            package var serviceName: Swift.String?
+            /// Gets or sets the start date of the recording, in UTC.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/StartDate`.
+            package var startDate: Foundation.Date?
+            /// Gets or sets the status.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Status`.
+            package struct StatusPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Status/value1`.
+                package var value1: Components.Schemas.RecordingStatus
+                /// Creates a new `StatusPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.RecordingStatus) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets or sets the status.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Status`.
+            package var status: Components.Schemas.TimerInfoDto.StatusPayload?
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDto/Type`.
+            package var _type: Swift.String?
+            /// Creates a new `TimerInfoDto`.
+            ///
+            /// - Parameters:
+            ///   - channelId: Gets or sets the channel id of the recording.
+            ///   - channelName: Gets or sets the channel name of the recording.
+            ///   - channelPrimaryImageTag:
+            ///   - endDate: Gets or sets the end date of the recording, in UTC.
+            ///   - externalChannelId: Gets or sets the external channel identifier.
+            ///   - externalId: Gets or sets the external identifier.
+            ///   - externalProgramId: Gets or sets the external program identifier.
+            ///   - externalSeriesTimerId: Gets or sets the external series timer identifier.
+            ///   - id: Gets or sets the Id of the recording.
+            ///   - isPostPaddingRequired: Gets or sets a value indicating whether this instance is post padding required.
+            ///   - isPrePaddingRequired: Gets or sets a value indicating whether this instance is pre padding required.
+            ///   - keepUntil:
+            ///   - name: Gets or sets the name of the recording.
+            ///   - overview: Gets or sets the description of the recording.
+            ///   - parentBackdropImageTags: Gets or sets the parent backdrop image tags.
+            ///   - parentBackdropItemId: Gets or sets the Id of the Parent that has a backdrop if the item does not have one.
+            ///   - postPaddingSeconds: Gets or sets the post padding seconds.
+            ///   - prePaddingSeconds: Gets or sets the pre padding seconds.
+            ///   - priority: Gets or sets the priority.
+            ///   - programId: Gets or sets the program identifier.
+            ///   - programInfo: Gets or sets the program information.
+            ///   - runTimeTicks: Gets or sets the run time ticks.
+            ///   - seriesTimerId: Gets or sets the series timer identifier.
+            ///   - serverId: Gets or sets the server identifier.
+            ///   - serviceName: Gets or sets the name of the service.
+            ///   - startDate: Gets or sets the start date of the recording, in UTC.
+            ///   - status: Gets or sets the status.
+            ///   - _type:
+            package init(
+                channelId: Swift.String? = nil,
+                channelName: Swift.String? = nil,
+                channelPrimaryImageTag: Swift.String? = nil,
+                endDate: Foundation.Date? = nil,
+                externalChannelId: Swift.String? = nil,
+                externalId: Swift.String? = nil,
+                externalProgramId: Swift.String? = nil,
+                externalSeriesTimerId: Swift.String? = nil,
+                id: Swift.String? = nil,
+                isPostPaddingRequired: Swift.Bool? = nil,
+                isPrePaddingRequired: Swift.Bool? = nil,
+                keepUntil: Components.Schemas.TimerInfoDto.KeepUntilPayload? = nil,
+                name: Swift.String? = nil,
+                overview: Swift.String? = nil,
+                parentBackdropImageTags: [Swift.String]? = nil,
+                parentBackdropItemId: Swift.String? = nil,
+                postPaddingSeconds: Swift.Int32? = nil,
+                prePaddingSeconds: Swift.Int32? = nil,
+                priority: Swift.Int32? = nil,
+                programId: Swift.String? = nil,
+                programInfo: Components.Schemas.TimerInfoDto.ProgramInfoPayload? = nil,
+                runTimeTicks: Swift.Int64? = nil,
+                seriesTimerId: Swift.String? = nil,
+                serverId: Swift.String? = nil,
+                serviceName: Swift.String? = nil,
+                startDate: Foundation.Date? = nil,
+                status: Components.Schemas.TimerInfoDto.StatusPayload? = nil,
+                _type: Swift.String? = nil
+            ) {
+                self.channelId = channelId
+                self.channelName = channelName
+                self.channelPrimaryImageTag = channelPrimaryImageTag
+                self.endDate = endDate
+                self.externalChannelId = externalChannelId
+                self.externalId = externalId
+                self.externalProgramId = externalProgramId
+                self.externalSeriesTimerId = externalSeriesTimerId
+                self.id = id
+                self.isPostPaddingRequired = isPostPaddingRequired
+                self.isPrePaddingRequired = isPrePaddingRequired
+                self.keepUntil = keepUntil
+                self.name = name
+                self.overview = overview
+                self.parentBackdropImageTags = parentBackdropImageTags
+                self.parentBackdropItemId = parentBackdropItemId
+                self.postPaddingSeconds = postPaddingSeconds
+                self.prePaddingSeconds = prePaddingSeconds
+                self.priority = priority
+                self.programId = programId
+                self.programInfo = programInfo
+                self.runTimeTicks = runTimeTicks
+                self.seriesTimerId = seriesTimerId
+                self.serverId = serverId
+                self.serviceName = serviceName
+                self.startDate = startDate
+                self.status = status
+                self._type = _type
+            }
+            package enum CodingKeys: String, CodingKey {
+                case channelId = "ChannelId"
+                case channelName = "ChannelName"
+                case channelPrimaryImageTag = "ChannelPrimaryImageTag"
+                case endDate = "EndDate"
+                case externalChannelId = "ExternalChannelId"
+                case externalId = "ExternalId"
+                case externalProgramId = "ExternalProgramId"
+                case externalSeriesTimerId = "ExternalSeriesTimerId"
+                case id = "Id"
+                case isPostPaddingRequired = "IsPostPaddingRequired"
+                case isPrePaddingRequired = "IsPrePaddingRequired"
+                case keepUntil = "KeepUntil"
+                case name = "Name"
+                case overview = "Overview"
+                case parentBackdropImageTags = "ParentBackdropImageTags"
+                case parentBackdropItemId = "ParentBackdropItemId"
+                case postPaddingSeconds = "PostPaddingSeconds"
+                case prePaddingSeconds = "PrePaddingSeconds"
+                case priority = "Priority"
+                case programId = "ProgramId"
+                case programInfo = "ProgramInfo"
+                case runTimeTicks = "RunTimeTicks"
+                case seriesTimerId = "SeriesTimerId"
+                case serverId = "ServerId"
+                case serviceName = "ServiceName"
+                case startDate = "StartDate"
+                case status = "Status"
+                case _type = "Type"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.channelId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .channelId
+                )
+                self.channelName = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .channelName
+                )
+                self.channelPrimaryImageTag = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .channelPrimaryImageTag
+                )
+                self.endDate = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .endDate
+                )
+                self.externalChannelId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalChannelId
+                )
+                self.externalId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalId
+                )
+                self.externalProgramId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalProgramId
+                )
+                self.externalSeriesTimerId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .externalSeriesTimerId
+                )
+                self.id = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .id
+                )
+                self.isPostPaddingRequired = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPostPaddingRequired
+                )
+                self.isPrePaddingRequired = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPrePaddingRequired
+                )
+                self.keepUntil = try container.decodeIfPresent(
+                    Components.Schemas.TimerInfoDto.KeepUntilPayload.self,
+                    forKey: .keepUntil
+                )
+                self.name = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.overview = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .overview
+                )
+                self.parentBackdropImageTags = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .parentBackdropImageTags
+                )
+                self.parentBackdropItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parentBackdropItemId
+                )
+                self.postPaddingSeconds = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .postPaddingSeconds
+                )
+                self.prePaddingSeconds = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .prePaddingSeconds
+                )
+                self.priority = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .priority
+                )
+                self.programId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .programId
+                )
+                self.programInfo = try container.decodeIfPresent(
+                    Components.Schemas.TimerInfoDto.ProgramInfoPayload.self,
+                    forKey: .programInfo
+                )
+                self.runTimeTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .runTimeTicks
+                )
+                self.seriesTimerId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .seriesTimerId
+                )
+                self.serverId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .serverId
+                )
+                self.serviceName = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .serviceName
+                )
+                self.startDate = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .startDate
+                )
+                self.status = try container.decodeIfPresent(
+                    Components.Schemas.TimerInfoDto.StatusPayload.self,
+                    forKey: .status
+                )
+                self._type = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: ._type
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "ChannelId",
+                    "ChannelName",
+                    "ChannelPrimaryImageTag",
+                    "EndDate",
+                    "ExternalChannelId",
+                    "ExternalId",
+                    "ExternalProgramId",
+                    "ExternalSeriesTimerId",
+                    "Id",
+                    "IsPostPaddingRequired",
+                    "IsPrePaddingRequired",
+                    "KeepUntil",
+                    "Name",
+                    "Overview",
+                    "ParentBackdropImageTags",
+                    "ParentBackdropItemId",
+                    "PostPaddingSeconds",
+                    "PrePaddingSeconds",
+                    "Priority",
+                    "ProgramId",
+                    "ProgramInfo",
+                    "RunTimeTicks",
+                    "SeriesTimerId",
+                    "ServerId",
+                    "ServiceName",
+                    "StartDate",
+                    "Status",
+                    "Type"
+                ])
+            }
+        }
+        /// Query result container.
+        ///
+        /// - Remark: Generated from `#/components/schemas/TimerInfoDtoQueryResult`.
+        package struct TimerInfoDtoQueryResult: Codable, Hashable, Sendable {
+            /// Gets or sets the items.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDtoQueryResult/Items`.
+            package var items: [Components.Schemas.TimerInfoDto]?
+            /// Gets or sets the index of the first record in Items.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDtoQueryResult/StartIndex`.
+            package var startIndex: Swift.Int32?
+            /// Gets or sets the total number of records available.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TimerInfoDtoQueryResult/TotalRecordCount`.
+            package var totalRecordCount: Swift.Int32?
+            /// Creates a new `TimerInfoDtoQueryResult`.
+            ///
+            /// - Parameters:
+            ///   - items: Gets or sets the items.
+            ///   - startIndex: Gets or sets the index of the first record in Items.
+            ///   - totalRecordCount: Gets or sets the total number of records available.
+            package init(
+                items: [Components.Schemas.TimerInfoDto]? = nil,
+                startIndex: Swift.Int32? = nil,
+                totalRecordCount: Swift.Int32? = nil
+            ) {
+                self.items = items
+                self.startIndex = startIndex
+                self.totalRecordCount = totalRecordCount
+            }
+            package enum CodingKeys: String, CodingKey {
+                case items = "Items"
+                case startIndex = "StartIndex"
+                case totalRecordCount = "TotalRecordCount"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.items = try container.decodeIfPresent(
+                    [Components.Schemas.TimerInfoDto].self,
+                    forKey: .items
+                )
+                self.startIndex = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .startIndex
+                )
+                self.totalRecordCount = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .totalRecordCount
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Items",
+                    "StartIndex",
+                    "TotalRecordCount"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/TranscodeReason`.
         package typealias TranscodeReason = Swift.String
         /// - Remark: Generated from `#/components/schemas/TranscodeSeekInfo`.

@@ -2821,6 +2821,2776 @@ package enum Operations {
             }
         }
     }
+    /// Closes a media source.
+    ///
+    /// - Remark: HTTP `POST /LiveStreams/Close`.
+    /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)`.
+    package enum CloseLiveStream {
+        package static let id: Swift.String = "CloseLiveStream"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/query`.
+            package struct Query: Sendable, Hashable {
+                /// The livestream id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/query/liveStreamId`.
+                package var liveStreamId: Swift.String
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - liveStreamId: The livestream id.
+                package init(liveStreamId: Swift.String) {
+                    self.liveStreamId = liveStreamId
+                }
+            }
+            package var query: Operations.CloseLiveStream.Input.Query
+            /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CloseLiveStream.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CloseLiveStream.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.CloseLiveStream.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.CloseLiveStream.Input.Query,
+                headers: Operations.CloseLiveStream.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Livestream closed.
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.CloseLiveStream.Output.NoContent)
+            /// Livestream closed.
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.CloseLiveStream.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.CloseLiveStream.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.CloseLiveStream.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.CloseLiveStream.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.CloseLiveStream.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.CloseLiveStream.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveStreams/Close/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.CloseLiveStream.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.CloseLiveStream.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.CloseLiveStream.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.CloseLiveStream.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.CloseLiveStream.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets available live tv channels.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Channels`.
+    /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)`.
+    package enum GetLiveTvChannels {
+        package static let id: Swift.String = "GetLiveTvChannels"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/type`.
+                package struct _TypePayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/type/value1`.
+                    package var value1: Components.Schemas.ChannelType
+                    /// Creates a new `_TypePayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.ChannelType) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try decoder.decodeFromSingleValueContainer()
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try encoder.encodeToSingleValueContainer(self.value1)
+                    }
+                }
+                /// Optional. Filter by channel type.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/type`.
+                package var _type: Operations.GetLiveTvChannels.Input.Query._TypePayload?
+                /// Optional. Filter by user and attach user data.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/userId`.
+                package var userId: Swift.String?
+                /// Optional. The record index to start at. All items with a lower index will be dropped from the results.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/startIndex`.
+                package var startIndex: Swift.Int32?
+                /// Optional. Filter for movies.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isMovie`.
+                package var isMovie: Swift.Bool?
+                /// Optional. Filter for series.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isSeries`.
+                package var isSeries: Swift.Bool?
+                /// Optional. Filter for news.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isNews`.
+                package var isNews: Swift.Bool?
+                /// Optional. Filter for kids.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isKids`.
+                package var isKids: Swift.Bool?
+                /// Optional. Filter for sports.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isSports`.
+                package var isSports: Swift.Bool?
+                /// Optional. The maximum number of records to return.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/limit`.
+                package var limit: Swift.Int32?
+                /// Optional. Filter by channels that are favorites, or not.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isFavorite`.
+                package var isFavorite: Swift.Bool?
+                /// Optional. Filter by channels that are liked, or not.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isLiked`.
+                package var isLiked: Swift.Bool?
+                /// Optional. Filter by channels that are disliked, or not.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/isDisliked`.
+                package var isDisliked: Swift.Bool?
+                /// Optional. Include image information in output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/enableImages`.
+                package var enableImages: Swift.Bool?
+                /// Optional. The max number of images to return, per image type.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/imageTypeLimit`.
+                package var imageTypeLimit: Swift.Int32?
+                /// "Optional. The image types to include in the output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/enableImageTypes`.
+                package var enableImageTypes: [Components.Schemas.ImageType]?
+                /// Optional. Specify additional fields of information to return in the output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/fields`.
+                package var fields: [Components.Schemas.ItemFields]?
+                /// Optional. Include user data.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/enableUserData`.
+                package var enableUserData: Swift.Bool?
+                /// Optional. Key to sort by.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/sortBy`.
+                package var sortBy: [Components.Schemas.ItemSortBy]?
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/sortOrder`.
+                package struct SortOrderPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/sortOrder/value1`.
+                    package var value1: Components.Schemas.SortOrder
+                    /// Creates a new `SortOrderPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.SortOrder) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try decoder.decodeFromSingleValueContainer()
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try encoder.encodeToSingleValueContainer(self.value1)
+                    }
+                }
+                /// Optional. Sort order.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/sortOrder`.
+                package var sortOrder: Operations.GetLiveTvChannels.Input.Query.SortOrderPayload?
+                /// Optional. Incorporate favorite and like status into channel sorting.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/enableFavoriteSorting`.
+                package var enableFavoriteSorting: Swift.Bool?
+                /// Optional. Adds current program info to each channel.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/query/addCurrentProgram`.
+                package var addCurrentProgram: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - _type: Optional. Filter by channel type.
+                ///   - userId: Optional. Filter by user and attach user data.
+                ///   - startIndex: Optional. The record index to start at. All items with a lower index will be dropped from the results.
+                ///   - isMovie: Optional. Filter for movies.
+                ///   - isSeries: Optional. Filter for series.
+                ///   - isNews: Optional. Filter for news.
+                ///   - isKids: Optional. Filter for kids.
+                ///   - isSports: Optional. Filter for sports.
+                ///   - limit: Optional. The maximum number of records to return.
+                ///   - isFavorite: Optional. Filter by channels that are favorites, or not.
+                ///   - isLiked: Optional. Filter by channels that are liked, or not.
+                ///   - isDisliked: Optional. Filter by channels that are disliked, or not.
+                ///   - enableImages: Optional. Include image information in output.
+                ///   - imageTypeLimit: Optional. The max number of images to return, per image type.
+                ///   - enableImageTypes: "Optional. The image types to include in the output.
+                ///   - fields: Optional. Specify additional fields of information to return in the output.
+                ///   - enableUserData: Optional. Include user data.
+                ///   - sortBy: Optional. Key to sort by.
+                ///   - sortOrder: Optional. Sort order.
+                ///   - enableFavoriteSorting: Optional. Incorporate favorite and like status into channel sorting.
+                ///   - addCurrentProgram: Optional. Adds current program info to each channel.
+                package init(
+                    _type: Operations.GetLiveTvChannels.Input.Query._TypePayload? = nil,
+                    userId: Swift.String? = nil,
+                    startIndex: Swift.Int32? = nil,
+                    isMovie: Swift.Bool? = nil,
+                    isSeries: Swift.Bool? = nil,
+                    isNews: Swift.Bool? = nil,
+                    isKids: Swift.Bool? = nil,
+                    isSports: Swift.Bool? = nil,
+                    limit: Swift.Int32? = nil,
+                    isFavorite: Swift.Bool? = nil,
+                    isLiked: Swift.Bool? = nil,
+                    isDisliked: Swift.Bool? = nil,
+                    enableImages: Swift.Bool? = nil,
+                    imageTypeLimit: Swift.Int32? = nil,
+                    enableImageTypes: [Components.Schemas.ImageType]? = nil,
+                    fields: [Components.Schemas.ItemFields]? = nil,
+                    enableUserData: Swift.Bool? = nil,
+                    sortBy: [Components.Schemas.ItemSortBy]? = nil,
+                    sortOrder: Operations.GetLiveTvChannels.Input.Query.SortOrderPayload? = nil,
+                    enableFavoriteSorting: Swift.Bool? = nil,
+                    addCurrentProgram: Swift.Bool? = nil
+                ) {
+                    self._type = _type
+                    self.userId = userId
+                    self.startIndex = startIndex
+                    self.isMovie = isMovie
+                    self.isSeries = isSeries
+                    self.isNews = isNews
+                    self.isKids = isKids
+                    self.isSports = isSports
+                    self.limit = limit
+                    self.isFavorite = isFavorite
+                    self.isLiked = isLiked
+                    self.isDisliked = isDisliked
+                    self.enableImages = enableImages
+                    self.imageTypeLimit = imageTypeLimit
+                    self.enableImageTypes = enableImageTypes
+                    self.fields = fields
+                    self.enableUserData = enableUserData
+                    self.sortBy = sortBy
+                    self.sortOrder = sortOrder
+                    self.enableFavoriteSorting = enableFavoriteSorting
+                    self.addCurrentProgram = addCurrentProgram
+                }
+            }
+            package var query: Operations.GetLiveTvChannels.Input.Query
+            /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetLiveTvChannels.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetLiveTvChannels.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetLiveTvChannels.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.GetLiveTvChannels.Input.Query = .init(),
+                headers: Operations.GetLiveTvChannels.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.BaseItemDtoQueryResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.BaseItemDtoQueryResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLiveTvChannels.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetLiveTvChannels.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Available live tv channels returned.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetLiveTvChannels.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetLiveTvChannels.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetLiveTvChannels.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetLiveTvChannels.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetLiveTvChannels.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetLiveTvChannels.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetLiveTvChannels.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Channels/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLiveTvChannels.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetLiveTvChannels.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetLiveTvChannels.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetLiveTvChannels.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetLiveTvChannels.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets available live tv epgs.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Programs`.
+    /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)`.
+    package enum GetLiveTvPrograms {
+        package static let id: Swift.String = "GetLiveTvPrograms"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// The channels to return guide information for.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/channelIds`.
+                package var channelIds: [Swift.String]?
+                /// Optional. Filter by user id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/userId`.
+                package var userId: Swift.String?
+                /// Optional. The minimum premiere start date.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/minStartDate`.
+                package var minStartDate: Foundation.Date?
+                /// Optional. Filter by programs that have completed airing, or not.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/hasAired`.
+                package var hasAired: Swift.Bool?
+                /// Optional. Filter by programs that are currently airing, or not.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/isAiring`.
+                package var isAiring: Swift.Bool?
+                /// Optional. The maximum premiere start date.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/maxStartDate`.
+                package var maxStartDate: Foundation.Date?
+                /// Optional. The minimum premiere end date.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/minEndDate`.
+                package var minEndDate: Foundation.Date?
+                /// Optional. The maximum premiere end date.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/maxEndDate`.
+                package var maxEndDate: Foundation.Date?
+                /// Optional. Filter for movies.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/isMovie`.
+                package var isMovie: Swift.Bool?
+                /// Optional. Filter for series.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/isSeries`.
+                package var isSeries: Swift.Bool?
+                /// Optional. Filter for news.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/isNews`.
+                package var isNews: Swift.Bool?
+                /// Optional. Filter for kids.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/isKids`.
+                package var isKids: Swift.Bool?
+                /// Optional. Filter for sports.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/isSports`.
+                package var isSports: Swift.Bool?
+                /// Optional. The record index to start at. All items with a lower index will be dropped from the results.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/startIndex`.
+                package var startIndex: Swift.Int32?
+                /// Optional. The maximum number of records to return.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/limit`.
+                package var limit: Swift.Int32?
+                /// Optional. Specify one or more sort orders, comma delimited. Options: Name, StartDate.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/sortBy`.
+                package var sortBy: [Components.Schemas.ItemSortBy]?
+                /// Sort Order - Ascending,Descending.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/sortOrder`.
+                package var sortOrder: [Components.Schemas.SortOrder]?
+                /// The genres to return guide information for.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/genres`.
+                package var genres: [Swift.String]?
+                /// The genre ids to return guide information for.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/genreIds`.
+                package var genreIds: [Swift.String]?
+                /// Optional. Include image information in output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/enableImages`.
+                package var enableImages: Swift.Bool?
+                /// Optional. The max number of images to return, per image type.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/imageTypeLimit`.
+                package var imageTypeLimit: Swift.Int32?
+                /// Optional. The image types to include in the output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/enableImageTypes`.
+                package var enableImageTypes: [Components.Schemas.ImageType]?
+                /// Optional. Include user data.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/enableUserData`.
+                package var enableUserData: Swift.Bool?
+                /// Optional. Filter by series timer id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/seriesTimerId`.
+                package var seriesTimerId: Swift.String?
+                /// Optional. Filter by library series id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/librarySeriesId`.
+                package var librarySeriesId: Swift.String?
+                /// Optional. Specify additional fields of information to return in the output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/fields`.
+                package var fields: [Components.Schemas.ItemFields]?
+                /// Retrieve total record count.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/query/enableTotalRecordCount`.
+                package var enableTotalRecordCount: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - channelIds: The channels to return guide information for.
+                ///   - userId: Optional. Filter by user id.
+                ///   - minStartDate: Optional. The minimum premiere start date.
+                ///   - hasAired: Optional. Filter by programs that have completed airing, or not.
+                ///   - isAiring: Optional. Filter by programs that are currently airing, or not.
+                ///   - maxStartDate: Optional. The maximum premiere start date.
+                ///   - minEndDate: Optional. The minimum premiere end date.
+                ///   - maxEndDate: Optional. The maximum premiere end date.
+                ///   - isMovie: Optional. Filter for movies.
+                ///   - isSeries: Optional. Filter for series.
+                ///   - isNews: Optional. Filter for news.
+                ///   - isKids: Optional. Filter for kids.
+                ///   - isSports: Optional. Filter for sports.
+                ///   - startIndex: Optional. The record index to start at. All items with a lower index will be dropped from the results.
+                ///   - limit: Optional. The maximum number of records to return.
+                ///   - sortBy: Optional. Specify one or more sort orders, comma delimited. Options: Name, StartDate.
+                ///   - sortOrder: Sort Order - Ascending,Descending.
+                ///   - genres: The genres to return guide information for.
+                ///   - genreIds: The genre ids to return guide information for.
+                ///   - enableImages: Optional. Include image information in output.
+                ///   - imageTypeLimit: Optional. The max number of images to return, per image type.
+                ///   - enableImageTypes: Optional. The image types to include in the output.
+                ///   - enableUserData: Optional. Include user data.
+                ///   - seriesTimerId: Optional. Filter by series timer id.
+                ///   - librarySeriesId: Optional. Filter by library series id.
+                ///   - fields: Optional. Specify additional fields of information to return in the output.
+                ///   - enableTotalRecordCount: Retrieve total record count.
+                package init(
+                    channelIds: [Swift.String]? = nil,
+                    userId: Swift.String? = nil,
+                    minStartDate: Foundation.Date? = nil,
+                    hasAired: Swift.Bool? = nil,
+                    isAiring: Swift.Bool? = nil,
+                    maxStartDate: Foundation.Date? = nil,
+                    minEndDate: Foundation.Date? = nil,
+                    maxEndDate: Foundation.Date? = nil,
+                    isMovie: Swift.Bool? = nil,
+                    isSeries: Swift.Bool? = nil,
+                    isNews: Swift.Bool? = nil,
+                    isKids: Swift.Bool? = nil,
+                    isSports: Swift.Bool? = nil,
+                    startIndex: Swift.Int32? = nil,
+                    limit: Swift.Int32? = nil,
+                    sortBy: [Components.Schemas.ItemSortBy]? = nil,
+                    sortOrder: [Components.Schemas.SortOrder]? = nil,
+                    genres: [Swift.String]? = nil,
+                    genreIds: [Swift.String]? = nil,
+                    enableImages: Swift.Bool? = nil,
+                    imageTypeLimit: Swift.Int32? = nil,
+                    enableImageTypes: [Components.Schemas.ImageType]? = nil,
+                    enableUserData: Swift.Bool? = nil,
+                    seriesTimerId: Swift.String? = nil,
+                    librarySeriesId: Swift.String? = nil,
+                    fields: [Components.Schemas.ItemFields]? = nil,
+                    enableTotalRecordCount: Swift.Bool? = nil
+                ) {
+                    self.channelIds = channelIds
+                    self.userId = userId
+                    self.minStartDate = minStartDate
+                    self.hasAired = hasAired
+                    self.isAiring = isAiring
+                    self.maxStartDate = maxStartDate
+                    self.minEndDate = minEndDate
+                    self.maxEndDate = maxEndDate
+                    self.isMovie = isMovie
+                    self.isSeries = isSeries
+                    self.isNews = isNews
+                    self.isKids = isKids
+                    self.isSports = isSports
+                    self.startIndex = startIndex
+                    self.limit = limit
+                    self.sortBy = sortBy
+                    self.sortOrder = sortOrder
+                    self.genres = genres
+                    self.genreIds = genreIds
+                    self.enableImages = enableImages
+                    self.imageTypeLimit = imageTypeLimit
+                    self.enableImageTypes = enableImageTypes
+                    self.enableUserData = enableUserData
+                    self.seriesTimerId = seriesTimerId
+                    self.librarySeriesId = librarySeriesId
+                    self.fields = fields
+                    self.enableTotalRecordCount = enableTotalRecordCount
+                }
+            }
+            package var query: Operations.GetLiveTvPrograms.Input.Query
+            /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetLiveTvPrograms.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetLiveTvPrograms.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetLiveTvPrograms.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.GetLiveTvPrograms.Input.Query = .init(),
+                headers: Operations.GetLiveTvPrograms.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.BaseItemDtoQueryResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.BaseItemDtoQueryResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLiveTvPrograms.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetLiveTvPrograms.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Live tv epgs returned.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetLiveTvPrograms.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetLiveTvPrograms.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetLiveTvPrograms.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetLiveTvPrograms.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetLiveTvPrograms.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetLiveTvPrograms.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetLiveTvPrograms.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Programs/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetLiveTvPrograms.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetLiveTvPrograms.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetLiveTvPrograms.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetLiveTvPrograms.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetLiveTvPrograms.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets live tv recordings.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Recordings`.
+    /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)`.
+    package enum GetRecordings {
+        package static let id: Swift.String = "GetRecordings"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// Optional. Filter by channel id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/channelId`.
+                package var channelId: Swift.String?
+                /// Optional. Filter by user and attach user data.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/userId`.
+                package var userId: Swift.String?
+                /// Optional. The record index to start at. All items with a lower index will be dropped from the results.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/startIndex`.
+                package var startIndex: Swift.Int32?
+                /// Optional. The maximum number of records to return.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/limit`.
+                package var limit: Swift.Int32?
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/status`.
+                package struct StatusPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/status/value1`.
+                    package var value1: Components.Schemas.RecordingStatus
+                    /// Creates a new `StatusPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.RecordingStatus) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try decoder.decodeFromSingleValueContainer()
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try encoder.encodeToSingleValueContainer(self.value1)
+                    }
+                }
+                /// Optional. Filter by recording status.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/status`.
+                package var status: Operations.GetRecordings.Input.Query.StatusPayload?
+                /// Optional. Filter by recordings that are in progress, or not.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isInProgress`.
+                package var isInProgress: Swift.Bool?
+                /// Optional. Filter by recordings belonging to a series timer.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/seriesTimerId`.
+                package var seriesTimerId: Swift.String?
+                /// Optional. Include image information in output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/enableImages`.
+                package var enableImages: Swift.Bool?
+                /// Optional. The max number of images to return, per image type.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/imageTypeLimit`.
+                package var imageTypeLimit: Swift.Int32?
+                /// Optional. The image types to include in the output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/enableImageTypes`.
+                package var enableImageTypes: [Components.Schemas.ImageType]?
+                /// Optional. Specify additional fields of information to return in the output.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/fields`.
+                package var fields: [Components.Schemas.ItemFields]?
+                /// Optional. Include user data.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/enableUserData`.
+                package var enableUserData: Swift.Bool?
+                /// Optional. Filter for movies.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isMovie`.
+                package var isMovie: Swift.Bool?
+                /// Optional. Filter for series.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isSeries`.
+                package var isSeries: Swift.Bool?
+                /// Optional. Filter for kids.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isKids`.
+                package var isKids: Swift.Bool?
+                /// Optional. Filter for sports.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isSports`.
+                package var isSports: Swift.Bool?
+                /// Optional. Filter for news.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isNews`.
+                package var isNews: Swift.Bool?
+                /// Optional. Filter for is library item.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/isLibraryItem`.
+                package var isLibraryItem: Swift.Bool?
+                /// Optional. Return total record count.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/query/enableTotalRecordCount`.
+                package var enableTotalRecordCount: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - channelId: Optional. Filter by channel id.
+                ///   - userId: Optional. Filter by user and attach user data.
+                ///   - startIndex: Optional. The record index to start at. All items with a lower index will be dropped from the results.
+                ///   - limit: Optional. The maximum number of records to return.
+                ///   - status: Optional. Filter by recording status.
+                ///   - isInProgress: Optional. Filter by recordings that are in progress, or not.
+                ///   - seriesTimerId: Optional. Filter by recordings belonging to a series timer.
+                ///   - enableImages: Optional. Include image information in output.
+                ///   - imageTypeLimit: Optional. The max number of images to return, per image type.
+                ///   - enableImageTypes: Optional. The image types to include in the output.
+                ///   - fields: Optional. Specify additional fields of information to return in the output.
+                ///   - enableUserData: Optional. Include user data.
+                ///   - isMovie: Optional. Filter for movies.
+                ///   - isSeries: Optional. Filter for series.
+                ///   - isKids: Optional. Filter for kids.
+                ///   - isSports: Optional. Filter for sports.
+                ///   - isNews: Optional. Filter for news.
+                ///   - isLibraryItem: Optional. Filter for is library item.
+                ///   - enableTotalRecordCount: Optional. Return total record count.
+                package init(
+                    channelId: Swift.String? = nil,
+                    userId: Swift.String? = nil,
+                    startIndex: Swift.Int32? = nil,
+                    limit: Swift.Int32? = nil,
+                    status: Operations.GetRecordings.Input.Query.StatusPayload? = nil,
+                    isInProgress: Swift.Bool? = nil,
+                    seriesTimerId: Swift.String? = nil,
+                    enableImages: Swift.Bool? = nil,
+                    imageTypeLimit: Swift.Int32? = nil,
+                    enableImageTypes: [Components.Schemas.ImageType]? = nil,
+                    fields: [Components.Schemas.ItemFields]? = nil,
+                    enableUserData: Swift.Bool? = nil,
+                    isMovie: Swift.Bool? = nil,
+                    isSeries: Swift.Bool? = nil,
+                    isKids: Swift.Bool? = nil,
+                    isSports: Swift.Bool? = nil,
+                    isNews: Swift.Bool? = nil,
+                    isLibraryItem: Swift.Bool? = nil,
+                    enableTotalRecordCount: Swift.Bool? = nil
+                ) {
+                    self.channelId = channelId
+                    self.userId = userId
+                    self.startIndex = startIndex
+                    self.limit = limit
+                    self.status = status
+                    self.isInProgress = isInProgress
+                    self.seriesTimerId = seriesTimerId
+                    self.enableImages = enableImages
+                    self.imageTypeLimit = imageTypeLimit
+                    self.enableImageTypes = enableImageTypes
+                    self.fields = fields
+                    self.enableUserData = enableUserData
+                    self.isMovie = isMovie
+                    self.isSeries = isSeries
+                    self.isKids = isKids
+                    self.isSports = isSports
+                    self.isNews = isNews
+                    self.isLibraryItem = isLibraryItem
+                    self.enableTotalRecordCount = enableTotalRecordCount
+                }
+            }
+            package var query: Operations.GetRecordings.Input.Query
+            /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetRecordings.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetRecordings.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetRecordings.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.GetRecordings.Input.Query = .init(),
+                headers: Operations.GetRecordings.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.BaseItemDtoQueryResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.BaseItemDtoQueryResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetRecordings.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetRecordings.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Live tv recordings returned.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetRecordings.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetRecordings.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetRecordings.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetRecordings.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetRecordings.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetRecordings.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetRecordings.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Recordings/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetRecordings.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetRecordings.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetRecordings.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetRecordings.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetRecordings.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets the live tv timers.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Timers`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)`.
+    package enum GetTimers {
+        package static let id: Swift.String = "GetTimers"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// Optional. Filter by channel id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/query/channelId`.
+                package var channelId: Swift.String?
+                /// Optional. Filter by timers belonging to a series timer.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/query/seriesTimerId`.
+                package var seriesTimerId: Swift.String?
+                /// Optional. Filter by timers that are active.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/query/isActive`.
+                package var isActive: Swift.Bool?
+                /// Optional. Filter by timers that are scheduled.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/query/isScheduled`.
+                package var isScheduled: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - channelId: Optional. Filter by channel id.
+                ///   - seriesTimerId: Optional. Filter by timers belonging to a series timer.
+                ///   - isActive: Optional. Filter by timers that are active.
+                ///   - isScheduled: Optional. Filter by timers that are scheduled.
+                package init(
+                    channelId: Swift.String? = nil,
+                    seriesTimerId: Swift.String? = nil,
+                    isActive: Swift.Bool? = nil,
+                    isScheduled: Swift.Bool? = nil
+                ) {
+                    self.channelId = channelId
+                    self.seriesTimerId = seriesTimerId
+                    self.isActive = isActive
+                    self.isScheduled = isScheduled
+                }
+            }
+            package var query: Operations.GetTimers.Input.Query
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetTimers.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetTimers.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetTimers.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.GetTimers.Input.Query = .init(),
+                headers: Operations.GetTimers.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.TimerInfoDtoQueryResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.TimerInfoDtoQueryResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetTimers.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetTimers.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Success
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetTimers.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetTimers.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetTimers.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetTimers.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetTimers.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetTimers.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetTimers.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetTimers.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetTimers.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetTimers.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetTimers.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetTimers.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Creates a live tv timer.
+    ///
+    /// - Remark: HTTP `POST /LiveTv/Timers`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)`.
+    package enum CreateTimer {
+        package static let id: Swift.String = "CreateTimer"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateTimer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateTimer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.CreateTimer.Input.Headers
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.TimerInfoDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.TimerInfoDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/requestBody/content/application\/json`.
+                case json(Operations.CreateTimer.Input.Body.JsonPayload)
+            }
+            package var body: Operations.CreateTimer.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.CreateTimer.Input.Headers = .init(),
+                body: Operations.CreateTimer.Input.Body? = nil
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Timer created.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.CreateTimer.Output.NoContent)
+            /// Timer created.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.CreateTimer.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.CreateTimer.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.CreateTimer.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.CreateTimer.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.CreateTimer.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.CreateTimer.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.CreateTimer.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.CreateTimer.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.CreateTimer.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.CreateTimer.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.CreateTimer.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets the default values for a new timer.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Timers/Defaults`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)`.
+    package enum GetDefaultTimer {
+        package static let id: Swift.String = "GetDefaultTimer"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// Optional. To attach default values based on a program.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/query/programId`.
+                package var programId: Swift.String?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - programId: Optional. To attach default values based on a program.
+                package init(programId: Swift.String? = nil) {
+                    self.programId = programId
+                }
+            }
+            package var query: Operations.GetDefaultTimer.Input.Query
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetDefaultTimer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetDefaultTimer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetDefaultTimer.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.GetDefaultTimer.Input.Query = .init(),
+                headers: Operations.GetDefaultTimer.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.SeriesTimerInfoDto)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.SeriesTimerInfoDto {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetDefaultTimer.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetDefaultTimer.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Default values returned.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetDefaultTimer.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetDefaultTimer.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetDefaultTimer.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.GetDefaultTimer.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetDefaultTimer.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.GetDefaultTimer.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetDefaultTimer.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/Defaults/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetDefaultTimer.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetDefaultTimer.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetDefaultTimer.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetDefaultTimer.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetDefaultTimer.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Cancels a live tv timer.
+    ///
+    /// - Remark: HTTP `DELETE /LiveTv/Timers/{timerId}`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)`.
+    package enum CancelTimer {
+        package static let id: Swift.String = "CancelTimer"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/path`.
+            package struct Path: Sendable, Hashable {
+                /// Timer id.
+                ///
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/path/timerId`.
+                package var timerId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - timerId: Timer id.
+                package init(timerId: Swift.String) {
+                    self.timerId = timerId
+                }
+            }
+            package var path: Operations.CancelTimer.Input.Path
+            /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CancelTimer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CancelTimer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.CancelTimer.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.CancelTimer.Input.Path,
+                headers: Operations.CancelTimer.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Timer deleted.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.CancelTimer.Output.NoContent)
+            /// Timer deleted.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.CancelTimer.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.CancelTimer.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.CancelTimer.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.CancelTimer.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.CancelTimer.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.CancelTimer.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/LiveTv/Timers/{timerId}/DELETE/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.CancelTimer.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.CancelTimer.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.CancelTimer.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.CancelTimer.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.CancelTimer.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
     /// Gets all media segments based on an itemId.
     ///
     /// - Remark: HTTP `GET /MediaSegments/{itemId}`.

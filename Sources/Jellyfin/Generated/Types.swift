@@ -48,6 +48,46 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /Items/{itemId}/PlaybackInfo`.
     /// - Remark: Generated from `#/paths//Items/{itemId}/PlaybackInfo/post(GetPostedPlaybackInfo)`.
     func getPostedPlaybackInfo(_ input: Operations.GetPostedPlaybackInfo.Input) async throws -> Operations.GetPostedPlaybackInfo.Output
+    /// Closes a media source.
+    ///
+    /// - Remark: HTTP `POST /LiveStreams/Close`.
+    /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)`.
+    func closeLiveStream(_ input: Operations.CloseLiveStream.Input) async throws -> Operations.CloseLiveStream.Output
+    /// Gets available live tv channels.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Channels`.
+    /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)`.
+    func getLiveTvChannels(_ input: Operations.GetLiveTvChannels.Input) async throws -> Operations.GetLiveTvChannels.Output
+    /// Gets available live tv epgs.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Programs`.
+    /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)`.
+    func getLiveTvPrograms(_ input: Operations.GetLiveTvPrograms.Input) async throws -> Operations.GetLiveTvPrograms.Output
+    /// Gets live tv recordings.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Recordings`.
+    /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)`.
+    func getRecordings(_ input: Operations.GetRecordings.Input) async throws -> Operations.GetRecordings.Output
+    /// Gets the live tv timers.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Timers`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)`.
+    func getTimers(_ input: Operations.GetTimers.Input) async throws -> Operations.GetTimers.Output
+    /// Creates a live tv timer.
+    ///
+    /// - Remark: HTTP `POST /LiveTv/Timers`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)`.
+    func createTimer(_ input: Operations.CreateTimer.Input) async throws -> Operations.CreateTimer.Output
+    /// Gets the default values for a new timer.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Timers/Defaults`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)`.
+    func getDefaultTimer(_ input: Operations.GetDefaultTimer.Input) async throws -> Operations.GetDefaultTimer.Output
+    /// Cancels a live tv timer.
+    ///
+    /// - Remark: HTTP `DELETE /LiveTv/Timers/{timerId}`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)`.
+    func cancelTimer(_ input: Operations.CancelTimer.Input) async throws -> Operations.CancelTimer.Output
     /// Gets all media segments based on an itemId.
     ///
     /// - Remark: HTTP `GET /MediaSegments/{itemId}`.
@@ -294,6 +334,110 @@ extension APIProtocol {
             query: query,
             headers: headers,
             body: body
+        ))
+    }
+    /// Closes a media source.
+    ///
+    /// - Remark: HTTP `POST /LiveStreams/Close`.
+    /// - Remark: Generated from `#/paths//LiveStreams/Close/post(CloseLiveStream)`.
+    package func closeLiveStream(
+        query: Operations.CloseLiveStream.Input.Query,
+        headers: Operations.CloseLiveStream.Input.Headers = .init()
+    ) async throws -> Operations.CloseLiveStream.Output {
+        try await closeLiveStream(Operations.CloseLiveStream.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Gets available live tv channels.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Channels`.
+    /// - Remark: Generated from `#/paths//LiveTv/Channels/get(GetLiveTvChannels)`.
+    package func getLiveTvChannels(
+        query: Operations.GetLiveTvChannels.Input.Query = .init(),
+        headers: Operations.GetLiveTvChannels.Input.Headers = .init()
+    ) async throws -> Operations.GetLiveTvChannels.Output {
+        try await getLiveTvChannels(Operations.GetLiveTvChannels.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Gets available live tv epgs.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Programs`.
+    /// - Remark: Generated from `#/paths//LiveTv/Programs/get(GetLiveTvPrograms)`.
+    package func getLiveTvPrograms(
+        query: Operations.GetLiveTvPrograms.Input.Query = .init(),
+        headers: Operations.GetLiveTvPrograms.Input.Headers = .init()
+    ) async throws -> Operations.GetLiveTvPrograms.Output {
+        try await getLiveTvPrograms(Operations.GetLiveTvPrograms.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Gets live tv recordings.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Recordings`.
+    /// - Remark: Generated from `#/paths//LiveTv/Recordings/get(GetRecordings)`.
+    package func getRecordings(
+        query: Operations.GetRecordings.Input.Query = .init(),
+        headers: Operations.GetRecordings.Input.Headers = .init()
+    ) async throws -> Operations.GetRecordings.Output {
+        try await getRecordings(Operations.GetRecordings.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Gets the live tv timers.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Timers`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/get(GetTimers)`.
+    package func getTimers(
+        query: Operations.GetTimers.Input.Query = .init(),
+        headers: Operations.GetTimers.Input.Headers = .init()
+    ) async throws -> Operations.GetTimers.Output {
+        try await getTimers(Operations.GetTimers.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Creates a live tv timer.
+    ///
+    /// - Remark: HTTP `POST /LiveTv/Timers`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/post(CreateTimer)`.
+    package func createTimer(
+        headers: Operations.CreateTimer.Input.Headers = .init(),
+        body: Operations.CreateTimer.Input.Body? = nil
+    ) async throws -> Operations.CreateTimer.Output {
+        try await createTimer(Operations.CreateTimer.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Gets the default values for a new timer.
+    ///
+    /// - Remark: HTTP `GET /LiveTv/Timers/Defaults`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/Defaults/get(GetDefaultTimer)`.
+    package func getDefaultTimer(
+        query: Operations.GetDefaultTimer.Input.Query = .init(),
+        headers: Operations.GetDefaultTimer.Input.Headers = .init()
+    ) async throws -> Operations.GetDefaultTimer.Output {
+        try await getDefaultTimer(Operations.GetDefaultTimer.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Cancels a live tv timer.
+    ///
+    /// - Remark: HTTP `DELETE /LiveTv/Timers/{timerId}`.
+    /// - Remark: Generated from `#/paths//LiveTv/Timers/{timerId}/delete(CancelTimer)`.
+    package func cancelTimer(
+        path: Operations.CancelTimer.Input.Path,
+        headers: Operations.CancelTimer.Input.Headers = .init()
+    ) async throws -> Operations.CancelTimer.Output {
+        try await cancelTimer(Operations.CancelTimer.Input(
+            path: path,
+            headers: headers
         ))
     }
     /// Gets all media segments based on an itemId.

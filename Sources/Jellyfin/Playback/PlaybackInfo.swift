@@ -43,6 +43,8 @@ public struct PlaybackPlan: Sendable, Equatable {
     public var tracks = PlayerTracks()
     /// The item's media segments (intro, credits…), for skipping.
     public var segments: [MediaSegment] = []
+    /// A live stream the server opened for this playback (Live TV): closed when it ends.
+    public var liveStreamId: String?
 }
 
 /// One playback report (`Sessions/Playing`, `/Progress`, `/Stopped`): what "resume", "continue
@@ -164,6 +166,7 @@ extension JellyfinSession {
             var query: [(String, String)] = [("static", "true"), ("mediaSourceId", sourceId), ("deviceId", server.identity.deviceId)]
             if let id = response.playSessionId { query.append(("playSessionId", id)) }
             if let tag = source.eTag { query.append(("tag", tag)) }
+            if let live = source.liveStreamId { query.append(("LiveStreamId", live)) }
             url = authenticatedURL(path: "/\(kind)/\(item.id)/stream", query: query)
         } else {
             method = .transcode
@@ -175,9 +178,11 @@ extension JellyfinSession {
         let tracks = TrackSelection.playerTracks(streams: streams, method: method, audio: audio, subtitle: subtitle) { path in
             self.authenticatedURL(path: path)
         }
-        return PlaybackPlan(itemId: item.id, mediaSourceId: sourceId, playSessionId: response.playSessionId, method: method, url: url,
-                            container: method == .transcode ? source.transcodingContainer ?? source.container : source.container, runtimeSeconds: source.runTimeTicks.map { Double($0) / 10_000_000 },
-                            audioStreamIndex: audio, subtitleStreamIndex: subtitle, streams: streams, tracks: tracks)
+        var plan = PlaybackPlan(itemId: item.id, mediaSourceId: sourceId, playSessionId: response.playSessionId, method: method, url: url,
+                                container: method == .transcode ? source.transcodingContainer ?? source.container : source.container, runtimeSeconds: source.runTimeTicks.map { Double($0) / 10_000_000 },
+                                audioStreamIndex: audio, subtitleStreamIndex: subtitle, streams: streams, tracks: tracks)
+        plan.liveStreamId = source.liveStreamId
+        return plan
     }
 
     /// Sends one playback report.
@@ -211,6 +216,7 @@ extension JellyfinSession {
             info.playSessionId = plan.playSessionId
             info.positionTicks = report.positionTicks
             info.failed = report.failed
+            info.liveStreamId = plan.liveStreamId
             let output = try await perform(operation) { try await client.reportPlaybackStopped(body: .json(.init(value1: info))) }
             switch output {
             case .noContent: status = nil
@@ -258,6 +264,7 @@ protocol PlaybackStateReport {
     var canSeek: Bool? { get set }
     var audioStreamIndex: Int32? { get set }
     var subtitleStreamIndex: Int32? { get set }
+    var liveStreamId: String? { get set }
     mutating func setEnums(playMethod: String, repeatMode: String, playbackOrder: String)
 }
 
@@ -275,6 +282,7 @@ extension PlaybackStateReport {
         audioStreamIndex = plan.audioStreamIndex.map { Int32(clamping: $0) }
         subtitleStreamIndex = plan.subtitleStreamIndex.map { Int32(clamping: $0) }
         setEnums(playMethod: plan.method.rawValue, repeatMode: "RepeatNone", playbackOrder: "Default")
+        liveStreamId = plan.liveStreamId
     }
 }
 

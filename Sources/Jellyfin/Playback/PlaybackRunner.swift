@@ -116,12 +116,24 @@ extension JellyfinSession {
                                                      if plan.method == .transcode, let id = plan.playSessionId { _ = try? await self.pingPlayback(playSessionId: id) }
                                                  })
         } catch {
+            await closeLive(plan, observe: observe)
             throw .player(error)
         }
         if plan.method == .transcode, let id = plan.playSessionId {
             _ = await Task { try? await self.stopEncoding(playSessionId: id) }.value
         }
+        await closeLive(plan, observe: observe)
         return outcome
+    }
+
+    /// Closes the plan's live stream, if it has one, so the server frees its tuner (in a task of
+    /// its own, so a cancelled playback still closes it); a failure is a note, no more.
+    private func closeLive(_ plan: PlaybackPlan, observe: @Sendable (PlaybackProgress) -> Void) async {
+        guard let live = plan.liveStreamId else { return }
+        let failure = await Task { () async -> String? in
+            do throws(JellyfinError) { try await self.closeLiveStream(live); return nil } catch { return error.description }
+        }.value
+        if let failure { observe(.note("the live stream was not closed: \(failure)")) }
     }
 
     /// The plan with its subtitle files fetched into a private folder (the player is handed

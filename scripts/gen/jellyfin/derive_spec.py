@@ -49,6 +49,9 @@ OPERATIONS = [
     # playback: negotiation, progress reports, transcode keep-alive and stop
     "GetPostedPlaybackInfo", "ReportPlaybackStart", "ReportPlaybackProgress", "ReportPlaybackStopped",
     "PingPlaybackSession", "StopEncodingProcess",
+    # live TV: channels, the guide, recordings and timers, closing a live stream
+    "GetLiveTvChannels", "GetLiveTvPrograms", "GetRecordings", "GetTimers", "GetDefaultTimer", "CreateTimer", "CancelTimer",
+    "CloseLiveStream",
 ]
 
 JSON_TYPES = ("application/json", "text/json", "application/*+json")
