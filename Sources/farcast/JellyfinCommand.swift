@@ -26,7 +26,7 @@ struct JellyfinCommand: AsyncParsableCommand {
             JellyfinLibrariesCommand.self, JellyfinListCommand.self, JellyfinSearchCommand.self, JellyfinInfoCommand.self,
             JellyfinResumeCommand.self, JellyfinNextUpCommand.self, JellyfinMarkCommand.self, JellyfinImageCommand.self,
             JellyfinPlayCommand.self, JellyfinCastTargetCommand.self, JellyfinDownloadCommand.self, JellyfinOfflineCommand.self,
-            JellyfinLyricsCommand.self, JellyfinTVCommand.self, JellyfinEventsCommand.self,
+            JellyfinLyricsCommand.self, JellyfinTVCommand.self, JellyfinSyncPlayCommand.self, JellyfinEventsCommand.self,
         ]
     )
 }
@@ -1279,6 +1279,10 @@ private func describe(_ message: LiveMessage) -> String? {
     case .playstate(let request): return request.command + (request.seekPositionTicks.map { " to \(formatTicks($0))" } ?? "")
     case .generalCommand(let command):
         return command.name + (command.arguments.isEmpty ? "" : " " + command.arguments.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    case .syncPlayCommand(let command):
+        return "\(command.command) at \(formatTicks(command.positionTicks))"
+    case .syncPlayGroupUpdate(let update):
+        return update.type
     }
 }
 

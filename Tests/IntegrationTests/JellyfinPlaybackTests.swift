@@ -22,6 +22,7 @@ struct JellyfinPlaybackTests {
         var volume: Int?
         var audioStreamIndex: Int?
         var subtitleStreamIndex: Int?
+        var deviceId: String?
         var at: Double
 
         init(_ object: [String: Any]) {
@@ -35,6 +36,7 @@ struct JellyfinPlaybackTests {
             volume = (object["volume"] as? NSNumber)?.intValue
             audioStreamIndex = (object["audioStreamIndex"] as? NSNumber)?.intValue
             subtitleStreamIndex = (object["subtitleStreamIndex"] as? NSNumber)?.intValue
+            deviceId = object["deviceId"] as? String
             at = (object["at"] as? NSNumber)?.doubleValue ?? 0
         }
     }

@@ -164,7 +164,7 @@ final class LiveTV: Sendable {
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { if process.isRunning { process.terminate() } }
             while true {
-                let chunk = try await Task.detached { reader.availableData }.value
+                let chunk = await Task.detached { reader.availableData }.value
                 guard !chunk.isEmpty else { break }
                 try await writer.write(ByteBuffer(bytes: chunk))
             }
@@ -368,7 +368,7 @@ extension StandInAPI {
             return .undocumented(statusCode: 400, .init())
         }
         guard programme.end > Date() else { return .undocumented(statusCode: 400, .init()) }
-        liveTV.addTimer(for: programme)
+        _ = liveTV.addTimer(for: programme)
         return .noContent(.init())
     }
 

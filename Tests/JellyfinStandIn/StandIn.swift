@@ -89,7 +89,7 @@ struct StandIn: AsyncParsableCommand {
         let host = host, basePath = basePath
         let api = StandInAPI(library: library, state: state, hub: hub, serverName: name,
                              publicURL: { "http://\(host):\(boundPort.withLock { $0 })\(basePath)" }, generation: Locked(0),
-                             transcodes: Transcodes(root: data + "/transcodes"), liveTV: liveTV)
+                             transcodes: Transcodes(root: data + "/transcodes"), liveTV: liveTV, syncPlay: SyncPlayGroups(hub: hub))
         let recorder = Task { await liveTV.runRecorder() }
         defer { recorder.cancel() }
         let faults = Locked<[String: String]>([:])

@@ -22,6 +22,8 @@ struct StandInAPI: APIProtocol {
     let playback = PlaybackLog()
     /// Channels, the guide, timers and recordings (LiveTV.swift).
     let liveTV: LiveTV
+    /// Watching together (SyncPlay.swift).
+    let syncPlay: SyncPlayGroups
 
     static let notFound = Components.Schemas.ProblemDetails(status: 404, title: "Not Found")
 

@@ -76,6 +76,9 @@ enum TestHooks {
                                                  container: asked.Container, subProtocol: asked.SubProtocol)
             return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: method)))
         }
+        router.get("/StandIn/SyncPlay") { _, _ -> Response in
+            Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(api.syncPlay.sent))))
+        }
         router.get("/StandIn/LiveStreams") { _, _ -> Response in
             Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(api.liveTV.openStreams))))
         }

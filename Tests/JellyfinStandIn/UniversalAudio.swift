@@ -39,7 +39,7 @@ enum UniversalAudio {
             let reasons = StandInAPI.directPlayRefusals(entry: entry, profile: profile, maxBitrate: ceiling)
             func log(_ method: String) {
                 api.playback.append(.init(kind: "universal", itemId: item.id, mediaSourceId: query["mediasourceid"], playMethod: method,
-                                          reasons: reasons, deviceId: caller.deviceId ?? query["deviceid"], at: Date().timeIntervalSince1970))
+                                          reasons: reasons, deviceId: caller.deviceId.isEmpty ? query["deviceid"] : caller.deviceId, at: Date().timeIntervalSince1970))
             }
             let ext = (relative as NSString).pathExtension
             if reasons.isEmpty, api.playback.remote.withLock({ $0.contains(item.id) }), flag("enableremotemedia") == true,

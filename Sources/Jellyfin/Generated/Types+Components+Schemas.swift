@@ -6011,6 +6011,76 @@ extension Components {
                 ])
             }
         }
+        /// Class BufferRequestDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/BufferRequestDto`.
+        package struct BufferRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets a value indicating whether the client playback is unpaused.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BufferRequestDto/IsPlaying`.
+            package var isPlaying: Swift.Bool?
+            /// Gets or sets the playlist item identifier of the playing item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BufferRequestDto/PlaylistItemId`.
+            package var playlistItemId: Swift.String?
+            /// Gets or sets the position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BufferRequestDto/PositionTicks`.
+            package var positionTicks: Swift.Int64?
+            /// Gets or sets when the request has been made by the client.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BufferRequestDto/When`.
+            package var when: Foundation.Date?
+            /// Creates a new `BufferRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - isPlaying: Gets or sets a value indicating whether the client playback is unpaused.
+            ///   - playlistItemId: Gets or sets the playlist item identifier of the playing item.
+            ///   - positionTicks: Gets or sets the position ticks.
+            ///   - when: Gets or sets when the request has been made by the client.
+            package init(
+                isPlaying: Swift.Bool? = nil,
+                playlistItemId: Swift.String? = nil,
+                positionTicks: Swift.Int64? = nil,
+                when: Foundation.Date? = nil
+            ) {
+                self.isPlaying = isPlaying
+                self.playlistItemId = playlistItemId
+                self.positionTicks = positionTicks
+                self.when = when
+            }
+            package enum CodingKeys: String, CodingKey {
+                case isPlaying = "IsPlaying"
+                case playlistItemId = "PlaylistItemId"
+                case positionTicks = "PositionTicks"
+                case when = "When"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.isPlaying = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPlaying
+                )
+                self.playlistItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playlistItemId
+                )
+                self.positionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .positionTicks
+                )
+                self.when = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .when
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "IsPlaying",
+                    "PlaylistItemId",
+                    "PositionTicks",
+                    "When"
+                ])
+            }
+        }
         /// Enum ChannelType.
         ///
         /// - Remark: Generated from `#/components/schemas/ChannelType`.
@@ -6751,6 +6821,113 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/GeneralCommandType`.
         package typealias GeneralCommandType = Swift.String
+        /// Class GroupInfoDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/GroupInfoDto`.
+        package struct GroupInfoDto: Codable, Hashable, Sendable {
+            /// Gets the group identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GroupInfoDto/GroupId`.
+            package var groupId: Swift.String?
+            /// Gets the group name.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GroupInfoDto/GroupName`.
+            package var groupName: Swift.String?
+            /// Gets the date when this DTO has been created.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GroupInfoDto/LastUpdatedAt`.
+            package var lastUpdatedAt: Foundation.Date?
+            /// Gets the participants.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GroupInfoDto/Participants`.
+            package var participants: [Swift.String]?
+            /// Gets the group state.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GroupInfoDto/State`.
+            package struct StatePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/GroupInfoDto/State/value1`.
+                package var value1: Components.Schemas.GroupStateType
+                /// Creates a new `StatePayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                package init(value1: Components.Schemas.GroupStateType) {
+                    self.value1 = value1
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try decoder.decodeFromSingleValueContainer()
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeToSingleValueContainer(self.value1)
+                }
+            }
+            /// Gets the group state.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GroupInfoDto/State`.
+            package var state: Components.Schemas.GroupInfoDto.StatePayload?
+            /// Creates a new `GroupInfoDto`.
+            ///
+            /// - Parameters:
+            ///   - groupId: Gets the group identifier.
+            ///   - groupName: Gets the group name.
+            ///   - lastUpdatedAt: Gets the date when this DTO has been created.
+            ///   - participants: Gets the participants.
+            ///   - state: Gets the group state.
+            package init(
+                groupId: Swift.String? = nil,
+                groupName: Swift.String? = nil,
+                lastUpdatedAt: Foundation.Date? = nil,
+                participants: [Swift.String]? = nil,
+                state: Components.Schemas.GroupInfoDto.StatePayload? = nil
+            ) {
+                self.groupId = groupId
+                self.groupName = groupName
+                self.lastUpdatedAt = lastUpdatedAt
+                self.participants = participants
+                self.state = state
+            }
+            package enum CodingKeys: String, CodingKey {
+                case groupId = "GroupId"
+                case groupName = "GroupName"
+                case lastUpdatedAt = "LastUpdatedAt"
+                case participants = "Participants"
+                case state = "State"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.groupId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .groupId
+                )
+                self.groupName = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .groupName
+                )
+                self.lastUpdatedAt = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .lastUpdatedAt
+                )
+                self.participants = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .participants
+                )
+                self.state = try container.decodeIfPresent(
+                    Components.Schemas.GroupInfoDto.StatePayload.self,
+                    forKey: .state
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "GroupId",
+                    "GroupName",
+                    "LastUpdatedAt",
+                    "Participants",
+                    "State"
+                ])
+            }
+        }
+        /// Enum GroupState.
+        ///
+        /// - Remark: Generated from `#/components/schemas/GroupStateType`.
+        package typealias GroupStateType = Swift.String
         /// Enum containing hardware acceleration types.
         ///
         /// - Remark: Generated from `#/components/schemas/HardwareAccelerationType`.
@@ -6781,6 +6958,35 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/ItemSortBy`.
         package typealias ItemSortBy = Swift.String
+        /// Class JoinGroupRequestDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/JoinGroupRequestDto`.
+        package struct JoinGroupRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets the group identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/JoinGroupRequestDto/GroupId`.
+            package var groupId: Swift.String?
+            /// Creates a new `JoinGroupRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - groupId: Gets or sets the group identifier.
+            package init(groupId: Swift.String? = nil) {
+                self.groupId = groupId
+            }
+            package enum CodingKeys: String, CodingKey {
+                case groupId = "GroupId"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.groupId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .groupId
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "GroupId"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/KeepUntil`.
         package typealias KeepUntil = Swift.String
         /// Enum LocationType.
@@ -9114,14 +9320,129 @@ extension Components {
                 ])
             }
         }
+        /// Class NewGroupRequestDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/NewGroupRequestDto`.
+        package struct NewGroupRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets the group name.
+            ///
+            /// - Remark: Generated from `#/components/schemas/NewGroupRequestDto/GroupName`.
+            package var groupName: Swift.String?
+            /// Creates a new `NewGroupRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - groupName: Gets or sets the group name.
+            package init(groupName: Swift.String? = nil) {
+                self.groupName = groupName
+            }
+            package enum CodingKeys: String, CodingKey {
+                case groupName = "GroupName"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.groupName = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .groupName
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "GroupName"
+                ])
+            }
+        }
         /// The person kind.
         ///
         /// - Remark: Generated from `#/components/schemas/PersonKind`.
         package typealias PersonKind = Swift.String
+        /// Class PingRequestDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PingRequestDto`.
+        package struct PingRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets the ping time.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PingRequestDto/Ping`.
+            package var ping: Swift.Int64?
+            /// Creates a new `PingRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - ping: Gets or sets the ping time.
+            package init(ping: Swift.Int64? = nil) {
+                self.ping = ping
+            }
+            package enum CodingKeys: String, CodingKey {
+                case ping = "Ping"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.ping = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .ping
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "Ping"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/PlayAccess`.
         package typealias PlayAccess = Swift.String
         /// - Remark: Generated from `#/components/schemas/PlayMethod`.
         package typealias PlayMethod = Swift.String
+        /// Class PlayRequestDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PlayRequestDto`.
+        package struct PlayRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets the position of the playing item in the queue.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlayRequestDto/PlayingItemPosition`.
+            package var playingItemPosition: Swift.Int32?
+            /// Gets or sets the playing queue.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlayRequestDto/PlayingQueue`.
+            package var playingQueue: [Swift.String]?
+            /// Gets or sets the start position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PlayRequestDto/StartPositionTicks`.
+            package var startPositionTicks: Swift.Int64?
+            /// Creates a new `PlayRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - playingItemPosition: Gets or sets the position of the playing item in the queue.
+            ///   - playingQueue: Gets or sets the playing queue.
+            ///   - startPositionTicks: Gets or sets the start position ticks.
+            package init(
+                playingItemPosition: Swift.Int32? = nil,
+                playingQueue: [Swift.String]? = nil,
+                startPositionTicks: Swift.Int64? = nil
+            ) {
+                self.playingItemPosition = playingItemPosition
+                self.playingQueue = playingQueue
+                self.startPositionTicks = startPositionTicks
+            }
+            package enum CodingKeys: String, CodingKey {
+                case playingItemPosition = "PlayingItemPosition"
+                case playingQueue = "PlayingQueue"
+                case startPositionTicks = "StartPositionTicks"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.playingItemPosition = try container.decodeIfPresent(
+                    Swift.Int32.self,
+                    forKey: .playingItemPosition
+                )
+                self.playingQueue = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .playingQueue
+                )
+                self.startPositionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .startPositionTicks
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "PlayingItemPosition",
+                    "PlayingQueue",
+                    "StartPositionTicks"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/PlaybackErrorCode`.
         package typealias PlaybackErrorCode = Swift.String
         /// Playback info dto.
@@ -11093,6 +11414,76 @@ extension Components {
                 ])
             }
         }
+        /// Class ReadyRequest.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ReadyRequestDto`.
+        package struct ReadyRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets a value indicating whether the client playback is unpaused.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ReadyRequestDto/IsPlaying`.
+            package var isPlaying: Swift.Bool?
+            /// Gets or sets the playlist item identifier of the playing item.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ReadyRequestDto/PlaylistItemId`.
+            package var playlistItemId: Swift.String?
+            /// Gets or sets the position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ReadyRequestDto/PositionTicks`.
+            package var positionTicks: Swift.Int64?
+            /// Gets or sets when the request has been made by the client.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ReadyRequestDto/When`.
+            package var when: Foundation.Date?
+            /// Creates a new `ReadyRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - isPlaying: Gets or sets a value indicating whether the client playback is unpaused.
+            ///   - playlistItemId: Gets or sets the playlist item identifier of the playing item.
+            ///   - positionTicks: Gets or sets the position ticks.
+            ///   - when: Gets or sets when the request has been made by the client.
+            package init(
+                isPlaying: Swift.Bool? = nil,
+                playlistItemId: Swift.String? = nil,
+                positionTicks: Swift.Int64? = nil,
+                when: Foundation.Date? = nil
+            ) {
+                self.isPlaying = isPlaying
+                self.playlistItemId = playlistItemId
+                self.positionTicks = positionTicks
+                self.when = when
+            }
+            package enum CodingKeys: String, CodingKey {
+                case isPlaying = "IsPlaying"
+                case playlistItemId = "PlaylistItemId"
+                case positionTicks = "PositionTicks"
+                case when = "When"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.isPlaying = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .isPlaying
+                )
+                self.playlistItemId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .playlistItemId
+                )
+                self.positionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .positionTicks
+                )
+                self.when = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .when
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "IsPlaying",
+                    "PlaylistItemId",
+                    "PositionTicks",
+                    "When"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/RecordingStatus`.
         package typealias RecordingStatus = Swift.String
         /// - Remark: Generated from `#/components/schemas/RepeatMode`.
@@ -11573,6 +11964,35 @@ extension Components {
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "SearchHints",
                     "TotalRecordCount"
+                ])
+            }
+        }
+        /// Class SeekRequestDto.
+        ///
+        /// - Remark: Generated from `#/components/schemas/SeekRequestDto`.
+        package struct SeekRequestDto: Codable, Hashable, Sendable {
+            /// Gets or sets the position ticks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeekRequestDto/PositionTicks`.
+            package var positionTicks: Swift.Int64?
+            /// Creates a new `SeekRequestDto`.
+            ///
+            /// - Parameters:
+            ///   - positionTicks: Gets or sets the position ticks.
+            package init(positionTicks: Swift.Int64? = nil) {
+                self.positionTicks = positionTicks
+            }
+            package enum CodingKeys: String, CodingKey {
+                case positionTicks = "PositionTicks"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.positionTicks = try container.decodeIfPresent(
+                    Swift.Int64.self,
+                    forKey: .positionTicks
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "PositionTicks"
                 ])
             }
         }
@@ -15220,6 +15640,50 @@ extension Components {
                     "PasswordResetProviderId",
                     "RemoteClientBitrateLimit",
                     "SyncPlayAccess"
+                ])
+            }
+        }
+        /// Class UtcTimeResponse.
+        ///
+        /// - Remark: Generated from `#/components/schemas/UtcTimeResponse`.
+        package struct UtcTimeResponse: Codable, Hashable, Sendable {
+            /// Gets the UTC time when request has been received.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UtcTimeResponse/RequestReceptionTime`.
+            package var requestReceptionTime: Foundation.Date?
+            /// Gets the UTC time when response has been sent.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UtcTimeResponse/ResponseTransmissionTime`.
+            package var responseTransmissionTime: Foundation.Date?
+            /// Creates a new `UtcTimeResponse`.
+            ///
+            /// - Parameters:
+            ///   - requestReceptionTime: Gets the UTC time when request has been received.
+            ///   - responseTransmissionTime: Gets the UTC time when response has been sent.
+            package init(
+                requestReceptionTime: Foundation.Date? = nil,
+                responseTransmissionTime: Foundation.Date? = nil
+            ) {
+                self.requestReceptionTime = requestReceptionTime
+                self.responseTransmissionTime = responseTransmissionTime
+            }
+            package enum CodingKeys: String, CodingKey {
+                case requestReceptionTime = "RequestReceptionTime"
+                case responseTransmissionTime = "ResponseTransmissionTime"
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.requestReceptionTime = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .requestReceptionTime
+                )
+                self.responseTransmissionTime = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .responseTransmissionTime
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "RequestReceptionTime",
+                    "ResponseTransmissionTime"
                 ])
             }
         }

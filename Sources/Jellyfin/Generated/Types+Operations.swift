@@ -353,6 +353,203 @@ package enum Operations {
             }
         }
     }
+    /// Gets the current UTC time.
+    ///
+    /// - Remark: HTTP `GET /GetUtcTime`.
+    /// - Remark: Generated from `#/paths//GetUtcTime/get(GetUtcTime)`.
+    package enum GetUtcTime {
+        package static let id: Swift.String = "GetUtcTime"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/GetUtcTime/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetUtcTime.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetUtcTime.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetUtcTime.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.GetUtcTime.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.UtcTimeResponse)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.UtcTimeResponse {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetUtcTime.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetUtcTime.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Time returned.
+            ///
+            /// - Remark: Generated from `#/paths//GetUtcTime/get(GetUtcTime)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetUtcTime.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetUtcTime.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetUtcTime.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/GetUtcTime/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetUtcTime.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.GetUtcTime.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.GetUtcTime.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//GetUtcTime/get(GetUtcTime)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetUtcTime.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.GetUtcTime.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
     /// Gets items based on a query.
     ///
     /// - Remark: HTTP `GET /Items`.
@@ -10562,6 +10759,3242 @@ package enum Operations {
             package static var allCases: [Self] {
                 [
                     .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Notify SyncPlay group that member is buffering.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Buffering`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)`.
+    package enum SyncPlayBuffering {
+        package static let id: Swift.String = "SyncPlayBuffering"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayBuffering.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayBuffering.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayBuffering.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class BufferRequestDto.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.BufferRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.BufferRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlayBuffering.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlayBuffering.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlayBuffering.Input.Headers = .init(),
+                body: Operations.SyncPlayBuffering.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Group state update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayBuffering.Output.NoContent)
+            /// Group state update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayBuffering.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayBuffering.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayBuffering.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayBuffering.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayBuffering.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayBuffering.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Buffering/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayBuffering.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayBuffering.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayBuffering.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayBuffering.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayBuffering.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Join an existing SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Join`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)`.
+    package enum SyncPlayJoinGroup {
+        package static let id: Swift.String = "SyncPlayJoinGroup"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayJoinGroup.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayJoinGroup.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayJoinGroup.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class JoinGroupRequestDto.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.JoinGroupRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.JoinGroupRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlayJoinGroup.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlayJoinGroup.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlayJoinGroup.Input.Headers = .init(),
+                body: Operations.SyncPlayJoinGroup.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Group join successful.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayJoinGroup.Output.NoContent)
+            /// Group join successful.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayJoinGroup.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayJoinGroup.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayJoinGroup.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayJoinGroup.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayJoinGroup.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayJoinGroup.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Join/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayJoinGroup.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayJoinGroup.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayJoinGroup.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayJoinGroup.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayJoinGroup.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Leave the joined SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Leave`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)`.
+    package enum SyncPlayLeaveGroup {
+        package static let id: Swift.String = "SyncPlayLeaveGroup"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Leave/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayLeaveGroup.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayLeaveGroup.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayLeaveGroup.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.SyncPlayLeaveGroup.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Group leave successful.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayLeaveGroup.Output.NoContent)
+            /// Group leave successful.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayLeaveGroup.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayLeaveGroup.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayLeaveGroup.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayLeaveGroup.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayLeaveGroup.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Leave/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Leave/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Leave/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayLeaveGroup.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Leave/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Leave/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayLeaveGroup.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayLeaveGroup.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayLeaveGroup.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayLeaveGroup.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayLeaveGroup.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Gets all SyncPlay groups.
+    ///
+    /// - Remark: HTTP `GET /SyncPlay/List`.
+    /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)`.
+    package enum SyncPlayGetGroups {
+        package static let id: Swift.String = "SyncPlayGetGroups"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/List/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayGetGroups.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayGetGroups.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayGetGroups.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.SyncPlayGetGroups.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/200/content/application\/json`.
+                    case json([Components.Schemas.GroupInfoDto])
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: [Components.Schemas.GroupInfoDto] {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayGetGroups.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.SyncPlayGetGroups.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Groups returned.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SyncPlayGetGroups.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.SyncPlayGetGroups.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayGetGroups.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayGetGroups.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayGetGroups.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayGetGroups.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayGetGroups.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/List/GET/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayGetGroups.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayGetGroups.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayGetGroups.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayGetGroups.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayGetGroups.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Create a new SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/New`.
+    /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)`.
+    package enum SyncPlayCreateGroup {
+        package static let id: Swift.String = "SyncPlayCreateGroup"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/New/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayCreateGroup.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayCreateGroup.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayCreateGroup.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/New/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class NewGroupRequestDto.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/New/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/New/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.NewGroupRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.NewGroupRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/New/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlayCreateGroup.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlayCreateGroup.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlayCreateGroup.Input.Headers = .init(),
+                body: Operations.SyncPlayCreateGroup.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.GroupInfoDto)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.GroupInfoDto {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayCreateGroup.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.SyncPlayCreateGroup.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Success
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SyncPlayCreateGroup.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.SyncPlayCreateGroup.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// New group created.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayCreateGroup.Output.NoContent)
+            /// New group created.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayCreateGroup.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayCreateGroup.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayCreateGroup.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayCreateGroup.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayCreateGroup.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayCreateGroup.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/New/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayCreateGroup.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayCreateGroup.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayCreateGroup.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayCreateGroup.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayCreateGroup.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json,
+                    .html
+                ]
+            }
+        }
+    }
+    /// Request pause in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Pause`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)`.
+    package enum SyncPlayPause {
+        package static let id: Swift.String = "SyncPlayPause"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Pause/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayPause.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayPause.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayPause.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.SyncPlayPause.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Pause update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayPause.Output.NoContent)
+            /// Pause update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayPause.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayPause.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayPause.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayPause.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayPause.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Pause/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Pause/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Pause/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayPause.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Pause/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Pause/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayPause.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayPause.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayPause.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayPause.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayPause.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Update session ping.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Ping`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)`.
+    package enum SyncPlayPing {
+        package static let id: Swift.String = "SyncPlayPing"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayPing.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayPing.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayPing.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class PingRequestDto.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.PingRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.PingRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlayPing.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlayPing.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlayPing.Input.Headers = .init(),
+                body: Operations.SyncPlayPing.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Ping updated.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayPing.Output.NoContent)
+            /// Ping updated.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayPing.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayPing.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayPing.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayPing.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayPing.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayPing.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ping/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayPing.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayPing.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayPing.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayPing.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayPing.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Notify SyncPlay group that member is ready for playback.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Ready`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)`.
+    package enum SyncPlayReady {
+        package static let id: Swift.String = "SyncPlayReady"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayReady.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayReady.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayReady.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class ReadyRequest.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.ReadyRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.ReadyRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlayReady.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlayReady.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlayReady.Input.Headers = .init(),
+                body: Operations.SyncPlayReady.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Group state update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayReady.Output.NoContent)
+            /// Group state update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayReady.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayReady.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayReady.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayReady.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayReady.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayReady.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Ready/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayReady.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayReady.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayReady.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayReady.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayReady.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Request seek in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Seek`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)`.
+    package enum SyncPlaySeek {
+        package static let id: Swift.String = "SyncPlaySeek"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlaySeek.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlaySeek.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlaySeek.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class SeekRequestDto.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.SeekRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.SeekRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlaySeek.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlaySeek.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlaySeek.Input.Headers = .init(),
+                body: Operations.SyncPlaySeek.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Seek update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlaySeek.Output.NoContent)
+            /// Seek update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlaySeek.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlaySeek.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlaySeek.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlaySeek.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlaySeek.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlaySeek.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Seek/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlaySeek.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlaySeek.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlaySeek.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlaySeek.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlaySeek.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Request to set new playlist in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/SetNewQueue`.
+    /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)`.
+    package enum SyncPlaySetNewQueue {
+        package static let id: Swift.String = "SyncPlaySetNewQueue"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlaySetNewQueue.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlaySetNewQueue.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlaySetNewQueue.Input.Headers
+            /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// Class PlayRequestDto.
+                ///
+                /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/requestBody/json`.
+                package struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/requestBody/json/value1`.
+                    package var value1: Components.Schemas.PlayRequestDto
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - value1:
+                    package init(value1: Components.Schemas.PlayRequestDto) {
+                        self.value1 = value1
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        self.value1 = try .init(from: decoder)
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try self.value1.encode(to: encoder)
+                    }
+                }
+                /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/requestBody/content/application\/json`.
+                case json(Operations.SyncPlaySetNewQueue.Input.Body.JsonPayload)
+            }
+            package var body: Operations.SyncPlaySetNewQueue.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.SyncPlaySetNewQueue.Input.Headers = .init(),
+                body: Operations.SyncPlaySetNewQueue.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Queue update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlaySetNewQueue.Output.NoContent)
+            /// Queue update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlaySetNewQueue.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlaySetNewQueue.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlaySetNewQueue.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlaySetNewQueue.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlaySetNewQueue.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlaySetNewQueue.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/SetNewQueue/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlaySetNewQueue.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlaySetNewQueue.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlaySetNewQueue.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlaySetNewQueue.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlaySetNewQueue.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Request stop in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Stop`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)`.
+    package enum SyncPlayStop {
+        package static let id: Swift.String = "SyncPlayStop"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Stop/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayStop.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayStop.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayStop.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.SyncPlayStop.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Stop update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayStop.Output.NoContent)
+            /// Stop update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayStop.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayStop.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayStop.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayStop.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayStop.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Stop/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Stop/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Stop/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayStop.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Stop/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Stop/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayStop.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayStop.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayStop.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayStop.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayStop.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .html
+                ]
+            }
+        }
+    }
+    /// Request unpause in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Unpause`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)`.
+    package enum SyncPlayUnpause {
+        package static let id: Swift.String = "SyncPlayUnpause"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/SyncPlay/Unpause/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayUnpause.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SyncPlayUnpause.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SyncPlayUnpause.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.SyncPlayUnpause.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Unpause update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.SyncPlayUnpause.Output.NoContent)
+            /// Unpause update sent to all group members.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.SyncPlayUnpause.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Unauthorized: Sendable, Hashable {
+                /// Creates a new `Unauthorized`.
+                package init() {}
+            }
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.SyncPlayUnpause.Output.Unauthorized)
+            /// Unauthorized
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            package static var unauthorized: Self {
+                .unauthorized(.init())
+            }
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Operations.SyncPlayUnpause.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Forbidden: Sendable, Hashable {
+                /// Creates a new `Forbidden`.
+                package init() {}
+            }
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SyncPlayUnpause.Output.Forbidden)
+            /// Forbidden
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            package static var forbidden: Self {
+                .forbidden(.init())
+            }
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.SyncPlayUnpause.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/SyncPlay/Unpause/POST/responses/503/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// A short plain-text reason why the server is not available.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Unpause/POST/responses/503/headers/Message`.
+                    package var message: Swift.String?
+                    /// A hint for when to retry the operation in full seconds.
+                    ///
+                    /// - Remark: Generated from `#/paths/SyncPlay/Unpause/POST/responses/503/headers/Retry-After`.
+                    package var retryAfter: Swift.Int32?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - message: A short plain-text reason why the server is not available.
+                    ///   - retryAfter: A hint for when to retry the operation in full seconds.
+                    package init(
+                        message: Swift.String? = nil,
+                        retryAfter: Swift.Int32? = nil
+                    ) {
+                        self.message = message
+                        self.retryAfter = retryAfter
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SyncPlayUnpause.Output.ServiceUnavailable.Headers
+                /// - Remark: Generated from `#/paths/SyncPlay/Unpause/POST/responses/503/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/SyncPlay/Unpause/POST/responses/503/content/text\/html`.
+                    case html(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.html`.
+                    ///
+                    /// - Throws: An error if `self` is not `.html`.
+                    /// - SeeAlso: `.html`.
+                    package var html: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .html(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SyncPlayUnpause.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SyncPlayUnpause.Output.ServiceUnavailable.Headers = .init(),
+                    body: Operations.SyncPlayUnpause.Output.ServiceUnavailable.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The server is currently starting or is temporarily not available.
+            ///
+            /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.SyncPlayUnpause.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Operations.SyncPlayUnpause.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case html
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/html":
+                    self = .html
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .html:
+                    return "text/html"
+                }
+            }
+            package static var allCases: [Self] {
+                [
                     .html
                 ]
             }

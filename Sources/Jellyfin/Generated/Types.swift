@@ -20,6 +20,11 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /Audio/{itemId}/Lyrics`.
     /// - Remark: Generated from `#/paths//Audio/{itemId}/Lyrics/get(GetLyrics)`.
     func getLyrics(_ input: Operations.GetLyrics.Input) async throws -> Operations.GetLyrics.Output
+    /// Gets the current UTC time.
+    ///
+    /// - Remark: HTTP `GET /GetUtcTime`.
+    /// - Remark: Generated from `#/paths//GetUtcTime/get(GetUtcTime)`.
+    func getUtcTime(_ input: Operations.GetUtcTime.Input) async throws -> Operations.GetUtcTime.Output
     /// Gets items based on a query.
     ///
     /// - Remark: HTTP `GET /Items`.
@@ -168,6 +173,66 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /Shows/{seriesId}/Seasons`.
     /// - Remark: Generated from `#/paths//Shows/{seriesId}/Seasons/get(GetSeasons)`.
     func getSeasons(_ input: Operations.GetSeasons.Input) async throws -> Operations.GetSeasons.Output
+    /// Notify SyncPlay group that member is buffering.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Buffering`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)`.
+    func syncPlayBuffering(_ input: Operations.SyncPlayBuffering.Input) async throws -> Operations.SyncPlayBuffering.Output
+    /// Join an existing SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Join`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)`.
+    func syncPlayJoinGroup(_ input: Operations.SyncPlayJoinGroup.Input) async throws -> Operations.SyncPlayJoinGroup.Output
+    /// Leave the joined SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Leave`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)`.
+    func syncPlayLeaveGroup(_ input: Operations.SyncPlayLeaveGroup.Input) async throws -> Operations.SyncPlayLeaveGroup.Output
+    /// Gets all SyncPlay groups.
+    ///
+    /// - Remark: HTTP `GET /SyncPlay/List`.
+    /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)`.
+    func syncPlayGetGroups(_ input: Operations.SyncPlayGetGroups.Input) async throws -> Operations.SyncPlayGetGroups.Output
+    /// Create a new SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/New`.
+    /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)`.
+    func syncPlayCreateGroup(_ input: Operations.SyncPlayCreateGroup.Input) async throws -> Operations.SyncPlayCreateGroup.Output
+    /// Request pause in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Pause`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)`.
+    func syncPlayPause(_ input: Operations.SyncPlayPause.Input) async throws -> Operations.SyncPlayPause.Output
+    /// Update session ping.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Ping`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)`.
+    func syncPlayPing(_ input: Operations.SyncPlayPing.Input) async throws -> Operations.SyncPlayPing.Output
+    /// Notify SyncPlay group that member is ready for playback.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Ready`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)`.
+    func syncPlayReady(_ input: Operations.SyncPlayReady.Input) async throws -> Operations.SyncPlayReady.Output
+    /// Request seek in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Seek`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)`.
+    func syncPlaySeek(_ input: Operations.SyncPlaySeek.Input) async throws -> Operations.SyncPlaySeek.Output
+    /// Request to set new playlist in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/SetNewQueue`.
+    /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)`.
+    func syncPlaySetNewQueue(_ input: Operations.SyncPlaySetNewQueue.Input) async throws -> Operations.SyncPlaySetNewQueue.Output
+    /// Request stop in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Stop`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)`.
+    func syncPlayStop(_ input: Operations.SyncPlayStop.Input) async throws -> Operations.SyncPlayStop.Output
+    /// Request unpause in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Unpause`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)`.
+    func syncPlayUnpause(_ input: Operations.SyncPlayUnpause.Input) async throws -> Operations.SyncPlayUnpause.Output
     /// Gets public information about the server.
     ///
     /// - Remark: HTTP `GET /System/Info/Public`.
@@ -259,6 +324,13 @@ extension APIProtocol {
             path: path,
             headers: headers
         ))
+    }
+    /// Gets the current UTC time.
+    ///
+    /// - Remark: HTTP `GET /GetUtcTime`.
+    /// - Remark: Generated from `#/paths//GetUtcTime/get(GetUtcTime)`.
+    package func getUtcTime(headers: Operations.GetUtcTime.Input.Headers = .init()) async throws -> Operations.GetUtcTime.Output {
+        try await getUtcTime(Operations.GetUtcTime.Input(headers: headers))
     }
     /// Gets items based on a query.
     ///
@@ -637,6 +709,132 @@ extension APIProtocol {
             query: query,
             headers: headers
         ))
+    }
+    /// Notify SyncPlay group that member is buffering.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Buffering`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Buffering/post(SyncPlayBuffering)`.
+    package func syncPlayBuffering(
+        headers: Operations.SyncPlayBuffering.Input.Headers = .init(),
+        body: Operations.SyncPlayBuffering.Input.Body
+    ) async throws -> Operations.SyncPlayBuffering.Output {
+        try await syncPlayBuffering(Operations.SyncPlayBuffering.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Join an existing SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Join`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Join/post(SyncPlayJoinGroup)`.
+    package func syncPlayJoinGroup(
+        headers: Operations.SyncPlayJoinGroup.Input.Headers = .init(),
+        body: Operations.SyncPlayJoinGroup.Input.Body
+    ) async throws -> Operations.SyncPlayJoinGroup.Output {
+        try await syncPlayJoinGroup(Operations.SyncPlayJoinGroup.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Leave the joined SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Leave`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Leave/post(SyncPlayLeaveGroup)`.
+    package func syncPlayLeaveGroup(headers: Operations.SyncPlayLeaveGroup.Input.Headers = .init()) async throws -> Operations.SyncPlayLeaveGroup.Output {
+        try await syncPlayLeaveGroup(Operations.SyncPlayLeaveGroup.Input(headers: headers))
+    }
+    /// Gets all SyncPlay groups.
+    ///
+    /// - Remark: HTTP `GET /SyncPlay/List`.
+    /// - Remark: Generated from `#/paths//SyncPlay/List/get(SyncPlayGetGroups)`.
+    package func syncPlayGetGroups(headers: Operations.SyncPlayGetGroups.Input.Headers = .init()) async throws -> Operations.SyncPlayGetGroups.Output {
+        try await syncPlayGetGroups(Operations.SyncPlayGetGroups.Input(headers: headers))
+    }
+    /// Create a new SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/New`.
+    /// - Remark: Generated from `#/paths//SyncPlay/New/post(SyncPlayCreateGroup)`.
+    package func syncPlayCreateGroup(
+        headers: Operations.SyncPlayCreateGroup.Input.Headers = .init(),
+        body: Operations.SyncPlayCreateGroup.Input.Body
+    ) async throws -> Operations.SyncPlayCreateGroup.Output {
+        try await syncPlayCreateGroup(Operations.SyncPlayCreateGroup.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Request pause in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Pause`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Pause/post(SyncPlayPause)`.
+    package func syncPlayPause(headers: Operations.SyncPlayPause.Input.Headers = .init()) async throws -> Operations.SyncPlayPause.Output {
+        try await syncPlayPause(Operations.SyncPlayPause.Input(headers: headers))
+    }
+    /// Update session ping.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Ping`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Ping/post(SyncPlayPing)`.
+    package func syncPlayPing(
+        headers: Operations.SyncPlayPing.Input.Headers = .init(),
+        body: Operations.SyncPlayPing.Input.Body
+    ) async throws -> Operations.SyncPlayPing.Output {
+        try await syncPlayPing(Operations.SyncPlayPing.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Notify SyncPlay group that member is ready for playback.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Ready`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Ready/post(SyncPlayReady)`.
+    package func syncPlayReady(
+        headers: Operations.SyncPlayReady.Input.Headers = .init(),
+        body: Operations.SyncPlayReady.Input.Body
+    ) async throws -> Operations.SyncPlayReady.Output {
+        try await syncPlayReady(Operations.SyncPlayReady.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Request seek in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Seek`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Seek/post(SyncPlaySeek)`.
+    package func syncPlaySeek(
+        headers: Operations.SyncPlaySeek.Input.Headers = .init(),
+        body: Operations.SyncPlaySeek.Input.Body
+    ) async throws -> Operations.SyncPlaySeek.Output {
+        try await syncPlaySeek(Operations.SyncPlaySeek.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Request to set new playlist in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/SetNewQueue`.
+    /// - Remark: Generated from `#/paths//SyncPlay/SetNewQueue/post(SyncPlaySetNewQueue)`.
+    package func syncPlaySetNewQueue(
+        headers: Operations.SyncPlaySetNewQueue.Input.Headers = .init(),
+        body: Operations.SyncPlaySetNewQueue.Input.Body
+    ) async throws -> Operations.SyncPlaySetNewQueue.Output {
+        try await syncPlaySetNewQueue(Operations.SyncPlaySetNewQueue.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Request stop in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Stop`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Stop/post(SyncPlayStop)`.
+    package func syncPlayStop(headers: Operations.SyncPlayStop.Input.Headers = .init()) async throws -> Operations.SyncPlayStop.Output {
+        try await syncPlayStop(Operations.SyncPlayStop.Input(headers: headers))
+    }
+    /// Request unpause in SyncPlay group.
+    ///
+    /// - Remark: HTTP `POST /SyncPlay/Unpause`.
+    /// - Remark: Generated from `#/paths//SyncPlay/Unpause/post(SyncPlayUnpause)`.
+    package func syncPlayUnpause(headers: Operations.SyncPlayUnpause.Input.Headers = .init()) async throws -> Operations.SyncPlayUnpause.Output {
+        try await syncPlayUnpause(Operations.SyncPlayUnpause.Input(headers: headers))
     }
     /// Gets public information about the server.
     ///

@@ -19,6 +19,10 @@ public enum LiveMessage: Sendable, Equatable {
     /// Another client asks this one to pause, seek, stop….
     case playstate(PlaystateRequest)
     case generalCommand(GeneralCommand)
+    /// SyncPlay: what the group's players do, and when (`SyncPlay.swift`).
+    case syncPlayCommand(SyncPlayCommand)
+    /// SyncPlay: the group changed (joined, left, its state, its queue).
+    case syncPlayGroupUpdate(SyncPlayGroupUpdate)
     case serverRestarting
     case serverShuttingDown
     /// A message type this version does not model, with its raw JSON.
@@ -35,6 +39,8 @@ public enum LiveMessage: Sendable, Equatable {
         case .play: return "Play"
         case .playstate: return "Playstate"
         case .generalCommand: return "GeneralCommand"
+        case .syncPlayCommand: return "SyncPlayCommand"
+        case .syncPlayGroupUpdate: return "SyncPlayGroupUpdate"
         case .serverRestarting: return "ServerRestarting"
         case .serverShuttingDown: return "ServerShuttingDown"
         case .other(let type): return type
@@ -74,6 +80,12 @@ public enum LiveMessage: Sendable, Equatable {
             case "GeneralCommand":
                 guard let command = try decoder.decode(Envelope<GeneralCommand>.self, from: data).Data else { throw JellyfinSocketError.undecodable("GeneralCommand without data") }
                 return .generalCommand(command)
+            case "SyncPlayCommand":
+                guard let command = try decoder.decode(Envelope<SyncPlayCommand>.self, from: data).Data else { throw JellyfinSocketError.undecodable("SyncPlayCommand without data") }
+                return .syncPlayCommand(command)
+            case "SyncPlayGroupUpdate":
+                guard let update = try decoder.decode(Envelope<SyncPlayGroupUpdate>.self, from: data).Data else { throw JellyfinSocketError.undecodable("SyncPlayGroupUpdate without data") }
+                return .syncPlayGroupUpdate(update)
             case "ServerRestarting": return .serverRestarting
             case "ServerShuttingDown": return .serverShuttingDown
             default: return .other(type: type)

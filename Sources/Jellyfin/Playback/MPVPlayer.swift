@@ -122,6 +122,10 @@ public final class MPVPlayer: MediaPlayer {
     /// Opens `url` in a new mpv, or — for a player `playNext` returned — waits until the media
     /// queued there plays (`url` and `tracks` were given to `playNext`).
     public func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks = PlayerTracks()) async throws(PlayerError) {
+        try await play(url, startSeconds: startSeconds, tracks: tracks, paused: false)
+    }
+
+    public func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks, paused: Bool) async throws(PlayerError) {
         if entry != 1 { return try await opened() }
         guard let path = Self.locate(program) else {
             throw .notInstalled(program: program, install: "on Debian or Ubuntu: sudo apt install mpv")
@@ -158,12 +162,13 @@ public final class MPVPlayer: MediaPlayer {
             process.send(["sub-add", Self.argument(file.url), file.selected ? "select" : "auto",
                           file.title ?? file.language ?? file.url.lastPathComponent, file.language ?? ""])
         }
-        // Paused was ours, not the user's: its change to false is no event.
+        // Paused was ours, not the user's: its change to false is no event (asked to stay
+        // paused, it stays).
         let (position, playing, volume) = process.state.withLock { s in
-            s.paused = false
+            s.paused = paused
             return (s.entries[1]?.position ?? startSeconds, s.entries[1]?.tracks ?? PlayingTracks(), s.volume.map { ($0, s.muted) })
         }
-        process.send(["set_property", "pause", false])
+        if !paused { process.send(["set_property", "pause", false]) }
         let sink = process.sink(1)
         sink?.yield(.started(position: position))
         sink?.yield(.tracks(playing))

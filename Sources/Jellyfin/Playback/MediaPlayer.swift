@@ -6,6 +6,9 @@ public protocol MediaPlayer: AnyObject, Sendable {
     /// Opens `url` at `startSeconds` with `tracks` (the audio and subtitles to select, subtitle
     /// files to load beside it); returns once the player plays (or throws why it cannot).
     func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks) async throws(PlayerError)
+    /// As `play`, but the media stays paused once open (`paused`): a player a group starts
+    /// together (SyncPlay) waits for the group's moment.
+    func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks, paused: Bool) async throws(PlayerError)
     /// What the player does, in order; finishes after `.ended`.
     var events: AsyncStream<PlayerEvent> { get }
     func setPaused(_ paused: Bool) async
@@ -28,6 +31,12 @@ public protocol MediaPlayer: AnyObject, Sendable {
 }
 
 extension MediaPlayer {
+    public func play(_ url: URL, startSeconds: Double, tracks: PlayerTracks, paused: Bool) async throws(PlayerError) {
+        if paused { await setPaused(true) }
+        try await play(url, startSeconds: startSeconds, tracks: tracks)
+        if paused { await setPaused(true) }
+    }
+
     public func playNext(_ url: URL, tracks: PlayerTracks) async -> (any MediaPlayer)? { nil }
     public var playsGapless: Bool { false }
 }

@@ -18,9 +18,11 @@ public struct PlaybackOptions: Sendable {
     public var stopAfter: Duration?
     /// Media segments of these types are skipped as playback reaches them (a seek to their end).
     public var skip: Set<MediaSegmentType>
+    /// The media opens paused (a SyncPlay group starts it when every member is ready).
+    public var startPaused: Bool
 
-    public init(progressInterval: Duration = .seconds(10), stopAfter: Duration? = nil, skip: Set<MediaSegmentType> = []) {
-        (self.progressInterval, self.stopAfter, self.skip) = (progressInterval, stopAfter, skip)
+    public init(progressInterval: Duration = .seconds(10), stopAfter: Duration? = nil, skip: Set<MediaSegmentType> = [], startPaused: Bool = false) {
+        (self.progressInterval, self.stopAfter, self.skip, self.startPaused) = (progressInterval, stopAfter, skip, startPaused)
     }
 }
 
@@ -216,7 +218,7 @@ enum PlaybackLoop {
                     observe: @escaping @Sendable (PlaybackProgress) -> Void,
                     report deliver: @escaping @Sendable (PlaybackReport) async -> String?,
                     tick: @escaping @Sendable () async -> Void = {}) async throws(PlayerError) -> PlaybackOutcome {
-        try await player.play(plan.url, startSeconds: startSeconds, tracks: plan.tracks)
+        try await player.play(plan.url, startSeconds: startSeconds, tracks: plan.tracks, paused: options.startPaused)
 
         enum Input: Sendable { case player(PlayerEvent), tick, deadline }
         let (inputs, sink) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
@@ -247,7 +249,7 @@ enum PlaybackLoop {
             }
         }
 
-        var position = startSeconds, paused = false, muted = false
+        var position = startSeconds, paused = options.startPaused, muted = false
         var volume: Int?
         var tracks: PlayingTracks?
         var skipped: [MediaSegment] = []
@@ -268,7 +270,7 @@ enum PlaybackLoop {
                 switch input {
                 case .player(.started(let at)):
                     position = at
-                    await send(PlaybackReport(.start, plan: plan, positionSeconds: position, volume: volume))
+                    await send(PlaybackReport(.start, plan: plan, positionSeconds: position, isPaused: paused, volume: volume))
                     skipSegment(at: at)
                 case .player(.position(let at)):
                     position = at

@@ -52,6 +52,10 @@ OPERATIONS = [
     # live TV: channels, the guide, recordings and timers, closing a live stream
     "GetLiveTvChannels", "GetLiveTvPrograms", "GetRecordings", "GetTimers", "GetDefaultTimer", "CreateTimer", "CancelTimer",
     "CloseLiveStream",
+    # SyncPlay: groups, the shared queue and playback, the server's clock
+    "SyncPlayGetGroups", "SyncPlayCreateGroup", "SyncPlayJoinGroup", "SyncPlayLeaveGroup", "SyncPlaySetNewQueue",
+    "SyncPlayReady", "SyncPlayBuffering", "SyncPlayPause", "SyncPlayUnpause", "SyncPlaySeek", "SyncPlayStop", "SyncPlayPing",
+    "GetUtcTime",
 ]
 
 JSON_TYPES = ("application/json", "text/json", "application/*+json")
