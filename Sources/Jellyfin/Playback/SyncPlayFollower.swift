@@ -174,7 +174,9 @@ public actor SyncPlayFollower {
         pending?.cancel()
         let target = Double(command.positionTicks) / 10_000_000
         // The command's moment on our clock.
-        let moment = command.when.addingTimeInterval(-Self.seconds(offset))
+        // (A server's moments are under a few seconds ahead; one further off is held to 10 s, so
+        // a wrong clock cannot stall the player.)
+        let moment = min(command.when.addingTimeInterval(-Self.seconds(offset)), Date().addingTimeInterval(10))
         let lead = moment.timeIntervalSinceNow
         let entry = entryId ?? ""
         let sink = sink
