@@ -59,3 +59,5 @@ mkdir -p Sources/Jellyfin/Generated Tests/JellyfinStandIn/Generated
 cp "$WORK"/client/*.swift Sources/Jellyfin/Generated/
 cp "$WORK/server/Server.swift" Tests/JellyfinStandIn/Generated/
 wc -l Sources/Jellyfin/Generated/*.swift Tests/JellyfinStandIn/Generated/*.swift >&2
+# Every operation's output told as an HTTP status (DocumentedOutput), for one error mapping.
+python3 "$GEN_DIR/output_status.py" Sources/Jellyfin/Generated/Types+Operations.swift > Sources/Jellyfin/Generated/OutputStatus.swift

@@ -39,17 +39,14 @@ public final class JellyfinSession: Sendable {
         try await server.perform(operation, body)
     }
 
-    /// The error for an output case other than success (401, 403, 404, 503, …).
-    func failure(_ operation: String, _ output: some Sendable) -> JellyfinError {
-        // Every generated Output is an enum whose case names are the documented statuses.
-        switch Mirror(reflecting: output).children.first?.label {
-        case "unauthorized": return .signedOutByServer(url: server.address.description)
-        case "forbidden": return .forbidden(operation: operation)
-        case "notFound": return .notFound(what: operation)
-        case "badRequest": return .unexpectedStatus(operation: operation, status: 400)
-        case "serviceUnavailable": return .serverStarting(url: server.address.description, retryAfter: nil, message: nil)
-        default: return .unexpectedStatus(operation: operation, status: 0)
-        }
+    /// The error for an output other than the one asked for (401, 403, 404, 503, undocumented…).
+    func failure(_ operation: String, _ output: some DocumentedOutput) -> JellyfinError {
+        server.unexpected(operation, status: output.statusCode)
+    }
+
+    /// Nothing, for a request answered 204 No Content; the failure its status stands for otherwise.
+    func expectNoContent(_ operation: String, _ output: some DocumentedOutput) throws(JellyfinError) {
+        guard output.statusCode == 204 else { throw failure(operation, output) }
     }
 
     /// The fields a listing asks for beyond the defaults: enough for tables and detail.
@@ -63,7 +60,6 @@ public final class JellyfinSession: Sendable {
         let operation = "read the signed-in user"
         let output = try await perform(operation) { try await client.getCurrentUser() }
         guard case .ok(let ok) = output else {
-            if case .undocumented(let status, _) = output { throw server.unexpected(operation, status: status) }
             throw failure(operation, output)
         }
         return UserSummary(try await perform(operation) { try ok.body.json })
@@ -77,7 +73,6 @@ public final class JellyfinSession: Sendable {
         let output = try await perform(operation) { try await client.getUserViews(query: .init(userId: userId)) }
         switch output {
         case .ok(let ok): return (try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init)
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -164,7 +159,6 @@ public final class JellyfinSession: Sendable {
         }
         switch output {
         case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -176,7 +170,6 @@ public final class JellyfinSession: Sendable {
         }
         switch output {
         case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -189,7 +182,6 @@ public final class JellyfinSession: Sendable {
         }
         switch output {
         case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -202,7 +194,6 @@ public final class JellyfinSession: Sendable {
         }
         switch output {
         case .ok(let ok): return allowed((try await perform(operation) { try ok.body.json }.items ?? []).map(JellyfinItem.init))
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -215,7 +206,6 @@ public final class JellyfinSession: Sendable {
         }
         switch output {
         case .ok(let ok): return allowed(try await perform(operation) { try ok.body.json }.map(JellyfinItem.init))
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -242,7 +232,6 @@ public final class JellyfinSession: Sendable {
         }
         switch output {
         case .ok(let ok): return (try await perform(operation) { try ok.body.json }.searchHints ?? []).map(SearchHint.init)
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -257,14 +246,12 @@ public final class JellyfinSession: Sendable {
             let output = try await perform(operation) { try await client.markPlayedItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
             switch output {
             case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
-            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
             default: throw failure(operation, output)
             }
         } else {
             let output = try await perform(operation) { try await client.markUnplayedItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
             switch output {
             case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
-            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
             default: throw failure(operation, output)
             }
         }
@@ -278,14 +265,12 @@ public final class JellyfinSession: Sendable {
             let output = try await perform(operation) { try await client.markFavoriteItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
             switch output {
             case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
-            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
             default: throw failure(operation, output)
             }
         } else {
             let output = try await perform(operation) { try await client.unmarkFavoriteItem(path: .init(itemId: itemId), query: .init(userId: userId)) }
             switch output {
             case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
-            case .undocumented(let status, _): throw server.unexpected(operation, status: status)
             default: throw failure(operation, output)
             }
         }
@@ -298,7 +283,6 @@ public final class JellyfinSession: Sendable {
         switch output {
         case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
         case .notFound: throw .notFound(what: "item \(itemId)")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -320,7 +304,6 @@ public final class JellyfinSession: Sendable {
         switch output {
         case .ok(let ok): return UserItemData(try await perform(operation) { try ok.body.json })
         case .notFound: throw .notFound(what: "item \(itemId)")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -351,7 +334,6 @@ public final class JellyfinSession: Sendable {
             let body = try await perform(operation) { try ok.body.image_Ast_ }
             bytes = try await perform(operation) { try await [UInt8](collecting: body, upTo: limit) }
         case .notFound: throw .notFound(what: "the \(type) image of item \(itemId)")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
         if let cache, let key { try? cache.store(bytes, for: key) }
@@ -369,12 +351,7 @@ public final class JellyfinSession: Sendable {
         capabilities.supportedCommands = supportedCommands
         capabilities.supportsMediaControl = supportsMediaControl
         capabilities.supportsPersistentIdentifier = true
-        let output = try await perform(operation) { try await client.postFullCapabilities(body: .json(.init(value1: capabilities))) }
-        switch output {
-        case .noContent: return
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
-        default: throw failure(operation, output)
-        }
+        try expectNoContent(operation, try await perform(operation) { try await client.postFullCapabilities(body: .json(.init(value1: capabilities))) })
     }
 
     /// The server's active sessions (what a remote-control picker lists).
@@ -388,7 +365,6 @@ public final class JellyfinSession: Sendable {
                                    deviceId: dto.deviceId, nowPlaying: dto.nowPlayingItem?.value1.name,
                                    supportsRemoteControl: dto.supportsRemoteControl ?? false)
             }
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -396,12 +372,7 @@ public final class JellyfinSession: Sendable {
     /// Signs out: the server revokes this token.
     public func signOut() async throws(JellyfinError) {
         let operation = "sign out"
-        let output = try await perform(operation) { try await client.reportSessionEnded() }
-        switch output {
-        case .noContent: return
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
-        default: throw failure(operation, output)
-        }
+        try expectNoContent(operation, try await perform(operation) { try await client.reportSessionEnded() })
     }
 
     /// A URL on this server that carries the token as `ApiKey=` (for players and sockets that

@@ -54,7 +54,6 @@ extension JellyfinSession {
                 return TVChannel(id: id, name: dto.name ?? id, number: dto.channelNumber ?? dto.number,
                                  onNow: dto.currentProgram.flatMap { Self.programme($0.value1) })
             }
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -71,7 +70,6 @@ extension JellyfinSession {
         case .ok(let ok):
             let result = try await perform(operation) { try ok.body.json }
             return (result.items ?? []).compactMap(Self.programme).sorted { $0.start < $1.start }
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -90,7 +88,6 @@ extension JellyfinSession {
         case .ok(let ok):
             let result = try await perform(operation) { try ok.body.json }
             return (result.items ?? []).map(JellyfinItem.init)
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -107,7 +104,6 @@ extension JellyfinSession {
                 return RecordingTimer(id: id, name: dto.name ?? "", programmeId: dto.programId, channelId: dto.channelId, channelName: dto.channelName,
                                       start: dto.startDate, end: dto.endDate, status: dto.status?.value1 ?? "New")
             }
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -122,7 +118,6 @@ extension JellyfinSession {
         switch defaults {
         case .ok(let ok): template = try await perform(operation) { try ok.body.json }
         case .undocumented(404, _): throw .notFound(what: "programme \(programmeId)")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, defaults)
         }
         var timer = Components.Schemas.TimerInfoDto()
@@ -142,7 +137,6 @@ extension JellyfinSession {
         case .noContent: break
         case .undocumented(400, _):
             throw .refused(operation: "record \(template.name ?? programmeId)", reason: "it may have ended, or its channel cannot record")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, created)
         }
         let made = try await recordingTimers().first { $0.programmeId == timer.programId }
@@ -157,7 +151,6 @@ extension JellyfinSession {
         switch output {
         case .noContent: return
         case .undocumented(404, _): throw .notFound(what: "timer \(timerId)")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -165,11 +158,6 @@ extension JellyfinSession {
     /// Closes a live stream PlaybackInfo opened (the server frees the tuner).
     public func closeLiveStream(_ liveStreamId: String) async throws(JellyfinError) {
         let operation = "close the live stream"
-        let output = try await perform(operation) { try await client.closeLiveStream(query: .init(liveStreamId: liveStreamId)) }
-        switch output {
-        case .noContent: return
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
-        default: throw failure(operation, output)
-        }
+        try expectNoContent(operation, try await perform(operation) { try await client.closeLiveStream(query: .init(liveStreamId: liveStreamId)) })
     }
 }

@@ -66,7 +66,6 @@ extension JellyfinSession {
                                     startSeconds: Double(start) / 10_000_000, endSeconds: Double(end) / 10_000_000)
             }.sorted { $0.startSeconds < $1.startSeconds }
         case .notFound: return []
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -86,7 +85,6 @@ extension JellyfinSession {
             }
             return Lyrics(isSynced: synced, lines: lines, artist: metadata?.artist, title: metadata?.title)
         case .notFound: return nil
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }

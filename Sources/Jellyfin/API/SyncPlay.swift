@@ -139,7 +139,6 @@ extension JellyfinSession {
             return groups.compactMap { dto in
                 dto.groupId.map { SyncPlayGroup(id: $0, name: dto.groupName ?? "", state: dto.state?.value1 ?? "Idle", participants: dto.participants ?? []) }
             }
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -155,7 +154,6 @@ extension JellyfinSession {
             let dto = try await perform(operation) { try ok.body.json }
             return dto.groupId.map { SyncPlayGroup(id: $0, name: dto.groupName ?? name, state: dto.state?.value1 ?? "Idle", participants: dto.participants ?? []) }
         case .noContent: return nil
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
     }
@@ -177,37 +175,24 @@ extension JellyfinSession {
         let operation = "send SyncPlay \(request)"
         switch request {
         case .join(let id):
-            try settle(operation, try await perform(operation) { try await client.syncPlayJoinGroup(body: .json(.init(value1: .init(groupId: id)))) })
-        case .leave: try settle(operation, try await perform(operation) { try await client.syncPlayLeaveGroup() })
+            try expectNoContent(operation, try await perform(operation) { try await client.syncPlayJoinGroup(body: .json(.init(value1: .init(groupId: id)))) })
+        case .leave: try expectNoContent(operation, try await perform(operation) { try await client.syncPlayLeaveGroup() })
         case .setQueue(let ids, let index, let start):
             let body = Components.Schemas.PlayRequestDto(playingItemPosition: Int32(clamping: index), playingQueue: ids, startPositionTicks: start)
-            try settle(operation, try await perform(operation) { try await client.syncPlaySetNewQueue(body: .json(.init(value1: body))) })
+            try expectNoContent(operation, try await perform(operation) { try await client.syncPlaySetNewQueue(body: .json(.init(value1: body))) })
         case .ready(let when, let ticks, let playing, let entry):
             let body = Components.Schemas.ReadyRequestDto(isPlaying: playing, playlistItemId: entry, positionTicks: ticks, when: when)
-            try settle(operation, try await perform(operation) { try await client.syncPlayReady(body: .json(.init(value1: body))) })
+            try expectNoContent(operation, try await perform(operation) { try await client.syncPlayReady(body: .json(.init(value1: body))) })
         case .buffering(let when, let ticks, let playing, let entry):
             let body = Components.Schemas.BufferRequestDto(isPlaying: playing, playlistItemId: entry, positionTicks: ticks, when: when)
-            try settle(operation, try await perform(operation) { try await client.syncPlayBuffering(body: .json(.init(value1: body))) })
-        case .pause: try settle(operation, try await perform(operation) { try await client.syncPlayPause() })
-        case .unpause: try settle(operation, try await perform(operation) { try await client.syncPlayUnpause() })
-        case .stop: try settle(operation, try await perform(operation) { try await client.syncPlayStop() })
+            try expectNoContent(operation, try await perform(operation) { try await client.syncPlayBuffering(body: .json(.init(value1: body))) })
+        case .pause: try expectNoContent(operation, try await perform(operation) { try await client.syncPlayPause() })
+        case .unpause: try expectNoContent(operation, try await perform(operation) { try await client.syncPlayUnpause() })
+        case .stop: try expectNoContent(operation, try await perform(operation) { try await client.syncPlayStop() })
         case .seek(let ticks):
-            try settle(operation, try await perform(operation) { try await client.syncPlaySeek(body: .json(.init(value1: .init(positionTicks: ticks)))) })
+            try expectNoContent(operation, try await perform(operation) { try await client.syncPlaySeek(body: .json(.init(value1: .init(positionTicks: ticks)))) })
         case .ping(let ms):
-            try settle(operation, try await perform(operation) { try await client.syncPlayPing(body: .json(.init(value1: .init(ping: ms)))) })
-        }
-    }
-
-    /// A SyncPlay request's answer: 204, or the failure it stands for (every generated Output
-    /// is an enum whose case names are the documented statuses).
-    private func settle(_ operation: String, _ output: some Sendable) throws(JellyfinError) {
-        let answer = Mirror(reflecting: output).children.first
-        switch answer?.label {
-        case "noContent": return
-        case "undocumented":
-            let status = answer.flatMap { Mirror(reflecting: $0.value).children.first?.value as? Int } ?? 0
-            throw server.unexpected(operation, status: status)
-        default: throw failure(operation, output)
+            try expectNoContent(operation, try await perform(operation) { try await client.syncPlayPing(body: .json(.init(value1: .init(ping: ms)))) })
         }
     }
 
@@ -222,7 +207,6 @@ extension JellyfinSession {
             let output = try await perform(operation) { try await client.getUtcTime() }
             let received = Date()
             guard case .ok(let ok) = output else {
-                if case .undocumented(let status, _) = output { throw server.unexpected(operation, status: status) }
                 throw failure(operation, output)
             }
             let times = try await perform(operation) { try ok.body.json }

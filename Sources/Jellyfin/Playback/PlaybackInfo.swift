@@ -102,7 +102,6 @@ extension JellyfinSession {
         switch output {
         case .ok(let ok): response = try await perform(operation) { try ok.body.json }
         case .notFound: throw .notFound(what: "item \(item.id)")
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
         default: throw failure(operation, output)
         }
         var plan = try plan(for: item, response: response, audio: audio, subtitle: subtitle)
@@ -189,26 +188,15 @@ extension JellyfinSession {
     public func report(_ report: PlaybackReport) async throws(JellyfinError) {
         let operation = "report playback \(report.kind.rawValue)"
         let plan = report.plan
-        let status: Int?
         switch report.kind {
         case .start:
             var info = Components.Schemas.PlaybackStartInfo()
             info.fill(from: report)
-            let output = try await perform(operation) { try await client.reportPlaybackStart(body: .json(.init(value1: info))) }
-            switch output {
-            case .noContent: status = nil
-            case .undocumented(let code, _): status = code
-            default: throw failure(operation, output)
-            }
+            try expectNoContent(operation, try await perform(operation) { try await client.reportPlaybackStart(body: .json(.init(value1: info))) })
         case .progress:
             var info = Components.Schemas.PlaybackProgressInfo()
             info.fill(from: report)
-            let output = try await perform(operation) { try await client.reportPlaybackProgress(body: .json(.init(value1: info))) }
-            switch output {
-            case .noContent: status = nil
-            case .undocumented(let code, _): status = code
-            default: throw failure(operation, output)
-            }
+            try expectNoContent(operation, try await perform(operation) { try await client.reportPlaybackProgress(body: .json(.init(value1: info))) })
         case .stopped:
             var info = Components.Schemas.PlaybackStopInfo()
             info.itemId = plan.itemId
@@ -217,38 +205,22 @@ extension JellyfinSession {
             info.positionTicks = report.positionTicks
             info.failed = report.failed
             info.liveStreamId = plan.liveStreamId
-            let output = try await perform(operation) { try await client.reportPlaybackStopped(body: .json(.init(value1: info))) }
-            switch output {
-            case .noContent: status = nil
-            case .undocumented(let code, _): status = code
-            default: throw failure(operation, output)
-            }
+            try expectNoContent(operation, try await perform(operation) { try await client.reportPlaybackStopped(body: .json(.init(value1: info))) })
         }
-        if let status { throw server.unexpected(operation, status: status) }
     }
 
     /// Keeps a transcode alive (the server stops idle encodings).
     public func pingPlayback(playSessionId: String) async throws(JellyfinError) {
         let operation = "keep the transcode alive"
-        let output = try await perform(operation) { try await client.pingPlaybackSession(query: .init(playSessionId: playSessionId)) }
-        switch output {
-        case .noContent: return
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
-        default: throw failure(operation, output)
-        }
+        try expectNoContent(operation, try await perform(operation) { try await client.pingPlaybackSession(query: .init(playSessionId: playSessionId)) })
     }
 
     /// Ends the server's encoding for a play session (a transcode no one watches any more).
     public func stopEncoding(playSessionId: String) async throws(JellyfinError) {
         let operation = "stop the server's encoding"
-        let output = try await perform(operation) {
+        try expectNoContent(operation, try await perform(operation) {
             try await client.stopEncodingProcess(query: .init(deviceId: server.identity.deviceId, playSessionId: playSessionId))
-        }
-        switch output {
-        case .noContent: return
-        case .undocumented(let status, _): throw server.unexpected(operation, status: status)
-        default: throw failure(operation, output)
-        }
+        })
     }
 }
 
