@@ -12,6 +12,13 @@ import WSCore
 /// same locked step (`withSession`), so encryption order is send order from any thread; the
 /// connection's one writer task drains the queue.
 final class Runtime: Sendable {
+    /// How the connection ended.
+    enum Ending: Sendable {
+        /// Stopped by us, or closed by the server without an error.
+        case cleanly
+        case failed(SendspinError)
+    }
+
     struct State {
         var session: SendspinSession
         var frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation?
@@ -19,13 +26,12 @@ final class Runtime: Sendable {
         var streamFormat: StreamFormat?
         var outputFormat: OutputFormat?
         var pendingTimes: [Int64: CheckedContinuation<(ServerTime, Int64)?, Never>] = [:]
-        var finished = false
-        var endReason: SendspinError?
-        var endedCleanly = false
+        /// nil while the connection lives.
+        var ending: Ending?
         var exchanges = 0
         var availability = Availability()
         var groupName: String?
-        var groupState: String?
+        var groupState: GroupPlaybackState?
         var serverName: String?
         var volume = 100
         var muted = false
@@ -96,10 +102,10 @@ final class Runtime: Sendable {
         state.withLock { body($0.session) }
     }
 
-    var isFinished: Bool { state.withLock { $0.finished } }
+    var isFinished: Bool { state.withLock { $0.ending != nil } }
     var isActive: Bool { state.withLock { $0.session.isActive } }
-    var endReason: SendspinError? { state.withLock { $0.endReason } }
-    var endedCleanly: Bool { state.withLock { $0.endedCleanly } }
+    /// What ended the connection, if it failed.
+    var failure: SendspinError? { state.withLock { if case .failed(let error) = $0.ending { error } else { nil } } }
     var streamFormat: StreamFormat? { state.withLock { $0.streamFormat } }
     var exchanges: Int { state.withLock { $0.exchanges } }
     var serverName: String? { state.withLock { $0.serverName } }
@@ -107,11 +113,7 @@ final class Runtime: Sendable {
 
     func end(_ error: SendspinError?) {
         let (waiters, shown) = state.withLock { s -> ([CheckedContinuation<(ServerTime, Int64)?, Never>], Set<Int>) in
-            if !s.finished {
-                s.finished = true
-                s.endReason = error
-                s.endedCleanly = error == nil
-            }
+            if s.ending == nil { s.ending = error.map(Ending.failed) ?? .cleanly }
             s.frames?.finish()
             for task in s.pendingArtwork.values { task.cancel() }
             s.pendingArtwork = [:]
@@ -137,7 +139,7 @@ final class Runtime: Sendable {
     func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
         let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
             let actions = state.withLock { s -> [SendspinSession.Action]? in
-                guard !s.finished else { return nil }
+                guard s.ending == nil else { return nil }
                 s.pendingTimes[t1] = continuation
                 return Self.queueFrames(s.session.sendTime(at: t1), in: &s)
             }
@@ -180,7 +182,7 @@ final class Runtime: Sendable {
         let wait = due - now
         state.withLock { s in
             s.pendingArtwork.removeValue(forKey: image.channel)?.cancel()
-            guard wait > 1_000, !s.finished else { return }
+            guard wait > 1_000, s.ending == nil else { return }
             s.pendingArtwork[image.channel] = Task { [self] in
                 try? await Task.sleep(for: .microseconds(wait))
                 let current = state.withLock { s -> Bool in
@@ -237,7 +239,7 @@ final class Runtime: Sendable {
 
     var availabilityWithdrawals: Int { state.withLock { $0.availability.withdrawals } }
     var peakErrorWhileAvailableUs: Int64 { state.withLock { $0.availability.peakErrorWhileAvailableUs } }
-    var group: (name: String?, state: String?) { state.withLock { ($0.groupName, $0.groupState) } }
+    var group: (name: String?, state: GroupPlaybackState?) { state.withLock { ($0.groupName, $0.groupState) } }
 
     private func handle(_ event: SendspinEvent, now: Int64) {
         switch event {
@@ -327,7 +329,7 @@ final class Runtime: Sendable {
             core.withEngine { $0.recordUndecodable() }
             logger.warning("\(detail)")
         case .groupUpdate(let update):
-            let previous = state.withLock { s -> (String?, String?) in
+            let previous = state.withLock { s -> (String?, GroupPlaybackState?) in
                 defer {
                     s.groupName = update.groupName ?? s.groupName
                     s.groupState = update.playbackState ?? s.groupState
@@ -335,9 +337,9 @@ final class Runtime: Sendable {
                 return (s.groupName, s.groupState)
             }
             if previous.0 != nil || previous.1 != nil, previous.0 != (update.groupName ?? previous.0) || previous.1 != (update.playbackState ?? previous.1) {
-                logger.notice("group: \(update.groupName ?? previous.0 ?? "?") (\(update.playbackState ?? previous.1 ?? "?"))")
+                logger.notice("group: \(update.groupName ?? previous.0 ?? "?") (\((update.playbackState ?? previous.1)?.description ?? "?"))")
             }
-            logger.debug("group", metadata: ["state": "\(update.playbackState ?? "?")", "name": "\(update.groupName ?? "?")"])
+            logger.debug("group", metadata: ["state": "\(update.playbackState?.description ?? "?")", "name": "\(update.groupName ?? "?")"])
         case .artworkStream(let channels):
             logger.info("artwork: \(channels.enumerated().map { "channel \($0.offset) \($0.element)" }.joined(separator: ", "))")
         case .artwork(let image):

@@ -79,7 +79,7 @@ public final class SendspinPlayer: Sendable {
         public var synchronized: Bool
         /// The group the server has this player in, and its playback state.
         public var groupName: String? = nil
-        public var groupState: String? = nil
+        public var groupState: GroupPlaybackState? = nil
     }
 
     /// The summary at exit (`--stats-json`).
@@ -263,11 +263,11 @@ public final class SendspinPlayer: Sendable {
             }
         } catch SendspinError.cancelled {
             // Stopped while the connection was opening: nothing was played, nothing failed.
-            if runtime.endReason == nil { runtime.end(nil) }
+            runtime.end(nil)
         } catch let error as SendspinError {
-            if runtime.endReason == nil { runtime.end(error) }
+            runtime.end(error)
         } catch {
-            if runtime.endReason == nil { runtime.end(.connectFailed("\(url): \(describeNetworkError(error))")) }
+            runtime.end(.connectFailed("\(url): \(describeNetworkError(error))"))
         }
         let outputError = dac.stop()
         settings = options.store?.settings() ?? settings
@@ -276,7 +276,7 @@ public final class SendspinPlayer: Sendable {
         try? options.store?.save(settings)
         if let trace { trace(core.traces()) }
         let report = makeReport(runtime: runtime, core: core, started: started)
-        if let error = runtime.endReason, !runtime.endedCleanly {
+        if let error = runtime.failure {
             var failure = PlayerFailure(error: error, report: report)
             failure.closedAwaitingServerInit = runtime.withSessionValue { $0.closedAwaitingServerInit }
             throw failure
@@ -350,7 +350,7 @@ public final class SendspinPlayer: Sendable {
                         }
                         try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started,
                                                      telemetry: nil, supervised: false)
-                        if let reason = runtime.endReason, !runtime.endedCleanly { logger.info("connection from \(peer) ended: \(reason)") }
+                        if let reason = runtime.failure { logger.info("connection from \(peer) ended: \(reason)") }
                     }
                     return nil
                 }
@@ -545,7 +545,7 @@ public final class SendspinPlayer: Sendable {
                       offsetAbsoluteMeanUs: absolute, offsetSamples: samples.count,
                       maxOutputErrorUs: stats.maxOutputErrorUs, outputErrorsMeasured: stats.outputErrorsMeasured,
                       framesDropped: stats.framesDropped, framesInserted: stats.framesInserted, timeExchanges: runtime?.exchanges ?? 0,
-                      serverName: runtime?.serverName, endReason: runtime?.endReason.map { "\($0)" },
+                      serverName: runtime?.serverName, endReason: runtime?.failure.map { "\($0)" },
                       secondsPlayed: stats.secondsPlayed, secondsConnected: Double(nowUs() - started) / 1e6,
                       availabilityWithdrawals: runtime?.availabilityWithdrawals ?? 0,
                       filterErrorPeakWhileAvailableUs: runtime?.peakErrorWhileAvailableUs ?? 0,

@@ -17,7 +17,9 @@ struct EncryptedSessionCore: SendspinSessionCore {
         /// server/init arrived; the responder waits for message 1.
         case awaitingHandshake(NoiseKKpsk2Responder, serverKey: Curve25519.KeyAgreement.PublicKey)
         case established(SessionTransport, Phase)
-        case closed
+        /// `unansweredClientInit`: the connection closed before the server answered client/init
+        /// (an older server that speaks only the legacy wire does that).
+        case closed(unansweredClientInit: Bool)
         /// Only while a handler holds the established data (so mutating it copies nothing).
         case modifying
     }
@@ -47,7 +49,6 @@ struct EncryptedSessionCore: SendspinSessionCore {
     private(set) var activities: [Activity] = []
     private(set) var pskCategory: PSKCategory?
     private(set) var credentials: PairingCredentials
-    private(set) var closedAwaitingServerInit = false
 
     init(configuration: SendspinSession.Configuration, identity: Curve25519.KeyAgreement.PrivateKey, clientID: String) {
         self.configuration = configuration
@@ -59,6 +60,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
     }
 
     var isClosed: Bool { if case .closed = state { true } else { false } }
+    var closedAwaitingServerInit: Bool { if case .closed(unansweredClientInit: true) = state { true } else { false } }
     /// The client offered artwork@v1: its messages are read, not reported as unknown.
     var wantsArtwork: Bool { configuration.roles.contains("artwork@v1") }
     var isActive: Bool { if case .established(_, .active) = state { true } else { false } }
@@ -97,7 +99,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
             case (.established(var transport, let phase), .binary(let bytes)):
                 state = .modifying
                 let next = try readTransport(bytes, at: time, &transport, phase, &actions)
-                state = next.map { .established(transport, $0) } ?? .closed
+                state = next.map { .established(transport, $0) } ?? .closed(unansweredClientInit: false)
             case (.awaitingServerInit(let clientInit), .text(let text)):
                 state = try readServerInit(text, clientInit: clientInit)
             case (.awaitingHandshake(let responder, let serverKey), .text(let text)):
@@ -111,7 +113,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
                 throw SendspinError.protocolViolation("a message before the session started")
             }
         } catch {
-            state = .closed
+            state = .closed(unansweredClientInit: false)
             actions.append(.close((error as? SendspinError) ?? .protocolViolation("\(error)")))
         }
         return actions
@@ -126,8 +128,8 @@ struct EncryptedSessionCore: SendspinSessionCore {
         case .established(_, .awaitingHello), .established(_, .awaitingActivation): context = "before the server activated this client"
         case .idle, .established(_, .active): context = "by the server"
         }
-        if case .awaitingServerInit = state { closedAwaitingServerInit = true }
-        state = .closed
+        let unanswered = if case .awaitingServerInit = state { true } else { false }
+        state = .closed(unansweredClientInit: unanswered)
         return [.close(.connectionClosed(context))]
     }
 
@@ -392,7 +394,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
         do throws(SendspinError) {
             try send(type: type, payload: payload, &transport, &actions)
         } catch {
-            state = .closed
+            state = .closed(unansweredClientInit: false)
             return [.close(error)]
         }
         state = .established(transport, phase)
@@ -419,11 +421,11 @@ struct EncryptedSessionCore: SendspinSessionCore {
     mutating func goodbye(reason: String) -> [Action] {
         guard case .established(_, let phase) = state, phase != .awaitingHello else {
             let wasOpen = !isClosed
-            state = .closed
+            state = .closed(unansweredClientInit: false)
             return wasOpen ? [.close(nil)] : []
         }
         var actions = sendIfOpen(type: "client/goodbye", payload: ClientGoodbye(reason: reason))
-        state = .closed
+        state = .closed(unansweredClientInit: false)
         actions.append(.close(nil))
         return actions
     }
@@ -445,7 +447,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
         do throws(SendspinError) {
             try perform(outputs, &transport, &actions)
         } catch {
-            state = .closed
+            state = .closed(unansweredClientInit: false)
             return [.close(error)]
         }
         state = .established(transport, .active)

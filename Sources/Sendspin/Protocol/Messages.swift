@@ -206,8 +206,39 @@ public struct PlayerCommand: Codable, Sendable, Equatable {
 
 struct ServerCommand: Codable { var player: PlayerCommand? }
 
+/// A group's playback state in group/update: the spec's two, or a newer server's word kept as
+/// it was said (an unknown state is no reason to drop the message).
+public enum GroupPlaybackState: Codable, Sendable, Equatable, CustomStringConvertible {
+    case playing
+    case stopped
+    case other(String)
+
+    public init(_ word: String) {
+        switch word {
+        case "playing": self = .playing
+        case "stopped": self = .stopped
+        default: self = .other(word)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .playing: "playing"
+        case .stopped: "stopped"
+        case .other(let word): word
+        }
+    }
+
+    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
 public struct GroupUpdate: Codable, Sendable, Equatable {
-    public var playbackState: String?
+    public var playbackState: GroupPlaybackState?
     public var groupID: String?
     public var groupName: String?
     enum CodingKeys: String, CodingKey { case playbackState = "playback_state", groupID = "group_id", groupName = "group_name" }
