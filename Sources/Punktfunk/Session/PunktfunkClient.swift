@@ -57,7 +57,6 @@ public final class PunktfunkClient: Sendable {
     public let trustOutcome: TrustOutcome
     public let inbox: ControlInbox
     private let datagramHandler = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
-    private let closeReason = Mutex<PunktfunkSessionError??>(nil)
 
     /// Lowercase hex SHA-256 of the host's certificate DER.
     public var hostFingerprintHex: String { hexString(quic.hostFingerprint) }
@@ -104,9 +103,8 @@ public final class PunktfunkClient: Sendable {
                     early.withLock { if $0.count < 64 { $0.append(bytes) } }
                 }
             case .closed(let error):
-                let reason = error.map(PunktfunkClient.refine) ?? .closed
-                box.withLock { $0.client }?.closeReason.withLock { $0 = .some(error.map(PunktfunkClient.refine)) }
-                inbox.fail(reason)
+                // Whoever waits on the control stream learns why the connection ended.
+                inbox.fail(error.map(PunktfunkClient.refine) ?? .closed)
             }
         }
         let presented = hexString(quic.hostFingerprint)

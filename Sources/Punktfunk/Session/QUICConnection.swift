@@ -257,11 +257,21 @@ final class QUICEngine: @unchecked Sendable {
     private var localLength: socklen_t = 0
     private var path = ngtcp2_path()
 
-    private var streamID: Int64 = -1
-    private var handshakeDone = false
+    /// Where the connection stands, as the I/O thread sees it.
+    private enum Phase {
+        case handshaking
+        /// The handshake finished; the control stream, once opened (when the connecting task
+        /// takes the handshake's result).
+        case established(controlStream: Int64?)
+        /// The host is gone: it closed or drained the connection, or fell silent past the idle
+        /// or handshake timeout. Nothing more is sent to it (not even our close).
+        case hostGone
+    }
+    private var phase = Phase.handshaking
+    private var isHostGone: Bool { if case .hostGone = phase { true } else { false } }
+    private var handshakeDone: Bool { if case .established = phase { true } else { false } }
+    private var controlStream: Int64? { if case .established(let stream?) = phase { stream } else { nil } }
     private(set) var presentedFingerprint: [UInt8]?
-    private var pinMismatch = false
-    private var closedByPeer = false
     /// When the last packet from the host was processed (monotonic ns). QUIC restarts its idle
     /// timer when a keep-alive goes out, which can stretch a dead host's detection to idle + 4 s;
     /// this bound holds the promise of the idle timeout itself: nothing heard for that long ends it.
@@ -273,8 +283,9 @@ final class QUICEngine: @unchecked Sendable {
     private var streamWritten: UInt64 = 0  // bytes ngtcp2 has accepted
     private var streamQueued: UInt64 = 0   // bytes in sendChunks in total
     private var streamAcked: UInt64 = 0
-    private var pendingFin = false
-    private var finSent = false
+    /// The control stream's end: asked for by a command, then written with its last bytes.
+    private enum Fin { case notAsked, pending, sent }
+    private var fin = Fin.notAsked
     private var datagrams: [[UInt8]] = []
     private var datagramMisses = 0
 
@@ -381,8 +392,7 @@ final class QUICEngine: @unchecked Sendable {
         let fingerprint = Array(SHA256.hash(data: der))
         presentedFingerprint = fingerprint
         if let pin = configuration.pinnedFingerprint, pin != fingerprint {
-            pinMismatch = true
-            return Int32(GNUTLS_E_CERTIFICATE_ERROR)
+            return Int32(GNUTLS_E_CERTIFICATE_ERROR)   // mapError names it from the two fingerprints
         }
         return 0
     }
@@ -415,7 +425,7 @@ final class QUICEngine: @unchecked Sendable {
         }
         callbacks.handshake_completed = { _, user in
             guard let user else { return NGTCP2_ERR_CALLBACK_FAILURE }
-            Unmanaged<QUICEngine>.fromOpaque(user).takeUnretainedValue().handshakeDone = true
+            Unmanaged<QUICEngine>.fromOpaque(user).takeUnretainedValue().phase = .established(controlStream: nil)
             return 0
         }
         callbacks.recv_stream_data = { conn, flags, streamID, _, data, length, user, _ in
@@ -510,7 +520,7 @@ final class QUICEngine: @unchecked Sendable {
 
     func run() {
         let error = loop()
-        if let error, !closedByPeer {
+        if let error, !isHostGone {
             // Tell the host why we are going (a TLS failure, our pin refusing it), so it does not
             // wait out its idle timeout.
             sendTransportClose(error)
@@ -551,11 +561,11 @@ final class QUICEngine: @unchecked Sendable {
             if fds[0].revents != 0, let error = readPackets() { return error }
             if fds[1].revents != 0 { mailbox.drainWake() }
             if handshakeDone, let waiter = handshakeWaiter {
-                if streamID < 0 {
+                if controlStream == nil {
                     var id: Int64 = -1
                     let rc = ngtcp2_conn_open_bidi_stream(conn, &id, nil)
                     guard rc == 0 else { return .quic(code: rc, detail: "cannot open the control stream: \(String(cString: ngtcp2_strerror(rc)))") }
-                    streamID = id
+                    phase = .established(controlStream: id)
                 }
                 handshakeWaiter = nil
                 var stat = ngtcp2_conn_stat()
@@ -567,7 +577,7 @@ final class QUICEngine: @unchecked Sendable {
                     switch command {
                     case .stream(let bytes, let fin):
                         queueStream(bytes)
-                        if fin { pendingFin = true }
+                        if fin, case .notAsked = self.fin { self.fin = .pending }
                     case .datagram(let bytes):
                         // Latest wins, as the host's 4 KiB datagram buffer does: never an unbounded queue.
                         if datagrams.count >= 256 { datagrams.removeFirst() }
@@ -579,7 +589,7 @@ final class QUICEngine: @unchecked Sendable {
                 }
             }
             if handshakeDone, Self.now() >= lastPacketAt + idleNs {
-                closedByPeer = true
+                phase = .hostGone
                 return .idleTimeout(seconds: configuration.idleTimeout)
             }
             if Self.now() >= ngtcp2_conn_get_expiry(conn) {
@@ -648,8 +658,8 @@ final class QUICEngine: @unchecked Sendable {
                 } else if n == 0 {
                     return nil
                 }
-            } else if handshakeDone, streamID >= 0, let (pointer, length) = unsentStream() {
-                let fin = pendingFin && !finSent && UInt64(length) == streamQueued - streamWritten
+            } else if let streamID = controlStream, let (pointer, length) = unsentStream() {
+                let fin = self.fin == .pending && UInt64(length) == streamQueued - streamWritten
                 var vec = ngtcp2_vec(base: pointer, len: length)
                 n = makePath { path in
                     outgoing.withUnsafeMutableBytes { out in
@@ -661,7 +671,7 @@ final class QUICEngine: @unchecked Sendable {
                     n = writeControlOnly(conn, now)
                 } else if written >= 0 {
                     streamWritten += UInt64(written)
-                    if fin, streamWritten == streamQueued { finSent = true }
+                    if fin, streamWritten == streamQueued { self.fin = .sent }
                 }
             } else {
                 n = writeControlOnly(conn, now)
@@ -694,7 +704,7 @@ final class QUICEngine: @unchecked Sendable {
 
     /// The first chunk with unsent bytes, from the first unsent byte.
     private func unsentStream() -> (UnsafeMutablePointer<UInt8>, Int)? {
-        guard streamWritten < streamQueued || (pendingFin && !finSent) else { return nil }
+        guard streamWritten < streamQueued || fin == .pending else { return nil }
         for chunk in sendChunks where chunk.offset + UInt64(chunk.data.count) > streamWritten {
             let skip = Int(streamWritten - chunk.offset)
             return (chunk.data.baseAddress!.assumingMemoryBound(to: UInt8.self) + skip, chunk.data.count - skip)
@@ -747,9 +757,13 @@ final class QUICEngine: @unchecked Sendable {
     /// Turns an ngtcp2 result into the reason a person reads.
     private func mapError(_ rc: Int32) -> PunktfunkSessionError {
         lastLibraryError = rc
-        if rc == NGTCP2_ERR_DRAINING || rc == NGTCP2_ERR_CLOSING { closedByPeer = true }
-        if rc == NGTCP2_ERR_IDLE_CLOSE || rc == NGTCP2_ERR_HANDSHAKE_TIMEOUT { closedByPeer = true }
-        if pinMismatch, let presented = presentedFingerprint, let pinned = configuration.pinnedFingerprint {
+        let error = describe(rc)
+        if [NGTCP2_ERR_DRAINING, NGTCP2_ERR_CLOSING, NGTCP2_ERR_IDLE_CLOSE, NGTCP2_ERR_HANDSHAKE_TIMEOUT].contains(rc) { phase = .hostGone }
+        return error
+    }
+
+    private func describe(_ rc: Int32) -> PunktfunkSessionError {
+        if let presented = presentedFingerprint, let pinned = configuration.pinnedFingerprint, presented != pinned {
             return .fingerprintChanged(host: configuration.host, pinned: hexString(pinned), presented: hexString(presented))
         }
         switch rc {
