@@ -87,14 +87,21 @@ public actor VNCClient {
     private var firstFrameWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     private var nextWaiterID = 0
     private var firstFrameComplete = false
-    private var endReason: RFBError?
-    private var ended = false
-    /// Set once `close()` has half-closed the connection: the server's end is then expected.
-    private var closing = false
-    /// Set once `close()` has begun: what the server sends from then on is read (so the socket
-    /// closes cleanly) but not decoded — nobody will look at it, and a server flooding updates
-    /// would keep the loop busy answering them.
-    private var discardingInput = false
+    /// Where the session stands.
+    private enum Lifecycle {
+        case open
+        /// `close()` began: what the server sends from then on is read (so the socket closes
+        /// cleanly) but not decoded — nobody will look at it, and a server flooding updates would
+        /// keep the loop busy answering them. `halfClosed`: our side of the connection is shut and
+        /// the server's end is expected (a read failure then is no error).
+        case closing(halfClosed: Bool)
+        /// Over: nil when it ended as asked, otherwise why.
+        case ended(RFBError?)
+    }
+    private var lifecycle = Lifecycle.open
+    private var ended: Bool { if case .ended = lifecycle { true } else { false } }
+    private var endReason: RFBError? { if case .ended(let reason) = lifecycle { reason } else { nil } }
+    private var halfClosed: Bool { if case .closing(halfClosed: true) = lifecycle { true } else { false } }
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     private var handshakeDeadline: ContinuousClock.Instant?
     /// Answers the core's credential requests during the handshake.
@@ -396,7 +403,7 @@ public actor VNCClient {
             for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
         }
         guard !ended, let channel else { return finish(nil) }
-        discardingInput = true
+        lifecycle = .closing(halfClosed: false)
         // The whole close takes at most `closeTimeout`: a server that has stopped reading cannot
         // hold it (the flush below would wait for it forever).
         let timer = Task {
@@ -407,7 +414,7 @@ public actor VNCClient {
         // The releases above are queued: let them reach the socket before our side closes.
         try? await flushWrites()
         guard !ended else { return }
-        closing = true
+        lifecycle = .closing(halfClosed: true)
         do {
             try await channel.close(mode: .output).get()
         } catch {
@@ -780,7 +787,7 @@ public actor VNCClient {
     /// (`InboundRelay` calls it synchronously from the pipeline). What the core answers is done
     /// at once, except the steps that must wait — TLS starting, credentials from a prompt — which
     /// continue in a task while later input waits in `deferredInput`, so order is kept.
-    fileprivate func received(_ buffer: ByteBuffer) {
+    func received(_ buffer: ByteBuffer) {
         guard !ended else { return }
         if awaitingStep {
             // A live server waits while the client starts TLS or asks for a password, but one
@@ -806,7 +813,7 @@ public actor VNCClient {
     }
 
     private func consume(_ buffer: ByteBuffer) {
-        if discardingInput { return }
+        guard case .open = lifecycle else { return }
         if let tap = options.inboundTap { tap(Array(buffer.readableBytesView)) }
         let arrived = ContinuousClock.now
         let actions = buffer.withUnsafeReadableBytes { core.receive($0) }
@@ -893,11 +900,8 @@ public actor VNCClient {
     }
 
     private func failRead(_ error: any Error) {
-        if let error = error as? RFBError {
-            finish(closing ? nil : error)
-        } else {
-            finish(closing ? nil : mapTransportError(error))
-        }
+        if halfClosed { return finish(nil) }
+        finish(error as? RFBError ?? mapTransportError(error))
     }
 
     /// Returns once no input waits behind a step (the stream's end is handled after its data).
@@ -933,7 +937,7 @@ public actor VNCClient {
                     if ended || core.isClosed { break }
                 }
                 await inputDrained()
-                if !ended && !core.isClosed && !closing {
+                if !ended && !core.isClosed && !halfClosed {
                     try await perform(core.connectionClosed(), credentials: credentialProvider)
                 }
             }
@@ -1190,8 +1194,7 @@ public actor VNCClient {
 
     private func finish(_ error: RFBError?) {
         guard !ended else { return }
-        ended = true
-        endReason = error
+        lifecycle = .ended(error)
         handshakeDeadline = nil
         let failure = error ?? .connectionClosed("before the handshake finished")
         readyWaiter?.resume(throwing: failure)
@@ -1215,198 +1218,10 @@ public actor VNCClient {
     }
 }
 
-/// Runs `proven` once the server has spoken through the TLS session in front of it: the first
-/// bytes it decrypts. Not the handshake's completion — in TLS 1.3 the client completes before the
-/// server has judged the client's certificate (or its absence), so a server requiring one hangs
-/// up only after that.
-final class TLSSessionProof: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-    private var proven: (@Sendable () -> Void)?
-
-    init(_ proven: @escaping @Sendable () -> Void) {
-        self.proven = proven
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if let proven {
-            self.proven = nil
-            proven()
-        }
-        context.fireChannelRead(data)
-    }
-}
-
-/// What the TLS verification callback decided, read back when the handshake fails.
-final class TLSOutcome: Sendable {
-    enum Value: Sendable {
-        case mismatch(pinned: String, presented: String)
-        case failed(String)
-        /// The certificate passed; the server has not yet spoken through TLS. `pin` is the
-        /// fingerprint to record once it has (nil when the pin already matched), with what to log.
-        case accepted(pin: (fingerprint: String, message: String)?)
-        case completed
-    }
-
-    private let value = Mutex<Value?>(nil)
-    func set(_ v: Value) { value.withLock { $0 = v } }
-    func get() -> Value? { value.withLock { $0 } }
-}
-
-/// The handler that hands every read to its `VNCClient`. When the client's executor is the
-/// channel's event loop, synchronously: the read runs inside the client's isolation with no hop or
-/// wake-up per chunk. When the client runs on another loop (a channel whose own loop has heavy
-/// work, SSH), each read is posted there in order, and the channel stops reading while more than
-/// `pauseAbove` bytes wait to be decoded, so a decoder slower than the link holds the stream back
-/// instead of buffering it. Reads before the client attaches (a server that speaks first) wait
-/// for it. It consumes reads; the end of the stream and errors travel on to the async channel
-/// behind it.
-final class InboundRelay: ChannelInboundHandler, @unchecked Sendable {
-    // @unchecked: `client`, `early`, `batch` and `context` are touched only on the channel's event loop
-    // (NIO calls the handler there and `attach` is run there); `backlog` is locked.
-    typealias InboundIn = ByteBuffer
-    static let pauseAbove = 4 << 20
-    private var client: VNCClient?
-    private var early: [ByteBuffer] = []
-    private var batch: [ByteBuffer] = []
-    private var batchBytes = 0
-    private var context: ChannelHandlerContext?
-    private let backlog = Mutex<(bytes: Int, paused: Bool)>((0, false))
-
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
-
-    /// On the channel's event loop.
-    func attach(_ client: VNCClient) {
-        self.client = client
-        let waiting = early
-        early = []
-        for buffer in waiting { deliver(buffer, to: client) }
-        if let context { postBatch(context) }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let buffer = unwrapInboundIn(data)
-        guard let client else { return early.append(buffer) }
-        deliver(buffer, to: client)
-    }
-
-    private func deliver(_ buffer: ByteBuffer, to client: VNCClient) {
-        if client.eventLoop.inEventLoop {
-            client.assumeIsolated { $0.received(buffer) }
-            return
-        }
-        // Posted once per read burst (at channelReadComplete): one wake-up of the client's loop
-        // for many packets.
-        batch.append(buffer)
-        batchBytes += buffer.readableBytes
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        postBatch(context)
-        context.fireChannelReadComplete()
-    }
-
-    // The stream's end and errors reach the client after the reads before them.
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        postBatch(context)
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        postBatch(context)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        postBatch(context)
-        context.fireErrorCaught(error)
-    }
-
-    private func postBatch(_ context: ChannelHandlerContext) {
-        guard let client, !batch.isEmpty else { return }
-        let buffers = batch, count = batchBytes
-        batch = []
-        batchBytes = 0
-        let pause = backlog.withLock { state in
-            state.bytes += count
-            guard state.bytes > Self.pauseAbove, !state.paused else { return false }
-            state.paused = true
-            return true
-        }
-        if pause { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
-        let channelLoop = context.eventLoop
-        client.eventLoop.execute {
-            client.assumeIsolated { client in
-                for buffer in buffers { client.received(buffer) }
-            }
-            self.decoded(count, channelLoop: channelLoop)
-        }
-    }
-
-    /// On the client's loop, after a posted read was consumed.
-    private func decoded(_ count: Int, channelLoop: any EventLoop) {
-        let resume = backlog.withLock { state in
-            state.bytes -= count
-            guard state.paused, state.bytes <= Self.pauseAbove / 2 else { return false }
-            state.paused = false
-            return true
-        }
-        guard resume else { return }
-        channelLoop.execute {
-            guard let context = self.context else { return }
-            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-            context.read()
-        }
-    }
-}
-
 /// Another loop of the shared group than `loop` (the same one when the group has only one).
 private func otherEventLoop(than loop: any EventLoop) -> any EventLoop {
     for candidate in MultiThreadedEventLoopGroup.singleton.makeIterator() where !(candidate === loop) {
         return candidate
     }
     return loop
-}
-
-/// One hand-over of the framebuffer between the client's loop (which lends and waits) and a
-/// borrowing thread: 0 waiting for the loop, 1 lent, 2 given back, 3 called off (the borrower
-/// stopped waiting before the loop got to it; the loop then lends nothing).
-final class FramebufferLoan: @unchecked Sendable {
-    // `view` is only touched with `state` locked; the pointer in it is valid while the lending
-    // loop waits for state 2.
-    private let state = ConditionLock(value: 0)
-    private var view: (width: Int, height: Int, pixels: UnsafeBufferPointer<UInt32>)?
-
-    /// On the loop: hands the pixels over and waits until they are given back.
-    func lend(width: Int, height: Int, _ pixels: UnsafeBufferPointer<UInt32>) {
-        // Not waiting: a value other than 0 here is 3, a loan already called off.
-        guard state.lock(whenValue: 0, timeoutSeconds: 0) else { return }
-        view = (width, height, pixels)
-        state.unlock(withValue: 1)
-        state.lock(whenValue: 2)
-        view = nil
-        state.unlock()
-    }
-
-    /// On the borrowing thread: the pixels once lent, or nil (the loan called off) after `patience`.
-    func borrow(patience: Double) -> (width: Int, height: Int, pixels: UnsafeBufferPointer<UInt32>)? {
-        if state.lock(whenValue: 1, timeoutSeconds: patience) {
-            defer { state.unlock() }
-            return view
-        }
-        // Still 0: called off. Otherwise the loop lent it just now (only it moves 0 → 1).
-        if state.lock(whenValue: 0, timeoutSeconds: 0) {
-            state.unlock(withValue: 3)
-            return nil
-        }
-        state.lock(whenValue: 1)
-        defer { state.unlock() }
-        return view
-    }
-
-    /// On the borrowing thread, after `borrow` returned the pixels: the loop may go on.
-    func giveBack() {
-        state.lock()
-        state.unlock(withValue: 2)
-    }
 }
