@@ -270,25 +270,26 @@ public final class PunktfunkClient: Sendable {
     }
 
     /// One clock batch: 8 ClockProbe/ClockEcho rounds, each bounded by 2 s (a silent host means a
-    /// shared clock: no samples).
+    /// shared clock: no samples), run by the same `ClockBatch` the session's opening uses (an
+    /// echo for a round that already timed out is ignored).
     public func measureClock(rounds: Int = ClockOffsetEstimator.roundsPerBatch) async throws(PunktfunkSessionError) -> [ClockSample] {
-        var samples: [ClockSample] = []
-        for _ in 0..<rounds {
-            let t1 = DataPlaneSocket.realtime()
-            send(.clockProbe(t1: t1))
+        var batch = ClockBatch(rounds: rounds)
+        send(batch.start(realtime: DataPlaneSocket.realtime()))
+        while !batch.isFinished {
             let payload: [UInt8]
             do {
                 payload = try await inbox.next(timeout: Double(ClockOffsetEstimator.roundTimeoutNs) / 1e9, waitingFor: "clock echo") { p in
                     ControlMessage.payload(p, is: .clockEcho)
                 }
             } catch .timeout {
+                if let probe = batch.roundTimedOut(realtime: DataPlaneSocket.realtime()) { send(probe) }
                 continue
             }
             let t4 = DataPlaneSocket.realtime()
-            guard case .clockEcho(let e1, let t2, let t3) = try ControlMessage.decode(payload), e1 == t1 else { continue }
-            samples.append(ClockSample(t1: e1, t2: t2, t3: t3, t4: t4))
+            guard case .clockEcho(let t1, let t2, let t3) = try ControlMessage.decode(payload) else { continue }
+            if let probe = batch.receiveEcho(t1: t1, t2: t2, t3: t3, realtime: t4) { send(probe) }
         }
-        return samples
+        return batch.samples
     }
 
     /// Waits for the first control message of a kind (others stay queued).
