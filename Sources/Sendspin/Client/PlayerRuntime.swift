@@ -21,7 +21,7 @@ final class Runtime: Sendable {
 
     struct State {
         var session: SendspinSession
-        var frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation?
+        var frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>?
         var decoder: (any AudioDecoder)?
         var streamFormat: StreamFormat?
         var outputFormat: OutputFormat?
@@ -43,6 +43,11 @@ final class Runtime: Sendable {
         /// artwork@v1: pictures waiting for their time, per channel, and the channels showing one.
         var pendingArtwork: [Int: Task<Void, Never>] = [:]
         var shownArtwork: Set<Int> = []
+
+        /// Queues a frame behind every frame sealed before it (after the end nothing is sent).
+        func queue(_ frame: WebSocketOutboundWriter.OutboundFrame, bytes: Int) {
+            try? frames?.enqueue(frame, bytes: bytes)
+        }
     }
 
     /// Decides whether an activated connection may play (listening mode); nil admits it.
@@ -75,7 +80,7 @@ final class Runtime: Sendable {
     var serverID: String? { state.withLock { $0.serverID } }
     func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
 
-    func attach(_ frames: AsyncStream<WebSocketOutboundWriter.OutboundFrame>.Continuation) {
+    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>) {
         state.withLock { $0.frames = frames }
     }
 
@@ -90,8 +95,8 @@ final class Runtime: Sendable {
         var rest: [SendspinSession.Action] = []
         for action in actions {
             switch action {
-            case .sendText(let text): _ = s.frames?.yield(.text(text))
-            case .sendBinary(let bytes): _ = s.frames?.yield(.binary(ByteBuffer(bytes: bytes)))
+            case .sendText(let text): s.queue(.text(text), bytes: text.utf8.count)
+            case .sendBinary(let bytes): s.queue(.binary(ByteBuffer(bytes: bytes)), bytes: bytes.count)
             default: rest.append(action)
             }
         }
@@ -160,9 +165,9 @@ final class Runtime: Sendable {
         for action in actions {
             switch action {
             case .sendText(let text):
-                state.withLock { _ = $0.frames?.yield(.text(text)) }
+                state.withLock { $0.queue(.text(text), bytes: text.utf8.count) }
             case .sendBinary(let bytes):
-                state.withLock { _ = $0.frames?.yield(.binary(ByteBuffer(bytes: bytes))) }
+                state.withLock { $0.queue(.binary(ByteBuffer(bytes: bytes)), bytes: bytes.count) }
             case .event(let event):
                 handle(event, now: now)
             case .close(let error):

@@ -407,12 +407,12 @@ public final class SendspinPlayer: Sendable {
     /// loop, clock synchronisation and supervision, until one of them ends it.
     func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, runtime: Runtime, started: Int64,
                        telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true, openDeadline: Int64? = nil) async throws {
-        let (frames, frameSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.OutboundFrame.self)
-        runtime.attach(frameSink)
+        let frames = OrderedWriter<WebSocketOutboundWriter.OutboundFrame>()
+        runtime.attach(frames)
         // The one writer: frames leave in the order they were encrypted, then the close. It is
         // not cancelled with the others, so a goodbye still goes out before the close.
         let writer = Task {
-            for await frame in frames { try await outbound.write(frame) }
+            try await frames.run { try await outbound.write($0) }
             try? await outbound.close(.normalClosure, reason: nil)
         }
         runtime.perform(runtime.withSession { $0.start() }, now: nowUs())
@@ -427,15 +427,15 @@ public final class SendspinPlayer: Sendable {
             do {
                 try await group.next()
             } catch {
-                frameSink.finish()
+                frames.finish()
                 _ = try? await writer.value
                 throw error
             }
-            frameSink.finish()
+            frames.finish()
             _ = try? await writer.value
             group.cancelAll()
         }
-        frameSink.finish()
+        frames.finish()
         try await writer.value
     }
 
