@@ -1,3 +1,4 @@
+import FarcastNIO
 import FarcastSupport
 internal import Foundation
 import HTTPTypes
@@ -102,22 +103,31 @@ struct LiveSocketRunner: Sendable {
 
     private func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, core: Locked<LiveSessionCore>,
                                clock: SystemClock) async throws {
-        let (outgoing, sink) = AsyncStream.makeStream(of: String.self)
-        @Sendable func perform(_ actions: [LiveSessionCore.Action]) throws {
-            for action in actions {
-                switch action {
-                case .send(let text): sink.yield(text)
-                case .deliver(let message): events.yield(.message(message))
-                case .report(let problem): events.yield(.problem(problem))
-                case .closeStale: throw StaleConnection()
+        let writer = OrderedWriter<String>()
+        let events = self.events
+        /// Runs the core under its lock and queues what it said in the same step — frames in
+        /// the core's order, whichever task (reader or timer) ran it; a stale connection is
+        /// thrown after the lock is let go.
+        @Sendable func step(_ body: (inout LiveSessionCore) -> [LiveSessionCore.Action]) throws {
+            let stale = core.withLock { c -> Bool in
+                var stale = false
+                for action in body(&c) {
+                    switch action {
+                    case .send(let text): try? writer.enqueue(text, bytes: text.utf8.count)
+                    case .deliver(let message): events.yield(.message(message))
+                    case .report(let problem): events.yield(.problem(problem))
+                    case .closeStale: stale = true
+                    }
                 }
+                return stale
             }
+            if stale { throw StaleConnection() }
         }
-        try perform(core.withLock { $0.connected(at: clock.now()) })
+        try step { $0.connected(at: clock.now()) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The one writer.
             group.addTask {
-                for await text in outgoing { try await outbound.write(.text(text)) }
+                try await writer.run { try await outbound.write(.text($0)) }
             }
             // The timer: wakes for the core's next deadline, at least every 250 ms (a message
             // can move the deadline earlier; a quarter second late is harmless for keep-alives).
@@ -125,18 +135,18 @@ struct LiveSocketRunner: Sendable {
                 while !Task.isCancelled {
                     let wait = core.withLock { $0.nextDeadline }.map { max($0.nanoseconds(since: clock.now()), 0) } ?? 250_000_000
                     try await Task.sleep(for: .nanoseconds(min(wait, 250_000_000)))
-                    try perform(core.withLock { $0.tick(at: clock.now()) })
+                    try step { $0.tick(at: clock.now()) }
                 }
             }
             // The reader.
             group.addTask {
                 for try await message in inbound.messages(maxSize: Self.maxMessageBytes) {
                     guard case .text(let text) = message else { continue }
-                    try perform(core.withLock { $0.received(text, at: clock.now()) })
+                    try step { $0.received(text, at: clock.now()) }
                 }
             }
             // Whichever ends first (the reader at close, the timer on a stale socket) ends all.
-            defer { sink.finish() }
+            defer { writer.finish() }
             try await group.next()
             group.cancelAll()
         }
