@@ -266,12 +266,24 @@ final class TunnelUserAuthenticator: NIOSSHClientUserAuthenticationDelegate, Sen
                     return nil
                 }
                 for _ in 0..<3 {
-                    guard let passphrase = await failures.prompting({ await ask(path) }) else { return nil }
-                    do {
-                        return try SSHPrivateKey(pem: text, passphrase: Array(passphrase.utf8))
-                    } catch .wrongPassphrase {
+                    // The answer and the key derived from it (bcrypt: seconds on a slow or busy
+                    // machine) are the person's time, not the server's: the handshake timeout
+                    // waits for both.
+                    let attempt: Result<SSHPrivateKey, SSHPrivateKey.LoadError>? = await failures.prompting {
+                        guard let passphrase = await ask(path) else { return nil }
+                        do throws(SSHPrivateKey.LoadError) {
+                            return .success(try SSHPrivateKey(pem: text, passphrase: Array(passphrase.utf8)))
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                    switch attempt {
+                    case nil: return nil
+                    case .success(let key): return key
+                    case .failure(.wrongPassphrase):
                         logger.warning("wrong passphrase for \(path)")
                         continue
+                    case .failure(let error): throw error
                     }
                 }
                 state.withLock { $0.notes.append("wrong passphrase for \(path)") }
