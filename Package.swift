@@ -56,6 +56,10 @@ let package = Package(
         // linked: no pkgConfig (it would add -lasound); its headers are in the default path.
         .systemLibrary(name: "CALSA", providers: [.apt(["libasound2-dev"])]),
         .target(name: "CALSALoader", dependencies: ["CLazyLibrary"]),
+        // FFmpeg's libavcodec for punktfunk's video decoder, opened with dlopen when the first
+        // decoder is made (CFFmpegLoader), not linked: no pkgConfig; its headers are in the default path.
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
+        .target(name: "CFFmpegLoader", dependencies: ["CLazyLibrary"]),
         // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
         // On Linux opened with dlopen on first use (COpenSSLLoader), not linked: no pkgConfig (it
         // only added -lcrypto), the headers are in /usr/include.
@@ -170,6 +174,8 @@ let package = Package(
             dependencies: [
                 "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
                 .target(name: "CNGTCP2Loader", condition: .when(platforms: [.linux])),
+                .target(name: "CFFmpeg", condition: .when(platforms: [.linux])),
+                .target(name: "CFFmpegLoader", condition: .when(platforms: [.linux])),
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .target(name: "COpenSSLLoader", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),

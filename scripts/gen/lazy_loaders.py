@@ -7,6 +7,7 @@ them into every farcast command:
   Sources/CDNSSDLoader/loader.c    Avahi's dns_sd compatibility library          farcast_dnssd_load()
   Sources/COpenSSLLoader/loader.c  OpenSSL 3's libssl and libcrypto              farcast_openssl_load()
   Sources/CALSALoader/loader.c     alsa-lib (Sendspin's sound output)            farcast_alsa_load()
+  Sources/CFFmpegLoader/loader.c   libavcodec and libavutil (punktfunk's decoder) farcast_ffmpeg_load()
 
 Each library function the Swift sources call — directly, or through a shim's inline function —
 gets a definition here with the library's own prototype (read from the installed headers
@@ -102,6 +103,18 @@ GROUPS = [
         "probe": ['#include "%s/Sources/CALSA/shim.h"' % ROOT],
         "prefix": r"snd_\w+",
         "libraries": ["libasound.so"],
+        "extra": [],
+    },
+    {
+        "target": "CFFmpegLoader",
+        "load": "farcast_ffmpeg_load",
+        "what": "FFmpeg (libavcodec)",
+        "why": "so the commands that never decode video do not load libavcodec and the codec libraries\n"
+               "// it pulls in (dav1d, x265, VA-API, ...)",
+        "prelude": ['#include "../CFFmpeg/shim.h"'],
+        "probe": ['#include "%s/Sources/CFFmpeg/shim.h"' % ROOT],
+        "prefix": r"(?:avcodec|av)_\w+",
+        "libraries": ["libavutil.so", "libavcodec.so"],
         "extra": [],
     },
 ]
