@@ -13,7 +13,7 @@
 
 static const char *const library_names[2] = {"libSDL2-2.0.so.0", "libSDL2_ttf-2.0.so.0"};
 static void *libraries[2];
-static const char *const symbol_names[60] = {
+static const char *const symbol_names[63] = {
     "SDL_CreateColorCursor",
     "SDL_CreateRGBSurfaceWithFormatFrom",
     "SDL_CreateRenderer",
@@ -61,10 +61,13 @@ static const char *const symbol_names[60] = {
     "SDL_SetWindowPosition",
     "SDL_SetWindowSize",
     "SDL_SetWindowTitle",
+    "SDL_SetYUVConversionMode",
     "SDL_ShowCursor",
     "SDL_StartTextInput",
+    "SDL_UpdateNVTexture",
     "SDL_UpdateTexture",
     "SDL_UpdateWindowSurfaceRects",
+    "SDL_UpdateYUVTexture",
     "SDL_WaitEventTimeout",
     "SDL_free",
     "TTF_CloseFont",
@@ -75,11 +78,11 @@ static const char *const symbol_names[60] = {
     "TTF_SizeUTF8",
     "TTF_WasInit",
 };
-static void *symbols[60];
+static void *symbols[63];
 static farcast_lazy_library group = {
     .what = "SDL2",
     .library_count = 2, .library_names = library_names, .libraries = libraries,
-    .symbol_count = 60, .symbol_names = symbol_names, .symbols = symbols,
+    .symbol_count = 63, .symbol_names = symbol_names, .symbols = symbols,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -322,69 +325,84 @@ void SDL_SetWindowTitle(SDL_Window * a0, const char * a1) {
     ((__typeof__(&SDL_SetWindowTitle))symbols[46])(a0, a1);
 }
 
-int SDL_ShowCursor(int a0) {
+void SDL_SetYUVConversionMode(SDL_YUV_CONVERSION_MODE a0) {
     if (symbols[47] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_ShowCursor))symbols[47])(a0);
+    ((__typeof__(&SDL_SetYUVConversionMode))symbols[47])(a0);
+}
+
+int SDL_ShowCursor(int a0) {
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_ShowCursor))symbols[48])(a0);
 }
 
 void SDL_StartTextInput(void) {
-    if (symbols[48] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_StartTextInput))symbols[48])();
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_StartTextInput))symbols[49])();
+}
+
+int SDL_UpdateNVTexture(SDL_Texture * a0, const SDL_Rect * a1, const Uint8 * a2, int a3, const Uint8 * a4, int a5) {
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateNVTexture))symbols[50])(a0, a1, a2, a3, a4, a5);
 }
 
 int SDL_UpdateTexture(SDL_Texture * a0, const SDL_Rect * a1, const void * a2, int a3) {
-    if (symbols[49] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateTexture))symbols[49])(a0, a1, a2, a3);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateTexture))symbols[51])(a0, a1, a2, a3);
 }
 
 int SDL_UpdateWindowSurfaceRects(SDL_Window * a0, const SDL_Rect * a1, int a2) {
-    if (symbols[50] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[50])(a0, a1, a2);
+    if (symbols[52] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[52])(a0, a1, a2);
+}
+
+int SDL_UpdateYUVTexture(SDL_Texture * a0, const SDL_Rect * a1, const Uint8 * a2, int a3, const Uint8 * a4, int a5, const Uint8 * a6, int a7) {
+    if (symbols[53] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateYUVTexture))symbols[53])(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 int SDL_WaitEventTimeout(SDL_Event * a0, int a1) {
-    if (symbols[51] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_WaitEventTimeout))symbols[51])(a0, a1);
+    if (symbols[54] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_WaitEventTimeout))symbols[54])(a0, a1);
 }
 
 void SDL_free(void * a0) {
-    if (symbols[52] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_free))symbols[52])(a0);
+    if (symbols[55] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_free))symbols[55])(a0);
 }
 
 void TTF_CloseFont(TTF_Font * a0) {
-    if (symbols[53] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&TTF_CloseFont))symbols[53])(a0);
+    if (symbols[56] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&TTF_CloseFont))symbols[56])(a0);
 }
 
 int TTF_FontLineSkip(const TTF_Font * a0) {
-    if (symbols[54] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_FontLineSkip))symbols[54])(a0);
+    if (symbols[57] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_FontLineSkip))symbols[57])(a0);
 }
 
 int TTF_Init(void) {
-    if (symbols[55] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_Init))symbols[55])();
+    if (symbols[58] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_Init))symbols[58])();
 }
 
 TTF_Font * TTF_OpenFont(const char * a0, int a1) {
-    if (symbols[56] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_OpenFont))symbols[56])(a0, a1);
+    if (symbols[59] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_OpenFont))symbols[59])(a0, a1);
 }
 
 SDL_Surface * TTF_RenderUTF8_Blended(TTF_Font * a0, const char * a1, SDL_Color a2) {
-    if (symbols[57] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[57])(a0, a1, a2);
+    if (symbols[60] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[60])(a0, a1, a2);
 }
 
 int TTF_SizeUTF8(TTF_Font * a0, const char * a1, int * a2, int * a3) {
-    if (symbols[58] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_SizeUTF8))symbols[58])(a0, a1, a2, a3);
+    if (symbols[61] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_SizeUTF8))symbols[61])(a0, a1, a2, a3);
 }
 
 int TTF_WasInit(void) {
-    if (symbols[59] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_WasInit))symbols[59])();
+    if (symbols[62] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_WasInit))symbols[62])();
 }
 
 #pragma GCC visibility pop

@@ -40,7 +40,8 @@ extension ViewerWindow {
 /// A window showing a remote picture and collecting the person's input: the presentation layer
 /// every farcast viewer shares (VNC now; punktfunk's stream next).
 ///
-/// The protocol side stages changed rectangles into `frames` and calls `wake()`; it hands over
+/// The protocol side stages changed rectangles into `frames` and calls `wake()` (a remote
+/// desktop), or hands over whole decoded pictures with `show` (a video stream); it hands over
 /// the cursor shape, clipboard text, monitors and connection state with the setters below, all
 /// callable from any thread. The window runs on its own thread (`run()` blocks until it closes)
 /// and reports what the person does through `input`, in order, in remote coordinates.
@@ -48,6 +49,8 @@ public final class ViewerWindow: Sendable {
     public let configuration: ViewerConfiguration
     /// Changed pixels, from the protocol side to the window.
     public let frames = FrameStaging()
+    /// Whole YUV pictures (a video stream's), from the protocol side to the window (`show`).
+    let pictures = PictureSlot()
     /// What the person did, in order; ends with `.closed`.
     public let input: AsyncStream<ViewerInput>
     let inputSink: AsyncStream<ViewerInput>.Continuation

@@ -165,6 +165,9 @@ final class WindowLoop {
             let alone = pictureAlone
             let (latencyStart, resized) = presenter.upload(from: owner.frames, settings, pictureAlone: alone)
             if resized { pictureResized() }
+            // A video stream's newest picture, shown once; one not uploaded is still counted as taken.
+            let picture = owner.pictures.take()
+            if let picture, presenter.upload(picture: picture.picture) == true { pictureResized() }
             if settings.hud && now >= overlays.nextHUDRefresh { refreshHUD(now); presenter.needsRedraw = true }
             if presenter.hasWork {
                 let snapshot = presenter.present(latencyStart: latencyStart, from: owner.frames, settings, pictureAlone: alone) { renderer, output in
@@ -173,6 +176,7 @@ final class WindowLoop {
                     overlays.draw(on: renderer, output: output, status: status, hud: settings.hud, settings: shown)
                 }
                 owner.shared.withLock { $0.statistics = snapshot }
+                if let picture { owner.pictures.presented(picture, at: PictureSlot.realtimeNanoseconds()) }
             }
         }
     }

@@ -15,6 +15,8 @@ final class WindowPresenter {
     let rendererName: String
     private var texture: OpaquePointer?
     private var textureGeneration = -1
+    /// The texture holds whole YUV pictures (`show`), not staged XRGB pixels.
+    private var textureLayout: ViewerPictureLayout?
     private(set) var remoteWidth = 0
     private(set) var remoteHeight = 0
     /// The remote desktop's monitors (for the menu's monitor choice).
@@ -135,11 +137,12 @@ final class WindowPresenter {
         let direct = pictureAlone ? directSurface(settings) : nil
         frames.drain { pending, pixels in
             guard pending.width > 0, pending.height > 0 else { return }
-            if pending.generation != textureGeneration || texture == nil {
+            if pending.generation != textureGeneration || texture == nil || textureLayout != nil {
                 if let texture { SDL_DestroyTexture(texture) }
                 texture = SDL_CreateTexture(renderer, SDL_PIXELFORMAT_XRGB8888.rawValue, Int32(SDL_TEXTUREACCESS_STREAMING.rawValue),
                                             Int32(pending.width), Int32(pending.height))
                 textureGeneration = pending.generation
+                textureLayout = nil
                 needsRedraw = true
                 resized = pending.width != remoteWidth || pending.height != remoteHeight
                 remoteWidth = pending.width
@@ -174,6 +177,49 @@ final class WindowPresenter {
             if !pending.dirty.isEmpty { oldest = pending.oldestArrival }
         }
         return (oldest, resized)
+    }
+
+    /// Uploads a whole YUV picture into a texture of its layout (made anew when the size or
+    /// layout changes); SDL converts it to RGB where it draws (on the GPU when there is one).
+    /// Returns whether the picture changed size, or nil when SDL refused it.
+    func upload(picture: any ViewerPicture) -> Bool? {
+        let width = picture.width, height = picture.height, layout = picture.layout
+        guard width > 0, height > 0 else { return nil }
+        var resized = false
+        if texture == nil || textureLayout != layout || width != remoteWidth || height != remoteHeight {
+            if let texture { SDL_DestroyTexture(texture) }
+            let format = layout == .i420 ? SDL_PIXELFORMAT_IYUV : SDL_PIXELFORMAT_NV12
+            texture = SDL_CreateTexture(renderer, format.rawValue, Int32(SDL_TEXTUREACCESS_STREAMING.rawValue), Int32(width), Int32(height))
+            textureLayout = layout
+            textureGeneration = -1
+            staleInTexture = []
+            resized = width != remoteWidth || height != remoteHeight
+            remoteWidth = width
+            remoteHeight = height
+        }
+        guard let texture else { return nil }
+        let colour = picture.colour
+        let mode: SDL_YUV_CONVERSION_MODE
+        switch colour.matrix {
+        case .bt601: mode = colour.fullRange ? SDL_YUV_CONVERSION_JPEG : SDL_YUV_CONVERSION_BT601
+        // SDL 2 has no BT.2020 matrix: BT.709's is the nearest it has (a slight hue shift on saturated colours).
+        case .bt709, .bt2020: mode = SDL_YUV_CONVERSION_BT709
+        }
+        SDL_SetYUVConversionMode(mode)
+        let status: Int32 = picture.withPlanes { planes, pitches in
+            switch layout {
+            case .i420:
+                guard planes.count >= 3, pitches.count >= 3 else { return -1 }
+                return SDL_UpdateYUVTexture(texture, nil, planes[0], Int32(pitches[0]), planes[1], Int32(pitches[1]), planes[2], Int32(pitches[2]))
+            case .nv12:
+                guard planes.count >= 2, pitches.count >= 2 else { return -1 }
+                return SDL_UpdateNVTexture(texture, nil, planes[0], Int32(pitches[0]), planes[1], Int32(pitches[1]))
+            }
+        }
+        guard status == 0 else { return nil }
+        stats.recordUpdates(1, bytes: 0)
+        needsRedraw = true
+        return resized
     }
 
     /// Shows what changed: only the changed rectangles when the picture is alone in the window

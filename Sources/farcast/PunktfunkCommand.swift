@@ -19,7 +19,7 @@ struct PunktfunkCommand: AsyncParsableCommand {
             The host's certificate is pinned by its SHA-256 fingerprint. An unknown host is trusted only after pairing (`pair`, with the PIN the host shows) or when you say so with --tofu; a host whose certificate changed is refused until you re-trust it with --trust.
             """,
         subcommands: [PunktfunkDiscoverCommand.self, PunktfunkProbeCommand.self, PunktfunkPairCommand.self,
-                      PunktfunkSpeedtestCommand.self, PunktfunkReceiveCommand.self]
+                      PunktfunkSpeedtestCommand.self, PunktfunkReceiveCommand.self, PunktfunkConnectCommand.self]
     )
 }
 

@@ -2,6 +2,11 @@
 
 One IDR with in-band VPS/SPS/PPS (repeat-headers), then an infinite GOP (keyint=-1, no B frames,
 no scene cuts). The elementary stream is split into Annex-B access units here.
+
+Every picture carries its number in the sequence (0, 1, 2, ...) as a bar code across the top:
+a strip BAR_ROWS(h) rows high cut into 16 cells, cell i white when bit i of the number is set;
+the strip's lower half repeats it inverted, so a corrupt picture shows as a cell that is neither
+black nor white, or as halves that disagree. A window capture reads the number back.
 """
 
 import os
@@ -9,6 +14,12 @@ import subprocess
 import threading
 
 SECONDS = 12
+BITS = 16
+
+
+def bar_rows(h):
+    """Height of the numbered strip: 1/16 of the picture, at least 16 rows, even."""
+    return max(16, (h // 16) & ~1)
 
 
 class Stream:
@@ -63,7 +74,7 @@ class MediaLibrary:
         os.makedirs(directory, exist_ok=True)
 
     def path(self, w, h, hz):
-        return os.path.join(self.directory, "pattern-%dx%dx%d-%dk-%ds.h265" % (w, h, hz, self.bitrate_kbps, SECONDS))
+        return pattern_path(self.directory, w, h, hz, self.bitrate_kbps)
 
     def stream(self, w, h, hz):
         with self.lock:
@@ -77,14 +88,24 @@ class MediaLibrary:
             return self.cache[key]
 
 
+def pattern_path(directory, w, h, hz, bitrate_kbps, seconds=SECONDS):
+    return os.path.join(directory, "numbered-%dx%dx%d-%dk-%ds.h265" % (w, h, hz, bitrate_kbps, seconds))
+
+
 def encode(directory, w, h, hz, bitrate_kbps, seconds=SECONDS):
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "pattern-%dx%dx%d-%dk-%ds.h265" % (w, h, hz, bitrate_kbps, seconds))
+    path = pattern_path(directory, w, h, hz, bitrate_kbps, seconds)
     if os.path.exists(path) and os.path.getsize(path) > 0:
         return path
     tmp = path + ".tmp"
+    rows = bar_rows(h)
+    bit = "bitand(N\\,pow(2\\,floor(X*%d/W)))" % BITS
+    bar = ("nullsrc=size=%dx%d:rate=%d,format=gray,"
+           "geq=lum='if(lt(Y\\,%d)\\,if(%s\\,255\\,0)\\,if(%s\\,0\\,255))'" % (w, rows, hz, rows // 2, bit, bit))
     cmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
            "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=%d" % (w, h, hz),
+           "-f", "lavfi", "-i", bar,
+           "-filter_complex", "[0:v][1:v]overlay=0:0:shortest=1",
            "-frames:v", str(seconds * hz), "-pix_fmt", "yuv420p",
            "-c:v", "libx265", "-preset", "ultrafast", "-tune", "zerolatency",
            "-x265-params", "keyint=-1:repeat-headers=1:bframes=0:scenecut=0:log-level=error",
@@ -104,8 +125,7 @@ if __name__ == "__main__":
     a = p.parse_args()
     if a.check:
         import sys
-        missing = [m for m in a.modes if not os.path.exists(os.path.join(
-            a.media_dir, "pattern-%sx%sx%s-%dk-%ds.h265" % (*m.split("x"), a.bitrate_kbps, SECONDS)))]
+        missing = [m for m in a.modes if not os.path.exists(pattern_path(a.media_dir, *(int(x) for x in m.split("x")), a.bitrate_kbps))]
         sys.exit(1 if missing else 0)
     # One ffmpeg per mode at the same time: x265 with zerolatency keeps each to about one core.
     from concurrent.futures import ThreadPoolExecutor

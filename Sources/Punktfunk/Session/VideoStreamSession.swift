@@ -33,6 +33,8 @@ public final class VideoStreamSession: @unchecked Sendable {
     }
 
     private let client: PunktfunkClient
+    /// The Welcome's codec (HEVC when it names one this client does not know), for telling keyframes.
+    public let codec: VideoCodec
     private let receiver: VideoReceiver
     private var policy: StreamingPolicy
     /// BitrateChanged values from the control task, applied to the policy at the next interval.
@@ -62,6 +64,7 @@ public final class VideoStreamSession: @unchecked Sendable {
         _ = try? warmUp.decode(originalCount: 2, recoveryCount: 2, originals: [0: [0, 0]],
                                recovery: [0: try warmUp.encode([[0, 0], [1, 1]], recoveryCount: 2)[0]])
         self.client = client
+        codec = VideoCodec(welcomeCodec: welcome.codec) ?? .hevc
         self.policy = policy ?? StreamingPolicy(bitrate: BitrateAdaptation(openedAtKbps: welcome.bitrateKbps))
         self.clock = Mutex((clock, clock.rttNs != nil))
         self.onFrame = onFrame
@@ -79,7 +82,7 @@ public final class VideoStreamSession: @unchecked Sendable {
         for event in events {
             switch event {
             case .frame(let frame):
-                let keyframe = Self.isHEVCKeyframe(frame.data)
+                let keyframe = Self.isKeyframe(frame.data, codec: codec)
                 if let request = policy.frameDelivered(now: now, isKeyframe: keyframe, flags: frame.userFlags) { outgoing.append(request) }
                 let (latency, ready) = clock.withLock { ($0.estimator.latencyNs(ptsNs: frame.ptsNanoseconds, receivedNs: frame.completedAtNanoseconds), $0.ready) }
                 stats.withLock { s in
@@ -166,9 +169,9 @@ public final class VideoStreamSession: @unchecked Sendable {
     /// A copy of the figures so far.
     public var statistics: Statistics { stats.withLock { $0 } }
 
-    /// True when an HEVC access unit is a point a decoder can start from (IDR/BLA/CRA), by the
-    /// media layer's Annex-B parse.
-    public static func isHEVCKeyframe(_ au: [UInt8]) -> Bool {
-        (try? AccessUnit(au, codec: .hevc))?.isRandomAccessPoint ?? false
+    /// True when an access unit is a point a decoder can start from (HEVC IDR/BLA/CRA, an H.264
+    /// IDR, an AV1 key frame), by the media layer's parse.
+    public static func isKeyframe(_ au: [UInt8], codec: VideoCodec) -> Bool {
+        (try? AccessUnit(au, codec: codec))?.isRandomAccessPoint ?? false
     }
 }

@@ -1,0 +1,385 @@
+import ArgumentParser
+import FarcastSupport
+import Foundation
+import Punktfunk
+import Synchronization
+import Viewer
+
+/// `farcast punktfunk connect`: the stream in a window. The session and data plane as `receive`
+/// runs them; each access unit goes to a `VideoDecodeQueue` (its own thread, libavcodec), each
+/// picture to the `ViewerWindow` (a YUV texture, the newest picture wins), and what the person
+/// does in the window goes back to the host as input datagrams.
+struct PunktfunkConnectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "connect",
+        abstract: "Watch and play a host's stream in a window: decoded video, keyboard and mouse sent back.",
+        discussion: """
+            Connects (pairing and trust as for every punktfunk command), asks for --mode, and shows the stream in a window, scaled to fit with black bars. Video is decoded by FFmpeg's libavcodec (loaded when the stream starts; on Debian: apt install libavcodec59), through VA-API when the machine has it (--decode). When frames are lost for good, the window keeps the last good picture and asks the host for a keyframe instead of showing a broken one.
+
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). Audio, microphone and game controllers are not forwarded yet.
+
+            --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
+
+            Examples:
+              farcast punktfunk connect gaming-pc
+              farcast punktfunk connect 192.168.1.20 --mode 2560x1440x120 --bitrate 80 --fullscreen
+              farcast punktfunk connect gaming-pc --duration 20 --stats-json stats.json
+            """
+    )
+
+    enum Decode: String, ExpressibleByArgument, CaseIterable {
+        case auto, software, vaapi
+    }
+
+    @OptionGroup var hostOptions: PunktfunkHostOptions
+    @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
+    var mode: String = "1920x1080x60"
+    @Option(help: ArgumentHelp("Bitrate in Mbit/s, or auto (the host's choice).", valueName: "auto|mbps"))
+    var bitrate: String = "auto"
+    @Option(help: ArgumentHelp("The codec to ask for: hevc, h264 or av1 (the host may answer with another it supports).", valueName: "codec"))
+    var codec: String = "hevc"
+    @Option(help: ArgumentHelp("Where video is decoded: auto (VA-API when it opens, else software), software, or vaapi (VA-API's default device; software with a warning when it does not open).", valueName: "auto|software|vaapi"))
+    var decode: Decode = .auto
+    @Flag(help: "Start full screen (F8 → Full screen leaves it).")
+    var fullscreen = false
+    @Flag(help: "Show the statistics overlay from the start (F8 → Statistics toggles it).")
+    var hud = false
+    @Option(help: ArgumentHelp("Disconnect after this many seconds (default: when the window closes).", valueName: "seconds"))
+    var duration: Double?
+    @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file when the stream ends.", valueName: "path"))
+    var statsJSON: String?
+    @Option(name: .customLong("stall-limit"), help: ArgumentHelp("End with an error when no video arrives for this many seconds (after 2 s of silence farcast asks for a keyframe).", valueName: "seconds"))
+    var stallLimit: Double = 10
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
+        guard (try? bitrateKbps()) != nil else { throw ValidationError("--bitrate is auto or Mbit/s above 0 and at most 3000") }
+        guard VideoCodec(rawValue: codec.lowercased()) != nil else { throw ValidationError("--codec is hevc, h264 or av1") }
+        guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
+        if let duration { guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be within 0…86400 seconds") } }
+    }
+
+    func bitrateKbps() throws -> UInt32 {
+        if bitrate.lowercased() == "auto" { return 0 }
+        guard let mbps = Double(bitrate), mbps > 0, mbps <= 3000 else { throw ValidationError("--bitrate") }
+        return UInt32(mbps * 1000)
+    }
+
+    struct Stats: Encodable {
+        var host: String
+        var mode: String
+        var codec: String
+        var decoder: String
+        var renderer: String
+        var seconds: Double
+        var framesSentByHost: UInt64
+        var framesReceived: UInt64
+        var framesDecoded: Int
+        var framesPresented: Int
+        /// Decoded pictures a newer one replaced before the window showed them.
+        var framesReplaced: Int
+        /// Access units held back after a loss until the next keyframe, refused by the decoder, or dropped behind it.
+        var framesSkipped: Int
+        var decodeErrors: Int
+        var decoderOverflow: Int
+        var captureToPresentMsP50: Double?
+        var captureToPresentMsP95: Double?
+        var captureToReceiptMsP50: Double?
+        var captureToReceiptMsP95: Double?
+        var clockOffsetUs: Double
+        var fecRecoveredShards: UInt64
+        var unrecoverableFrames: UInt64
+        var keyframeRequests: Int
+        var lastPresentedFrame: UInt32?
+        var ended: String
+    }
+
+    func run() async throws {
+        try await reportingFailures { try await interruptible { interrupt in
+            let options = try hostOptions.clientOptions()
+            guard let streamMode = StreamMode(parsing: mode), let wanted = VideoCodec(rawValue: codec.lowercased()) else {
+                throw CommandFailure(message: "--mode or --codec is not valid", exitCode: 2)
+            }
+            var configuration = ViewerConfiguration()
+            configuration.title = "\(hostOptions.host) — farcast punktfunk"
+            configuration.fullscreen = fullscreen
+            configuration.showHUD = hud
+            configuration.clipboardSync = false
+            configuration.scale = .fit
+            let window = ViewerWindow(configuration: configuration)
+            do { try await window.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
+            window.setStatus(.connecting(hostOptions.host))
+            let hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: [], codecs: Self.codecBits(wanted))
+            let pipeline = Mutex<(stream: VideoStreamSession, queue: VideoDecodeQueue, decoder: String)?>(nil)
+            let clockOffsetNs = Atomic<Int64>(0)
+            let frames = Mutex(FrameNumbers())
+            let hardware: FFmpegVideoDecoder.Hardware = decode == .software ? .software : decode == .vaapi ? .vaapi(device: nil) : .automatic
+            let decodeChoice = decode
+            let session: PunktfunkSessionStart
+            do {
+                session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
+                    guard let codec = VideoCodec(welcomeCodec: welcome.codec) else {
+                        throw CommandFailure(message: "the host chose a codec farcast cannot decode (\(welcome.codecName))")
+                    }
+                    let decoder: FFmpegVideoDecoder
+                    do {
+                        decoder = try FFmpegVideoDecoder(codec: codec, hardware: hardware, colour: PictureColour(cicp: welcome.colour))
+                    } catch let error as VideoDecodeError {
+                        throw CommandFailure(message: error.description)
+                    }
+                    if let reason = decoder.hardwareFallbackReason, decodeChoice == .vaapi {
+                        FileHandleOutput.stderr("farcast: warning: \(reason)\n")
+                    }
+                    let description = decoder.description
+                    let queue = VideoDecodeQueue(decoder: decoder, onPicture: { picture in
+                        window.show(StreamPicture(picture), frameNumber: picture.frameIndex,
+                                    capturedAtRealtimeNs: Int64(bitPattern: picture.ptsNanoseconds) - clockOffsetNs.load(ordering: .relaxed))
+                    }, requestKeyframe: { client.send(.requestKeyframe) })
+                    let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator(),
+                                                        stallLimitNs: Int64(stallLimit * 1e9)) { frame, _, keyframe in
+                        frames.withLock { $0.saw(frame.frameIndex) }
+                        queue.enqueue(frame, isRandomAccessPoint: keyframe)
+                    }
+                    client.inbox.observe { payload in
+                        guard ControlMessage.isControl(payload), let message = try? ControlMessage.decode(payload) else { return false }
+                        switch message {
+                        case .reconfigured(true, let m): stream.modeChanged(to: m); return true
+                        case .bitrateChanged(let kbps): stream.bitrateChanged(to: kbps); return true
+                        case .reconfigured: return true
+                        default: return false
+                        }
+                    }
+                    pipeline.withLock { $0 = (stream, queue, description) }
+                    socket.start { datagram, received in stream.handle(datagram, receivedAt: received) }
+                }
+            } catch {
+                window.close()
+                await window.waitUntilClosed()
+                throw error
+            }
+            hostOptions.markConnected()
+            let client = session.client
+            guard let (stream, queue, decoderName) = pipeline.withLock({ $0 }) else { throw CommandFailure(message: "internal: no video pipeline") }
+            stream.applyClock(session.samples)
+            clockOffsetNs.store(session.clock.offsetNs, ordering: .relaxed)
+            let streamSize = (width: Int(session.welcome.mode.width), height: Int(session.welcome.mode.height))
+            window.setStatus(.connected(desktopName: "\(hostOptions.host) \(session.welcome.mode) \(session.welcome.codecName)"))
+
+            // What the person does in the window, to the host.
+            let closed = Atomic<Bool>(false)
+            let inputTask = Task {
+                var mapper = PunktfunkInputMapper()
+                for await event in window.input {
+                    switch event {
+                    case .closed, .command(.disconnect):
+                        closed.store(true, ordering: .relaxed)
+                    default:
+                        for input in mapper.map(event, streamWidth: streamSize.width, streamHeight: streamSize.height) {
+                            client.send(datagram: input.datagram)
+                        }
+                    }
+                }
+                closed.store(true, ordering: .relaxed)
+            }
+
+            let started = DataPlaneSocket.monotonic()
+            var ended = "time"
+            var failure: (any Error)?
+            var policy = StreamingPolicy()
+            _ = policy.clockResyncDue(now: started)
+            var nextHUD = 0.0
+            while true {
+                let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
+                if let duration, elapsed >= duration { break }
+                if closed.load(ordering: .relaxed) { ended = "window closed"; break }
+                if interrupt.fired { ended = "interrupted"; break }
+                if let error = client.inbox.failure {
+                    ended = "connection"
+                    failure = error
+                    break
+                }
+                switch stream.watchForStalls(now: DataPlaneSocket.monotonic()) {
+                case .none, .requestKeyframe, .resumed:
+                    break
+                case .stalled(let silentNs):
+                    FileHandleOutput.stderr(String(format: "farcast: warning: no video from the host for %.1f s; asking it for a keyframe\n", Double(silentNs) / 1e9))
+                case .giveUp(let silentNs):
+                    ended = "stalled"
+                    failure = CommandFailure(message: String(format: "the host sent no video for %.0f s (--stall-limit)", Double(silentNs) / 1e9))
+                }
+                if failure != nil { break }
+                if policy.clockResyncDue(now: DataPlaneSocket.monotonic()), let batch = try? await client.measureClock() {
+                    stream.applyClock(batch)
+                    clockOffsetNs.store(stream.statistics.clockOffsetNs, ordering: .relaxed)
+                }
+                if elapsed >= nextHUD {
+                    nextHUD = elapsed + 1
+                    window.setHUDExtra(Self.hudLines(stream.statistics, queue.statistics, window.pictureStatistics, decoder: decoderName))
+                }
+                try? await Task.sleep(nanoseconds: 50_000_000)
+            }
+            let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
+            session.dataSocket.stop()
+            queue.stop()
+            client.close()
+            window.close()
+            await window.waitUntilClosed()
+            inputTask.cancel()
+            let s = stream.statistics, q = queue.statistics, p = window.pictureStatistics
+            func ms(_ ns: Int64?) -> Double? { ns.map { Double($0) / 1e6 } }
+            let stats = Stats(host: options.peerKey, mode: (s.lastMode ?? session.welcome.mode).description, codec: stream.codec.rawValue,
+                              decoder: decoderName, renderer: window.statistics.renderer, seconds: elapsed,
+                              framesSentByHost: frames.withLock { $0.span }, framesReceived: s.accessUnits, framesDecoded: q.pictures,
+                              framesPresented: p.presented, framesReplaced: p.replaced, framesSkipped: q.skipped, decodeErrors: q.errors,
+                              decoderOverflow: q.overflowed,
+                              captureToPresentMsP50: p.latencyP50Milliseconds, captureToPresentMsP95: p.latencyP95Milliseconds,
+                              captureToReceiptMsP50: ms(s.latency.percentile(50)), captureToReceiptMsP95: ms(s.latency.percentile(95)),
+                              clockOffsetUs: Double(s.clockOffsetNs) / 1000, fecRecoveredShards: s.receiver.fecRecoveredShards,
+                              unrecoverableFrames: s.receiver.framesLost, keyframeRequests: s.keyframeRequests + q.keyframeRequests,
+                              lastPresentedFrame: p.lastPresentedFrame, ended: ended)
+            if let statsJSON {
+                do { try Data(jsonString(stats, pretty: true).utf8).write(to: URL(fileURLWithPath: statsJSON)) } catch {
+                    throw CommandFailure(message: "cannot write \(statsJSON): \(error.localizedDescription)")
+                }
+            }
+            if let failure { throw failure }
+            if let first = q.firstError, !global.quiet { FileHandleOutput.stderr("farcast: note: the decoder refused \(q.errors) access units (first: \(first))\n") }
+            if global.json {
+                try printJSON(stats)
+            } else if !global.quiet {
+                print(String(format: "%d frames presented of %llu sent by the host in %.1f s; capture→present p50 %@ p95 %@ ms",
+                             stats.framesPresented, stats.framesSentByHost, elapsed,
+                             stats.captureToPresentMsP50.map { String(format: "%.1f", $0) } ?? "-",
+                             stats.captureToPresentMsP95.map { String(format: "%.1f", $0) } ?? "-"))
+            }
+        } }
+    }
+
+    static func codecBits(_ codec: VideoCodec) -> Hello.Codecs {
+        switch codec {
+        case .hevc: return .hevc
+        case .h264: return .h264
+        case .av1: return .av1
+        }
+    }
+
+    static func hudLines(_ s: VideoStreamSession.Statistics, _ q: VideoDecodeQueue.Statistics, _ p: PictureStatistics, decoder: String) -> [String] {
+        func ms(_ ns: Int64?) -> String { ns.map { String(format: "%.1f", Double($0) / 1e6) } ?? "–" }
+        func ms(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "–" }
+        return [
+            "\(decoder)  decoded \(q.pictures)  shown \(p.presented)  replaced \(p.replaced)  skipped \(q.skipped)",
+            "FEC repaired \(s.receiver.fecRecoveredShards) shards  lost \(s.receiver.framesLost) frames  \(s.bitrateKbps / 1000) Mbit/s asked",
+            "capture→receipt p50 \(ms(s.latency.percentile(50))) p95 \(ms(s.latency.percentile(95))) ms",
+            "capture→present p50 \(ms(p.latencyP50Milliseconds)) p95 \(ms(p.latencyP95Milliseconds)) ms",
+        ]
+    }
+}
+
+/// The first and last frame number the stream delivered: how many frames the host sent in
+/// between, received or not.
+struct FrameNumbers {
+    private var first: UInt32?
+    private var last: UInt32?
+
+    mutating func saw(_ index: UInt32) {
+        if first == nil { first = index }
+        if let l = last, Int32(bitPattern: index &- l) <= 0 { return }
+        last = index
+    }
+
+    var span: UInt64 {
+        guard let first, let last else { return 0 }
+        return UInt64(last &- first) + 1
+    }
+}
+
+/// A decoded picture as the window takes it (the two modules do not know each other).
+final class StreamPicture: ViewerPicture {
+    let picture: DecodedPicture
+    init(_ picture: DecodedPicture) { self.picture = picture }
+    var width: Int { picture.width }
+    var height: Int { picture.height }
+    var layout: ViewerPictureLayout { picture.layout == .i420 ? .i420 : .nv12 }
+    var colour: ViewerPictureColour {
+        let c = picture.colour
+        let matrix: ViewerPictureColour.Matrix = c.matrix == .bt601 ? .bt601 : c.matrix == .bt2020 ? .bt2020 : .bt709
+        return ViewerPictureColour(matrix: matrix, fullRange: c.fullRange)
+    }
+    func withPlanes<R>(_ body: ([UnsafePointer<UInt8>], [Int]) throws -> R) rethrows -> R { try picture.withPlanes(body) }
+}
+
+/// The window's input as punktfunk input events: keys as Windows virtual keys (from the
+/// physical key's USB usage, else the keysym), the pointer absolute in the stream's pixels (or
+/// relative in capture mode), buttons as presses and releases, the wheel in WHEEL_DELTA steps.
+struct PunktfunkInputMapper {
+    private var buttons: UInt16 = 0
+    private var lastPosition: (x: Int, y: Int)?
+    private var pointer = PointerAccumulator()
+    private var modifiers: KeyModifiers = []
+    /// Virtual keys down, so a release is sent only for what was pressed.
+    private var held: Set<UInt8> = []
+
+    mutating func map(_ input: ViewerInput, streamWidth: Int, streamHeight: Int) -> [InputEvent] {
+        switch input {
+        case .key(let key, let down, let usage):
+            let vk = usage.flatMap { KeyMap.virtualKey(usbUsage: $0) } ?? {
+                switch key {
+                case .keysym(let sym): return KeyMap.virtualKey(keysym: sym)
+                case .character(let c): return KeyMap.virtualKey(keysym: c.value < 0x100 ? c.value : 0x0100_0000 | c.value)
+                }
+            }()
+            guard let vk else { return [] }
+            return press(vk, down: down)
+        case .pointer(let x, let y, let newButtons):
+            var out: [InputEvent] = []
+            if lastPosition.map({ $0 != (x, y) }) ?? true {
+                lastPosition = (x, y)
+                out.append(.mouseMoveAbsolute(x: Int32(clamping: x), y: Int32(clamping: y),
+                                              width: UInt16(clamping: streamWidth), height: UInt16(clamping: streamHeight)))
+            }
+            return out + buttonChanges(to: newButtons)
+        case .pointerMotion(let dx, let dy, let newButtons):
+            return (pointer.move(dx: dx, dy: dy).map { [$0] } ?? []) + buttonChanges(to: newButtons)
+        case .command(.pressKeys(let keysyms)):
+            let vks = keysyms.compactMap { KeyMap.virtualKey(keysym: $0) }
+            return vks.flatMap { press($0, down: true) } + vks.reversed().flatMap { press($0, down: false) }
+        case .clipboard, .resizeRemote, .command, .closed:
+            return []
+        }
+    }
+
+    private mutating func press(_ vk: UInt8, down: Bool) -> [InputEvent] {
+        let flag: KeyModifiers? = switch vk {
+        case 0x10, 0xA0, 0xA1: .shift
+        case 0x11, 0xA2, 0xA3: .control
+        case 0x12, 0xA4, 0xA5: .alt
+        case 0x5B, 0x5C: .meta
+        default: nil
+        }
+        if down {
+            held.insert(vk)
+            if let flag { modifiers.insert(flag) }
+            return [.keyDown(virtualKey: UInt32(vk), modifiers: modifiers)]
+        }
+        guard held.remove(vk) != nil else { return [] }
+        if let flag { modifiers.remove(flag) }
+        return [.keyUp(virtualKey: UInt32(vk), modifiers: modifiers)]
+    }
+
+    /// Presses and releases for the buttons that changed (bit 0 left, 1 middle, 2 right, 3/4
+    /// wheel up/down clicks, 7/8 back/forward), and a WHEEL_DELTA step per wheel click.
+    private mutating func buttonChanges(to newButtons: UInt16) -> [InputEvent] {
+        var out: [InputEvent] = []
+        let pressed = newButtons & ~buttons, released = buttons & ~newButtons
+        let map: [(UInt16, MouseButton)] = [(1 << 0, .left), (1 << 1, .middle), (1 << 2, .right), (1 << 7, .back), (1 << 8, .forward)]
+        for (bit, button) in map {
+            if pressed & bit != 0 { out.append(.mouseButtonDown(button)) }
+            if released & bit != 0 { out.append(.mouseButtonUp(button)) }
+        }
+        if pressed & (1 << 3) != 0, let up = pointer.scroll(notches: 1) { out.append(up) }
+        if pressed & (1 << 4) != 0, let down = pointer.scroll(notches: -1) { out.append(down) }
+        buttons = newButtons
+        return out
+    }
+}
