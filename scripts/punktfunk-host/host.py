@@ -569,8 +569,9 @@ class VideoSession:
             pts = time.time_ns()
             is_idr = position == 1
             if filler is None:
+                # picture: the number the test pattern paints into this access unit's picture
                 st.log.write("au", frame_index=frame_index, sha256=hashlib.sha256(au).hexdigest(), bytes=len(au),
-                             idr=is_idr, pts_ns=pts, width=self.mode[0], height=self.mode[1])
+                             idr=is_idr, pts_ns=pts, width=self.mode[0], height=self.mode[1], picture=position - 1)
             for datagram in packetizer.packetize(au, frame_index, pts, WELCOME_SHARD, MAX_DATA_PER_BLOCK,
                                                  self.fec_percent, 0, 0, seq_state, self.sealer):
                 self.send_datagram(datagram)

@@ -1,0 +1,185 @@
+import FarcastSupport
+import Foundation
+import Punktfunk
+import Testing
+
+/// `farcast punktfunk connect`: the stream in a window on Xvfb, checked from the outside. The
+/// stand-in host (scripts/punktfunk-host; no real host builds here) paints each picture's number
+/// in its sequence as a bar code across the top (scripts/punktfunk-host/media.py) and logs which
+/// picture every access unit carries; xwd reads the window back, xdotool types and clicks into it
+/// as a person's keyboard and mouse (XTEST), and the host logs the input datagrams that arrive.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct PunktfunkWindowTests {
+    let folder: TemporaryFolder
+    static let mode = "640x360x30"
+
+    init() throws {
+        folder = try TemporaryFolder()
+    }
+
+    /// The bar code of a capture: the picture's number, or why it is not a clean picture (a cell
+    /// neither black nor white, or halves that disagree: a corrupt or torn picture).
+    static func pictureNumber(_ image: XWDImage) -> Result<Int, Corrupt> {
+        // The strip is bar_rows(360) = 22 rows of the 360 (scaled with the window): 16 cells across.
+        let rows = Double(image.height) * 22 / 360
+        let top = Int(rows * 0.25), bottom = Int(rows * 0.75)
+        var number = 0
+        for bit in 0..<16 {
+            let x = Int((Double(bit) + 0.5) * Double(image.width) / 16)
+            func luma(_ y: Int) -> Int {
+                let p = image.pixels[y * image.width + x]
+                return Int((p >> 16) & 0xFF + (p >> 8) & 0xFF + p & 0xFF) / 3
+            }
+            let a = luma(top), b = luma(bottom)
+            guard (a > 190 && b < 65) || (a < 65 && b > 190) else {
+                return .failure(Corrupt(description: "cell \(bit) reads \(a) over \(b)"))
+            }
+            if a > 128 { number |= 1 << bit }
+        }
+        return .success(number)
+    }
+
+    struct Corrupt: Error, CustomStringConvertible { var description: String }
+
+    /// Runs `connect` against `host` on `screen`, capturing the window every 150 ms while it runs.
+    func watch(_ host: PunktfunkStandInHost, on screen: ViewerScreen, seconds: Int, extra: [String] = [],
+               during: (String) throws -> Void = { _ in }) throws -> (captures: [Result<Int, Corrupt>], sizes: Set<String>, stats: [String: Any], log: String) {
+        var env = screen.environment
+        env["XDG_STATE_HOME"] = folder.path + "/client"
+        let statsFile = folder.path + "/stats-\(UUID().uuidString.prefix(6)).json"
+        let viewer = try BackgroundProcess(try farcastBinary(), ["punktfunk", "connect", host.address, "--tofu", "--mode", Self.mode,
+                                                                  "--duration", "\(seconds)", "--stats-json", statsFile] + extra,
+                                           environment: env, logName: "farcast-connect")
+        defer { viewer.stop() }
+        let window = try screen.viewerWindow(viewer)
+        try during(window)
+        var captures: [Result<Int, Corrupt>] = []
+        var sizes: Set<String> = []
+        while viewer.isRunning {
+            guard let image = try? XWDImage.capture(window: window, of: screen) else { break }
+            sizes.insert("\(image.width)x\(image.height)")
+            captures.append(Self.pictureNumber(image))
+            usleep(150_000)
+        }
+        #expect(viewer.waitForExit(timeout: 20) && viewer.terminationStatus == 0, "\(viewer.log)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: statsFile))
+        let stats = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        return (captures, sizes, stats, viewer.log)
+    }
+
+    /// The pictures the host sent, in sending order.
+    static func sentPictures(_ host: PunktfunkStandInHost) -> [(frame: Int, picture: Int)] {
+        host.events("au").compactMap { e in
+            guard let f = e["frame_index"] as? Int, let p = e["picture"] as? Int else { return nil }
+            return (f, p)
+        }
+    }
+
+    /// The shown numbers appear in the host's sending order (shown ones may be skipped between
+    /// captures, never out of order or invented). Returns the frame index of the last one matched.
+    static func expectInSendingOrder(_ shown: [Int], _ sent: [(frame: Int, picture: Int)], _ what: String) -> Int? {
+        var at = 0
+        var lastFrame: Int?
+        for number in shown {
+            // The same picture may be captured twice; otherwise find it later in the sequence.
+            if let last = lastFrame, sent[at - 1].frame == last, sent[at - 1].picture == number { continue }
+            guard let found = sent[at...].firstIndex(where: { $0.picture == number }) else {
+                Issue.record("\(what): picture \(number) shown out of order (shown: \(shown))")
+                return nil
+            }
+            lastFrame = sent[found].frame
+            at = found + 1
+        }
+        return lastFrame
+    }
+
+    @Test func theWindowShowsEveryPictureInOrderAndCleanAlsoUnderFivePercentLoss() throws {
+        let screen = try ViewerScreen()
+        for loss in ["0", "5"] {
+            let host = try PunktfunkStandInHost(stateDir: folder.path + "/host-\(loss)", arguments: ["--mode", Self.mode, "--loss", loss], folder: folder)
+            defer { host.stop() }
+            let run = try watch(host, on: screen, seconds: 6)
+            let shown = run.captures.compactMap { try? $0.get() }
+            let corrupt = run.captures.compactMap { if case .failure(let c) = $0 { c.description } else { nil } }
+            #expect(corrupt.isEmpty, "loss \(loss)%: corrupt captures: \(corrupt)")
+            #expect(shown.count >= 15, "loss \(loss)%: only \(shown.count) captures")
+            // At 1:1 (the window fits the picture).
+            #expect(run.sizes == ["640x360"], "loss \(loss)%: \(run.sizes)")
+            let sent = Self.sentPictures(host)
+            _ = Self.expectInSendingOrder(shown, sent, "loss \(loss)%")
+            // The pictures moved on: the last capture is not the first picture.
+            #expect(Set(shown).count >= 10, "loss \(loss)%: \(shown)")
+            let s = run.stats
+            #expect(s["decode_errors"] as? Int == 0, "\(s)")
+            let sentByHost = s["frames_sent_by_host"] as? Int ?? 0, presented = s["frames_presented"] as? Int ?? 0
+            #expect(sentByHost >= 150 && presented > 0, "\(s)")
+            // The host's own numbering agrees with its log.
+            #expect(abs(sentByHost - sent.count) <= 5, "stats say \(sentByHost) sent, the host logged \(sent.count)")
+            if loss == "5" { #expect((s["fec_recovered_shards"] as? Int ?? 0) > 0, "\(s)") }
+            #expect(s["capture_to_present_ms_p50"] as? Double != nil, "\(s)")
+        }
+    }
+
+    @Test func afterAnUnrecoverableLossTheWindowFreezesThenRecoversAtTheNextKeyframe() throws {
+        let screen = try ViewerScreen()
+        // Everything lost from 2.0 s to 2.5 s after the first datagram: no FEC can repair that.
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode, "--loss-schedule", "2:100,2.5:0"], folder: folder)
+        defer { host.stop() }
+        let run = try watch(host, on: screen, seconds: 7)
+        let corrupt = run.captures.compactMap { if case .failure(let c) = $0 { c.description } else { nil } }
+        #expect(corrupt.isEmpty, "corrupt captures (a picture built on lost references): \(corrupt)")
+        let shown = run.captures.compactMap { try? $0.get() }
+        let sent = Self.sentPictures(host)
+        let lastShownFrame = Self.expectInSendingOrder(shown, sent, "outage")
+        // The host was asked for a keyframe and restarted its sequence at its IDR; the window
+        // shows pictures sent after that.
+        let keyframe = try #require(host.events("keyframe_sent").first?["frame_index"] as? Int, "no keyframe was asked for: \(run.log)")
+        #expect((lastShownFrame ?? 0) > keyframe, "the window never got past the outage: shown \(shown), keyframe at frame \(keyframe)")
+        let s = run.stats
+        // Frames that arrived after the gap, built on lost ones, were held back, not decoded.
+        #expect((s["frames_skipped"] as? Int ?? 0) > 0 || (s["unrecoverable_frames"] as? Int ?? 0) > 0, "\(s)")
+        #expect(s["decode_errors"] as? Int == 0, "\(s)")
+        #expect((s["unrecoverable_frames"] as? Int ?? 0) > 0, "\(s)")
+    }
+
+    @Test func keyboardAndMouseInTheWindowArriveAtTheHostAsVirtualKeysAndPointerEvents() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        _ = try watch(host, on: screen, seconds: 5) { window in
+            try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+            try screen.x("xdotool", ["type", "--delay", "40", "ab"], package: "xdotool")
+            try screen.x("xdotool", ["key", "shift+Return"], package: "xdotool")
+            let geometry = try screen.x("xdotool", ["getwindowgeometry", window], package: "xdotool").stdout
+            let position = geometry.split(separator: "\n").first { $0.contains("Position:") }?
+                .split(separator: " ")[1].split(separator: ",").compactMap { Int($0) } ?? []
+            #expect(position.count == 2, "xdotool getwindowgeometry: \(geometry)")
+            try screen.x("xdotool", ["mousemove", "--sync", "\((position.first ?? 0) + 320)", "\((position.last ?? 0) + 90)", "click", "1"], package: "xdotool")
+            try screen.x("xdotool", ["click", "4"], package: "xdotool")
+        }
+        let inputs = host.events("input").compactMap { ($0["hex"] as? String).flatMap { InputEvent(datagram: Self.bytes(hex: $0)) } }
+        let keys = inputs.compactMap { e -> String? in
+            switch e {
+            case .keyDown(let vk, let m): return "down \(vk)\(m.contains(.shift) ? "+shift" : "")"
+            case .keyUp(let vk, _): return "up \(vk)"
+            default: return nil
+            }
+        }
+        // A = 0x41, B = 0x42, Shift = 0xA0 (left), Return = 0x0D; xdotool lets go of shift first.
+        #expect(keys == ["down 65", "up 65", "down 66", "up 66", "down 160+shift", "down 13+shift", "up 160", "up 13"], "\(keys)")
+        #expect(inputs.contains(.mouseMoveAbsolute(x: 320, y: 90, width: 640, height: 360)), "\(inputs)")
+        let buttons = inputs.filter { if case .mouseButtonDown = $0 { true } else if case .mouseButtonUp = $0 { true } else { false } }
+        #expect(buttons == [.mouseButtonDown(.left), .mouseButtonUp(.left)], "\(inputs)")
+        #expect(inputs.contains(.scroll(120)), "\(inputs)")
+    }
+
+    static func bytes(hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex, let j = hex.index(i, offsetBy: 2, limitedBy: hex.endIndex), let b = UInt8(hex[i..<j], radix: 16) {
+            out.append(b)
+            i = j
+        }
+        return out
+    }
+}
