@@ -16,7 +16,9 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         discussion: """
             Connects (pairing and trust as for every punktfunk command), asks for --mode, and shows the stream in a window, scaled to fit with black bars. Video is decoded by FFmpeg's libavcodec (loaded when the stream starts; on Debian: apt install libavcodec59), through VA-API when the machine has it (--decode). When frames are lost for good, the window keeps the last good picture and asks the host for a keyframe instead of showing a broken one.
 
-            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). Audio, microphone and game controllers are not forwarded yet.
+            Sound plays on --audio-device (ALSA's default device unless named; none for silence): the host's Opus through a jitter ring that conceals what is late or lost, 5.1 and 7.1 folded to stereo. When the default device does not open, the stream plays without sound and says so.
+
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). The microphone and game controllers are not forwarded yet.
 
             --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
 
@@ -40,6 +42,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var codec: String = "hevc"
     @Option(help: ArgumentHelp("Where video is decoded: auto (VA-API when it opens, else software), software, or vaapi (VA-API's default device; software with a warning when it does not open).", valueName: "auto|software|vaapi"))
     var decode: Decode = .auto
+    @Option(name: .customLong("audio-device"), help: ArgumentHelp("The ALSA device for the stream's sound (see `aplay -L`), or none.", valueName: "device"))
+    var audioDevice: String = "default"
     @Flag(help: "Start full screen (F8 → Full screen leaves it).")
     var fullscreen = false
     @Flag(help: "Show the statistics overlay from the start (F8 → Statistics toggles it).")
@@ -92,6 +96,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         var unrecoverableFrames: UInt64
         var keyframeRequests: Int
         var lastPresentedFrame: UInt32?
+        var audio: PunktfunkAudioOutput.Statistics?
         var ended: String
     }
 
@@ -116,6 +121,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let frames = Mutex(FrameNumbers())
             let hardware: FFmpegVideoDecoder.Hardware = decode == .software ? .software : decode == .vaapi ? .vaapi(device: nil) : .automatic
             let decodeChoice = decode
+            let audioBox = Mutex<PunktfunkAudioOutput?>(nil)
+            let (audioDevice, quiet) = (audioDevice, global.quiet)
             let session: PunktfunkSessionStart
             do {
                 session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
@@ -130,6 +137,19 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                     }
                     if let reason = decoder.hardwareFallbackReason, decodeChoice == .vaapi {
                         FileHandleOutput.stderr("farcast: warning: \(reason)\n")
+                    }
+                    if audioDevice != "none" {
+                        do {
+                            let audio = try PunktfunkAudioOutput(device: audioDevice, channels: Int(welcome.audioChannels))
+                            audioBox.withLock { $0 = audio }
+                            client.onDatagram { datagram in audio.receive(datagram) }
+                        } catch {
+                            // The default device is a convenience; a device asked for by name must open.
+                            guard audioDevice == "default" else {
+                                throw CommandFailure(message: "cannot play sound on ALSA device \(audioDevice): \(describe(error))")
+                            }
+                            if !quiet { FileHandleOutput.stderr("farcast: warning: no sound: ALSA's default device does not open (\(describe(error))); --audio-device none silences this\n") }
+                        }
                     }
                     let description = decoder.description
                     let queue = VideoDecodeQueue(decoder: decoder, onPicture: { picture in
@@ -222,6 +242,9 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
             session.dataSocket.stop()
             queue.stop()
+            let audio = audioBox.withLock { $0 }
+            client.onDatagram(nil)
+            audio?.stop()
             client.close()
             window.close()
             await window.waitUntilClosed()
@@ -237,7 +260,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                               captureToReceiptMsP50: ms(s.latency.percentile(50)), captureToReceiptMsP95: ms(s.latency.percentile(95)),
                               clockOffsetUs: Double(s.clockOffsetNs) / 1000, fecRecoveredShards: s.receiver.fecRecoveredShards,
                               unrecoverableFrames: s.receiver.framesLost, keyframeRequests: s.keyframeRequests + q.keyframeRequests,
-                              lastPresentedFrame: p.lastPresentedFrame, ended: ended)
+                              lastPresentedFrame: p.lastPresentedFrame, audio: audio?.statistics, ended: ended)
             if let statsJSON {
                 do { try Data(jsonString(stats, pretty: true).utf8).write(to: URL(fileURLWithPath: statsJSON)) } catch {
                     throw CommandFailure(message: "cannot write \(statsJSON): \(error.localizedDescription)")

@@ -42,9 +42,10 @@ struct PunktfunkWindowTests {
     struct Corrupt: Error, CustomStringConvertible { var description: String }
 
     /// Runs `connect` against `host` on `screen`, capturing the window every 150 ms while it runs.
-    func watch(_ host: PunktfunkStandInHost, on screen: ViewerScreen, seconds: Int, extra: [String] = [],
+    func watch(_ host: PunktfunkStandInHost, on screen: ViewerScreen, seconds: Int, extra: [String] = ["--audio-device", "none"],
+               environment: [String: String] = [:],
                during: (String) throws -> Void = { _ in }) throws -> (captures: [Result<Int, Corrupt>], sizes: Set<String>, stats: [String: Any], log: String) {
-        var env = screen.environment
+        var env = screen.environment.merging(environment) { $1 }
         env["XDG_STATE_HOME"] = folder.path + "/client"
         let statsFile = folder.path + "/stats-\(UUID().uuidString.prefix(6)).json"
         let viewer = try BackgroundProcess(try farcastBinary(), ["punktfunk", "connect", host.address, "--tofu", "--mode", Self.mode,
@@ -171,6 +172,40 @@ struct PunktfunkWindowTests {
         let buttons = inputs.filter { if case .mouseButtonDown = $0 { true } else if case .mouseButtonUp = $0 { true } else { false } }
         #expect(buttons == [.mouseButtonDown(.left), .mouseButtonUp(.left)], "\(inputs)")
         #expect(inputs.contains(.scroll(120)), "\(inputs)")
+    }
+
+    @Test func theStreamsToneReachesAnALSADeviceWithoutGaps() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        // ALSA's file plugin in front of the null device, named in a private ~/.asoundrc.
+        let device = try ALSACaptureDevice(in: folder)
+        let run = try watch(host, on: screen, seconds: 6, extra: ["--audio-device", ALSACaptureDevice.name],
+                            environment: ["HOME": device.home])
+        let audio = try #require(run.stats["audio"] as? [String: Any], "\(run.stats)")
+        let bytes = device.captured
+        // 5 ms windows of the left channel (S16LE stereo, 48 kHz).
+        let frames = bytes.count / 4
+        func left(_ f: Int) -> Double { Double(Int16(bitPattern: UInt16(bytes[4 * f]) | UInt16(bytes[4 * f + 1]) << 8)) }
+        let rms = stride(from: 0, to: frames - 240, by: 240).map { start in
+            (sqrt((start..<(start + 240)).reduce(0) { $0 + left($1) * left($1) } / 240))
+        }
+        let peak = rms.max() ?? 0
+        let first = try #require(rms.firstIndex { $0 > 0.2 * peak }, "no sound reached the device (\(bytes.count) bytes): \(audio)")
+        // The host's 440 Hz tone, measured from where the sound starts.
+        let tone = LeftChannelTone(bytes, skipping: first * 240 * 4)
+        #expect(abs(tone.hertz - 440) < 5, "\(tone)")
+        #expect(tone.seconds > 4, "\(tone); \(audio)")
+        // Past the first half second (the jitter ring adapting to the stand-in's own stalls —
+        // Python, up to 30 ms late — by concealment), no gap: a run of near-silent windows would be
+        // the ring running dry.
+        let steady = Array(rms.dropFirst(first + 100))
+        let quiet = steady.map { $0 < 0.1 * peak }
+        var longest = 0, current = 0
+        for q in quiet { current = q ? current + 1 : 0; longest = max(longest, current) }
+        #expect(longest <= 8, "a gap of \(longest * 5) ms in the sound; \(audio)")
+        #expect(Double(quiet.filter { $0 }.count) <= 0.05 * Double(steady.count), "\(quiet.filter { $0 }.count) of \(steady.count) windows nearly silent; \(audio)")
+        #expect(audio["decode_errors"] as? Int == 0 && audio["underruns"] as? Int == 0, "\(audio)")
     }
 
     static func bytes(hex: String) -> [UInt8] {

@@ -8,6 +8,12 @@
 /// (the sender's clock runs fast, or a burst arrived), it drops the oldest frames back to the
 /// target, so latency cannot creep. Holds at most `capacity` frames; a sequence that far ahead
 /// restarts the stream from it.
+///
+/// Adaptive (`adaptive: true`): the target grows by one frame (5 ms) for each frame that
+/// arrived after its turn, up to `maxDepth` − 1, the play head holding back one frame
+/// (concealed) to make the room at once, and by two when the ring ran dry and primes again; after `relaxAfterFrames` frames played with nothing
+/// late it shrinks by one, skipping a frame when more than the new target is buffered. So the
+/// delay follows the link's jitter between `targetDepth` and `maxDepth` frames (15–90 ms by default).
 public struct AudioJitterRing: Sendable {
     public enum Next: Sendable, Equatable {
         /// The frame to decode.
@@ -22,12 +28,20 @@ public struct AudioJitterRing: Sendable {
 
     public struct Counters: Sendable, Equatable {
         public var accepted = 0, late = 0, duplicate = 0, concealed = 0, droppedForLatency = 0, underruns = 0, restarts = 0
+        /// Adaptive: frames held back to deepen the buffer, and times it grew and shrank.
+        public var held = 0, grown = 0, shrunk = 0
     }
 
     public let targetDepth: Int
     public let maxDepth: Int
     public let capacity: Int
     public let maxConcealRun: Int
+    public let adaptive: Bool
+    public let relaxAfterFrames: Int
+    /// The depth it primes to and trims back to now (`targetDepth` unless adaptive).
+    public private(set) var currentTarget: Int
+    private var pendingHolds = 0
+    private var framesSinceLate = 0
     public private(set) var counters = Counters()
     private var slots: [(sequence: UInt32, pts: UInt64, opus: [UInt8])?]
     private var playing = false
@@ -36,11 +50,15 @@ public struct AudioJitterRing: Sendable {
     private var newest: UInt32 = 0
     private var concealRun = 0
 
-    public init(targetDepth: Int = 3, maxDepth: Int = 18, capacity: Int = 64, maxConcealRun: Int = 4) {
+    public init(targetDepth: Int = 3, maxDepth: Int = 18, capacity: Int = 64, maxConcealRun: Int = 4,
+                adaptive: Bool = false, relaxAfterFrames: Int = 2000) {
         self.targetDepth = max(1, targetDepth)
         self.capacity = max(capacity, self.targetDepth + 1)
         self.maxDepth = min(max(maxDepth, self.targetDepth), self.capacity - 1)
         self.maxConcealRun = max(1, maxConcealRun)
+        self.adaptive = adaptive
+        self.relaxAfterFrames = max(1, relaxAfterFrames)
+        currentTarget = self.targetDepth
         slots = Array(repeating: nil, count: self.capacity)
     }
 
@@ -57,6 +75,15 @@ public struct AudioJitterRing: Sendable {
             newest = s
         } else if Int32(bitPattern: s &- head) < 0 {
             counters.late += 1
+            if adaptive {
+                framesSinceLate = 0
+                if currentTarget < maxDepth - 1 {
+                    currentTarget += 1
+                    // While priming the deeper target is waited for anyway; while playing the head holds back.
+                    if playing { pendingHolds += 1 }
+                    counters.grown += 1
+                }
+            }
             return .late
         } else if s &- head >= UInt32(capacity) {
             // Far beyond what the ring holds: a stream restart or a long outage. Start over here.
@@ -77,7 +104,7 @@ public struct AudioJitterRing: Sendable {
         counters.accepted += 1
         // Too much buffered: skip the oldest frames back to the target depth.
         if playing && depth > maxDepth {
-            while depth > targetDepth {
+            while depth > currentTarget {
                 slots[index(head)] = nil
                 head &+= 1
                 counters.droppedForLatency += 1
@@ -90,9 +117,30 @@ public struct AudioJitterRing: Sendable {
     public mutating func next() -> Next {
         guard started else { return .waiting }
         if !playing {
-            guard depth >= targetDepth else { return .waiting }
+            guard depth >= currentTarget else { return .waiting }
             playing = true
             concealRun = 0
+        }
+        if pendingHolds > 0 {
+            // Deepen the buffer by one frame now: the head waits, the output conceals.
+            pendingHolds -= 1
+            counters.held += 1
+            counters.concealed += 1
+            return .conceal(sequence: head &- 1)
+        }
+        if adaptive {
+            framesSinceLate += 1
+            if framesSinceLate >= relaxAfterFrames && currentTarget > targetDepth {
+                framesSinceLate = 0
+                currentTarget -= 1
+                counters.shrunk += 1
+                // Buffered beyond the new target: skip the oldest frame.
+                if depth > currentTarget + 1, let slot = slots[index(head)], slot.sequence == head {
+                    slots[index(head)] = nil
+                    head &+= 1
+                    counters.droppedForLatency += 1
+                }
+            }
         }
         let s = head
         let i = index(s)
@@ -111,6 +159,12 @@ public struct AudioJitterRing: Sendable {
                 counters.underruns += 1
                 playing = false
                 newest = head &- 1
+                if adaptive && currentTarget < maxDepth - 1 {
+                    // Dry for longer than concealment covers: prime deeper (two frames more).
+                    currentTarget = min(maxDepth - 1, currentTarget + 2)
+                    framesSinceLate = 0
+                    counters.grown += 1
+                }
                 return .waiting
             }
         }
