@@ -11,7 +11,8 @@
 
 static const char *const library_names[2] = {"libavutil.so.57", "libavcodec.so.59"};
 static void *libraries[2];
-static const char *const symbol_names[19] = {
+static const char *const symbol_names[20] = {
+    "av_buffer_unref",
     "av_frame_alloc",
     "av_frame_copy_props",
     "av_frame_free",
@@ -32,11 +33,11 @@ static const char *const symbol_names[19] = {
     "avcodec_receive_frame",
     "avcodec_send_packet",
 };
-static void *symbols[19];
+static void *symbols[20];
 static farcast_lazy_library group = {
     .what = "FFmpeg (libavcodec)",
     .library_count = 2, .library_names = library_names, .libraries = libraries,
-    .symbol_count = 19, .symbol_names = symbol_names, .symbols = symbols,
+    .symbol_count = 20, .symbol_names = symbol_names, .symbols = symbols,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -44,99 +45,104 @@ const char *farcast_ffmpeg_load(void) { return farcast_lazy_load(&group); }
 
 #pragma GCC visibility push(hidden)
 
-AVFrame * av_frame_alloc(void) {
+void av_buffer_unref(AVBufferRef ** a0) {
     if (symbols[0] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_frame_alloc))symbols[0])();
+    ((__typeof__(&av_buffer_unref))symbols[0])(a0);
+}
+
+AVFrame * av_frame_alloc(void) {
+    if (symbols[1] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_frame_alloc))symbols[1])();
 }
 
 int av_frame_copy_props(AVFrame * a0, const AVFrame * a1) {
-    if (symbols[1] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_frame_copy_props))symbols[1])(a0, a1);
+    if (symbols[2] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_frame_copy_props))symbols[2])(a0, a1);
 }
 
 void av_frame_free(AVFrame ** a0) {
-    if (symbols[2] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&av_frame_free))symbols[2])(a0);
+    if (symbols[3] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&av_frame_free))symbols[3])(a0);
 }
 
 int av_frame_ref(AVFrame * a0, const AVFrame * a1) {
-    if (symbols[3] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_frame_ref))symbols[3])(a0, a1);
+    if (symbols[4] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_frame_ref))symbols[4])(a0, a1);
 }
 
 void av_frame_unref(AVFrame * a0) {
-    if (symbols[4] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&av_frame_unref))symbols[4])(a0);
+    if (symbols[5] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&av_frame_unref))symbols[5])(a0);
 }
 
 const char * av_get_pix_fmt_name(enum AVPixelFormat a0) {
-    if (symbols[5] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_get_pix_fmt_name))symbols[5])(a0);
+    if (symbols[6] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_get_pix_fmt_name))symbols[6])(a0);
 }
 
 int av_hwdevice_ctx_create(AVBufferRef ** a0, enum AVHWDeviceType a1, const char * a2, AVDictionary * a3, int a4) {
-    if (symbols[6] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_hwdevice_ctx_create))symbols[6])(a0, a1, a2, a3, a4);
+    if (symbols[7] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_hwdevice_ctx_create))symbols[7])(a0, a1, a2, a3, a4);
 }
 
 int av_hwframe_transfer_data(AVFrame * a0, const AVFrame * a1, int a2) {
-    if (symbols[7] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_hwframe_transfer_data))symbols[7])(a0, a1, a2);
+    if (symbols[8] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_hwframe_transfer_data))symbols[8])(a0, a1, a2);
 }
 
 void av_log_set_level(int a0) {
-    if (symbols[8] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&av_log_set_level))symbols[8])(a0);
+    if (symbols[9] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&av_log_set_level))symbols[9])(a0);
 }
 
 AVPacket * av_packet_alloc(void) {
-    if (symbols[9] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_packet_alloc))symbols[9])();
+    if (symbols[10] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_packet_alloc))symbols[10])();
 }
 
 void av_packet_free(AVPacket ** a0) {
-    if (symbols[10] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&av_packet_free))symbols[10])(a0);
+    if (symbols[11] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&av_packet_free))symbols[11])(a0);
 }
 
 int av_strerror(int a0, char * a1, size_t a2) {
-    if (symbols[11] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&av_strerror))symbols[11])(a0, a1, a2);
+    if (symbols[12] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&av_strerror))symbols[12])(a0, a1, a2);
 }
 
 AVCodecContext * avcodec_alloc_context3(const AVCodec * a0) {
-    if (symbols[12] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&avcodec_alloc_context3))symbols[12])(a0);
+    if (symbols[13] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&avcodec_alloc_context3))symbols[13])(a0);
 }
 
 const AVCodec * avcodec_find_decoder(enum AVCodecID a0) {
-    if (symbols[13] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&avcodec_find_decoder))symbols[13])(a0);
+    if (symbols[14] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&avcodec_find_decoder))symbols[14])(a0);
 }
 
 void avcodec_flush_buffers(AVCodecContext * a0) {
-    if (symbols[14] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&avcodec_flush_buffers))symbols[14])(a0);
+    if (symbols[15] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&avcodec_flush_buffers))symbols[15])(a0);
 }
 
 void avcodec_free_context(AVCodecContext ** a0) {
-    if (symbols[15] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&avcodec_free_context))symbols[15])(a0);
+    if (symbols[16] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&avcodec_free_context))symbols[16])(a0);
 }
 
 int avcodec_open2(AVCodecContext * a0, const AVCodec * a1, AVDictionary ** a2) {
-    if (symbols[16] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&avcodec_open2))symbols[16])(a0, a1, a2);
+    if (symbols[17] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&avcodec_open2))symbols[17])(a0, a1, a2);
 }
 
 int avcodec_receive_frame(AVCodecContext * a0, AVFrame * a1) {
-    if (symbols[17] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&avcodec_receive_frame))symbols[17])(a0, a1);
+    if (symbols[18] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&avcodec_receive_frame))symbols[18])(a0, a1);
 }
 
 int avcodec_send_packet(AVCodecContext * a0, const AVPacket * a1) {
-    if (symbols[18] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&avcodec_send_packet))symbols[18])(a0, a1);
+    if (symbols[19] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&avcodec_send_packet))symbols[19])(a0, a1);
 }
 
 #pragma GCC visibility pop

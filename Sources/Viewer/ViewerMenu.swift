@@ -1,9 +1,16 @@
 /// The F8 menu: its items, as they read for the window's current settings, and what choosing
 /// one does. Pure (the window draws it and routes keys and clicks here), so tests can walk it.
 public struct ViewerMenu: Sendable, Equatable {
-    public enum Item: Sendable, Equatable, CaseIterable {
+    public enum Item: Sendable, Equatable, Hashable {
         case fullscreen, viewOnly, scale, monitor, clipboard, keyboardGrab, relativePointer, hud
         case sendCtrlAltDel, sendMenuKey, reconnect, disconnect, close
+        /// An item the protocol side added (`ViewerConfiguration.menuActions`): its label, and
+        /// what choosing it sends back (`ViewerCommand.action`).
+        case action(String)
+
+        /// Every built-in item, in menu order.
+        public static let standard: [Item] = [.fullscreen, .viewOnly, .scale, .monitor, .clipboard, .keyboardGrab, .relativePointer, .hud,
+                                              .sendCtrlAltDel, .sendMenuKey, .reconnect, .disconnect, .close]
     }
 
     /// The settings the menu shows and toggles.
@@ -30,9 +37,15 @@ public struct ViewerMenu: Sendable, Equatable {
     }
 
     public var selected = 0
-    public let items: [Item] = Item.allCases
+    public let items: [Item]
 
-    public init() {}
+    /// The built-in items except `hidden`, with `actions` (labels) just before Disconnect.
+    public init(actions: [String] = [], hidden: Set<Item> = []) {
+        var items = Item.standard.filter { !hidden.contains($0) }
+        let at = items.firstIndex(of: .disconnect) ?? items.count
+        items.insert(contentsOf: actions.map { Item.action($0) }, at: at)
+        self.items = items
+    }
 
     public static func label(_ item: Item, _ s: Settings) -> String {
         func onOff(_ on: Bool) -> String { on ? "on" : "off" }
@@ -50,6 +63,7 @@ public struct ViewerMenu: Sendable, Equatable {
         case .reconnect: return "Reconnect"
         case .disconnect: return "Disconnect and quit"
         case .close: return "Close menu (Esc)"
+        case .action(let label): return label
         }
     }
 
@@ -76,6 +90,7 @@ public struct ViewerMenu: Sendable, Equatable {
         case .reconnect: return .command(.reconnect)
         case .disconnect: return .command(.disconnect)
         case .close: return .closeMenu
+        case .action(let label): return .command(.action(label))
         }
         return .changed(s)
     }

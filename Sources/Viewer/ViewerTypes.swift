@@ -27,6 +27,10 @@ public struct ViewerConfiguration: Sendable {
     public var fontPath: String?
     /// The key that opens the menu (an SDL keycode; F8 like TigerVNC's viewer).
     public var menuKeycode: Int32 = (1 << 30) | 65
+    /// Items the protocol side adds to the menu (labels; choosing one sends
+    /// `ViewerCommand.action(label)`), and built-in items that mean nothing for it.
+    public var menuActions: [String] = []
+    public var hiddenMenuItems: Set<ViewerMenu.Item> = []
 
     public init() {}
 }
@@ -37,6 +41,8 @@ public enum ViewerCommand: Sendable, Equatable {
     case pressKeys([UInt32])
     /// Drop the connection and connect again now.
     case reconnect
+    /// A menu item the protocol side added (`ViewerConfiguration.menuActions`), by its label.
+    case action(String)
     /// End the session and close the window.
     case disconnect
 }

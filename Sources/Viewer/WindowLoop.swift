@@ -95,7 +95,7 @@ final class WindowLoop {
         settings = ViewerMenu.Settings(fullscreen: c.fullscreen, viewOnly: c.viewOnly, viewOnlyLocked: c.viewOnlyLocked, scale: c.scale,
                                        monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD,
                                        relativePointer: c.relativePointer)
-        overlays = WindowOverlays(fontPath: c.fontPath)
+        overlays = WindowOverlays(fontPath: c.fontPath, menu: ViewerMenu(actions: c.menuActions, hidden: c.hiddenMenuItems))
         if overlays.text == nil { FileHandle.standardError.write(Data("farcast: no font for the window's overlays (install fonts-dejavu-core); the menu and statistics are not drawn\n".utf8)) }
         if c.grabKeyboard { SDL_SetWindowKeyboardGrab(window, SDL_TRUE) }
         SDL_StartTextInput()

@@ -24,11 +24,14 @@ final class WindowOverlays {
     /// The font; nil when none was found (nothing is drawn, and no question can be asked).
     let text: TextOverlay?
     private(set) var modal = WindowModal.none
-    var menu = ViewerMenu()
+    var menu: ViewerMenu
     private var hudLines: [String] = []
     private(set) var nextHUDRefresh = 0.0
 
-    init(fontPath: String?) { text = TextOverlay(path: fontPath, size: 14) }
+    init(fontPath: String?, menu: ViewerMenu) {
+        text = TextOverlay(path: fontPath, size: 14)
+        self.menu = menu
+    }
 
     var menuOpen: Bool { if case .menu = modal { true } else { false } }
     var question: WindowQuestion? { if case .question(let q) = modal { q } else { nil } }

@@ -21,7 +21,7 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check what farcast needs on this machine, protocol by protocol, and how to fix what is missing.",
         discussion: """
-            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), /dev/net/tun with the right to use it (farcast tun), which SSH client carries --ssh (your OpenSSH, else the built-in one and the keys and agent it can and cannot use), the QUIC libraries and client identity (farcast punktfunk), the remembered Jellyfin servers, and a display with SDL2 for windows (farcast vnc view). Exits 1 only when the state directory is unusable; the rest are warnings.
+            Checks the state directory (created 0700 if missing; files must get mode 0600), the clocks, ALSA playback devices (Sendspin's --output alsa:…), the mDNS responder (discovery and announcements), /dev/net/tun with the right to use it (farcast tun), which SSH client carries --ssh (your OpenSSH, else the built-in one and the keys and agent it can and cannot use), the QUIC libraries, the video decoder (libavcodec, VA-API) and client identity (farcast punktfunk), the remembered Jellyfin servers, and a display with SDL2 for windows (farcast vnc view). Exits 1 only when the state directory is unusable; the rest are warnings.
 
             Example: farcast doctor --json | jq '.checks[] | select(.status != "ok")'
             """
@@ -156,10 +156,20 @@ struct DoctorCommand: AsyncParsableCommand {
             ? "client identity in \(state.path)/punktfunk" : "client identity made on first connect"
         do {
             try QUICLibraries.load()
-            return Check(name: "punktfunk", status: "ok", detail: "ngtcp2 and GnuTLS load; \(identity)", fix: nil)
         } catch {
             return Check(name: "punktfunk", status: "warning", detail: describe(error), fix: "`farcast punktfunk` needs ngtcp2 and GnuTLS (apt install libngtcp2-9 libngtcp2-crypto-gnutls2 libgnutls30)")
         }
+        #if canImport(CFFmpeg)
+        do {
+            let (codecs, vaapiProblem) = try FFmpegVideoDecoder.capabilities()
+            let decode = "libavcodec decodes \(codecs.map(\.rawValue).joined(separator: ", ")) " + (vaapiProblem.map { "in software (VA-API: \($0))" } ?? "with VA-API")
+            return Check(name: "punktfunk", status: "ok", detail: "ngtcp2 and GnuTLS load; \(decode); \(identity)", fix: nil)
+        } catch {
+            return Check(name: "punktfunk", status: "warning", detail: describe(error), fix: "`farcast punktfunk connect` decodes video with FFmpeg's libavcodec (apt install libavcodec59)")
+        }
+        #else
+        return Check(name: "punktfunk", status: "ok", detail: "ngtcp2 and GnuTLS load; \(identity)", fix: nil)
+        #endif
     }
 
     /// The Jellyfin servers and users remembered by `farcast jellyfin login`.

@@ -112,6 +112,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             configuration.showHUD = hud
             configuration.clipboardSync = false
             configuration.scale = .fit
+            configuration.menuActions = StreamMenu.actions(current: streamMode)
+            configuration.hiddenMenuItems = [.monitor, .clipboard, .reconnect]
             let window = ViewerWindow(configuration: configuration)
             do { try await window.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
             window.setStatus(.connecting(hostOptions.host))
@@ -121,6 +123,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let frames = Mutex(FrameNumbers())
             let hardware: FFmpegVideoDecoder.Hardware = decode == .software ? .software : decode == .vaapi ? .vaapi(device: nil) : .automatic
             let decodeChoice = decode
+            // The picture's size in stream pixels, for absolute pointer positions (Reconfigured changes it).
+            let streamSize = Mutex((width: Int(streamMode.width), height: Int(streamMode.height)))
             let audioBox = Mutex<PunktfunkAudioOutput?>(nil)
             let (audioDevice, quiet) = (audioDevice, global.quiet)
             let session: PunktfunkSessionStart
@@ -164,7 +168,10 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                     client.inbox.observe { payload in
                         guard ControlMessage.isControl(payload), let message = try? ControlMessage.decode(payload) else { return false }
                         switch message {
-                        case .reconfigured(true, let m): stream.modeChanged(to: m); return true
+                        case .reconfigured(true, let m):
+                            stream.modeChanged(to: m)
+                            streamSize.withLock { $0 = (Int(m.width), Int(m.height)) }
+                            return true
                         case .bitrateChanged(let kbps): stream.bitrateChanged(to: kbps); return true
                         case .reconfigured: return true
                         default: return false
@@ -183,7 +190,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             guard let (stream, queue, decoderName) = pipeline.withLock({ $0 }) else { throw CommandFailure(message: "internal: no video pipeline") }
             stream.applyClock(session.samples)
             clockOffsetNs.store(session.clock.offsetNs, ordering: .relaxed)
-            let streamSize = (width: Int(session.welcome.mode.width), height: Int(session.welcome.mode.height))
+            streamSize.withLock { $0 = (Int(session.welcome.mode.width), Int(session.welcome.mode.height)) }
             window.setStatus(.connected(desktopName: "\(hostOptions.host) \(session.welcome.mode) \(session.welcome.codecName)"))
 
             // What the person does in the window, to the host.
@@ -194,8 +201,15 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                     switch event {
                     case .closed, .command(.disconnect):
                         closed.store(true, ordering: .relaxed)
+                    case .command(.action(let label)):
+                        switch StreamMenu.request(label, bitrateKbps: stream.statistics.bitrateKbps) {
+                        case .reconfigure(let mode)?: client.send(.reconfigure(mode))
+                        case .setBitrate(let kbps)?: client.send(.setBitrate(kbps: kbps))
+                        default: break
+                        }
                     default:
-                        for input in mapper.map(event, streamWidth: streamSize.width, streamHeight: streamSize.height) {
+                        let size = streamSize.withLock { $0 }
+                        for input in mapper.map(event, streamWidth: size.width, streamHeight: size.height) {
                             client.send(datagram: input.datagram)
                         }
                     }
@@ -296,6 +310,32 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             "capture→receipt p50 \(ms(s.latency.percentile(50))) p95 \(ms(s.latency.percentile(95))) ms",
             "capture→present p50 \(ms(p.latencyP50Milliseconds)) p95 \(ms(p.latencyP95Milliseconds)) ms",
         ]
+    }
+}
+
+/// The stream's own items in the window's menu (F8): another mode (Reconfigure: the host answers
+/// with an IDR at that size, and the window follows it) and the bitrate a quarter down or up.
+enum StreamMenu {
+    static let modes = [StreamMode(width: 1280, height: 720, refreshHz: 60), StreamMode(width: 1920, height: 1080, refreshHz: 60),
+                        StreamMode(width: 2560, height: 1440, refreshHz: 60), StreamMode(width: 3840, height: 2160, refreshHz: 60)]
+    static let lower = "Bitrate: a quarter lower"
+    static let higher = "Bitrate: a quarter higher"
+
+    static func label(_ mode: StreamMode) -> String { "Mode: \(mode)" }
+
+    static func actions(current: StreamMode) -> [String] {
+        modes.filter { $0 != current }.map(label) + [lower, higher]
+    }
+
+    /// What choosing the item labelled `label` asks the host for.
+    static func request(_ label: String, bitrateKbps: UInt32) -> ControlMessage? {
+        if let mode = modes.first(where: { label == Self.label($0) }) { return .reconfigure(mode) }
+        let current = max(bitrateKbps, 1000)
+        switch label {
+        case lower: return .setBitrate(kbps: max(1000, current / 4 * 3))
+        case higher: return .setBitrate(kbps: min(3_000_000, current / 4 * 5))
+        default: return nil
+        }
     }
 }
 

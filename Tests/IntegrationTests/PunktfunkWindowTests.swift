@@ -174,6 +174,26 @@ struct PunktfunkWindowTests {
         #expect(inputs.contains(.scroll(120)), "\(inputs)")
     }
 
+    @Test func aModeChangeFromTheMenuResizesThePicture() throws {
+        let screen = try ViewerScreen(geometry: "1600x1000")
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        let run = try watch(host, on: screen, seconds: 7) { window in
+            try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+            // F8, then down to "Mode: 1280x720x60" (the ninth item: full screen, view only, scaling,
+            // keyboard grab, relative pointer, statistics, Ctrl+Alt+Del, F8, then the modes) and Return.
+            try screen.x("xdotool", ["key", "F8"], package: "xdotool")
+            try screen.x("xdotool", ["key", "--delay", "50"] + Array(repeating: "Down", count: 8) + ["Return"], package: "xdotool")
+        }
+        #expect(host.control("reconfigure").count == 1, "\(host.events("control"))")
+        // The window followed the picture: 640x360 first, then 1280x720, every capture clean.
+        #expect(run.sizes == ["640x360", "1280x720"], "\(run.sizes)")
+        let corrupt = run.captures.compactMap { if case .failure(let c) = $0 { c.description } else { nil } }
+        #expect(corrupt.isEmpty, "\(corrupt)")
+        #expect(run.stats["mode"] as? String == "1280x720x60", "\(run.stats)")
+        #expect(host.events("au").last?["width"] as? Int == 1280)
+    }
+
     @Test func theStreamsToneReachesAnALSADeviceWithoutGaps() throws {
         let screen = try ViewerScreen()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)

@@ -284,6 +284,16 @@ struct ViewerMenuTests {
         menu.move(by: -1)
         #expect(menu.selected == menu.items.count - 1, "up from the first item wraps to the last")
     }
+
+    @Test func theProtocolSideAddsItemsAndHidesOnes() {
+        let menu = ViewerMenu(actions: ["Mode: 1280x720x60", "Bitrate: a quarter lower"], hidden: [.monitor, .clipboard, .reconnect])
+        #expect(!menu.items.contains(.monitor) && !menu.items.contains(.clipboard) && !menu.items.contains(.reconnect))
+        let at = menu.items.firstIndex(of: .action("Mode: 1280x720x60"))
+        #expect(at == 8 && menu.items[9] == .action("Bitrate: a quarter lower") && menu.items[10] == .disconnect, "\(menu.items)")
+        #expect(ViewerMenu.label(.action("Mode: 1280x720x60"), settings) == "Mode: 1280x720x60")
+        #expect(ViewerMenu.choose(.action("Mode: 1280x720x60"), settings) == .command(.action("Mode: 1280x720x60")))
+        #expect(ViewerMenu().items == ViewerMenu.Item.standard)
+    }
 }
 
 struct PresentationStatsTests {

@@ -165,6 +165,20 @@ public final class FFmpegVideoDecoder: VideoDecoder {
         return FFmpegPicture(frame: kept, layout: layout, colour: colour, frameIndex: frameIndex, ptsNanoseconds: ptsNanoseconds)
     }
 
+    /// Loads libavcodec as a stream would and says which codecs it decodes and why VA-API does
+    /// not open (nil when it does): what `farcast doctor` checks.
+    public static func capabilities() throws(VideoDecodeError) -> (codecs: [VideoCodec], vaapiProblem: String?) {
+        if let problem = farcast_ffmpeg_load() { throw .libraryMissing(String(cString: problem)) }
+        cffmpeg_quiet()
+        let codecs = VideoCodec.allCases.filter { codec in
+            avcodec_find_decoder(codec == .hevc ? AV_CODEC_ID_HEVC : codec == .h264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_AV1) != nil
+        }
+        var device: UnsafeMutablePointer<AVBufferRef>?
+        let status = av_hwdevice_ctx_create(&device, AV_HWDEVICE_TYPE_VAAPI, nil, nil, 0)
+        defer { av_buffer_unref(&device) }
+        return (codecs, status >= 0 ? nil : describe(status))
+    }
+
     static func describe(_ code: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
         return String(cString: cffmpeg_describe(code, &buffer, buffer.count))
