@@ -16,6 +16,11 @@ public struct ViewerConfiguration: Sendable {
     /// where it is: for remote sides that want mouse deltas (games, a VM without an absolute
     /// pointer). The menu key still works, and opening the menu frees the pointer.
     public var relativePointer = false
+    /// Capture as a state of its own (a stream, a game): a left click into the picture engages it
+    /// (relative pointer, keyboard grabbed; the click is not sent), Ctrl+Alt+Shift+Z or losing
+    /// focus releases it (everything held is released on the remote side first). Outside capture
+    /// the pointer is absolute and keys still go to the remote side while the window has focus.
+    public var captureOnClick = false
     /// The window follows the remote desktop's size; with `resizeRemote` the remote desktop
     /// follows the window instead.
     public var resizeRemote = false

@@ -232,6 +232,7 @@ final class WindowLoop {
         case SDL_WINDOWEVENT_FOCUS_LOST.rawValue:
             focused = false
             input.releaseEverything()
+            if captured { releaseCapture() }
         case SDL_WINDOWEVENT_FOCUS_GAINED.rawValue:
             focused = true
             nextClipboardPoll = 0
@@ -279,8 +280,39 @@ final class WindowLoop {
             presenter.needsRedraw = true
             return
         }
+        if captured && keycode == Int32(UInt8(ascii: "z")) && mods & KMOD_CTRL.rawValue != 0 && mods & KMOD_ALT.rawValue != 0 && mods & KMOD_SHIFT.rawValue != 0 {
+            WindowInput.dropText()
+            releaseCapture()
+            return
+        }
         guard !settings.viewOnly else { WindowInput.dropText(); return }
         input.keyDown(e)
+    }
+
+    // MARK: - Capture (`ViewerConfiguration.captureOnClick`)
+
+    /// The pointer and keyboard are the remote side's: relative motion, keyboard grabbed.
+    private var captured: Bool { owner.configuration.captureOnClick && settings.relativePointer }
+    /// The click that engaged capture: its release is not sent either.
+    private var swallowRelease = false
+
+    private func engageCapture() {
+        settings.relativePointer = true
+        settings.keyboardGrab = true
+        SDL_SetWindowKeyboardGrab(presenter.window, SDL_TRUE)
+        SDL_SetWindowTitle(presenter.window, title())
+        presenter.needsRedraw = true
+    }
+
+    /// Everything held is released on the remote side, the pointer is free and absolute again.
+    private func releaseCapture() {
+        input.releaseEverything()
+        settings.relativePointer = false
+        settings.keyboardGrab = owner.configuration.grabKeyboard
+        SDL_SetWindowKeyboardGrab(presenter.window, settings.keyboardGrab ? SDL_TRUE : SDL_FALSE)
+        updatePointerMode()
+        SDL_SetWindowTitle(presenter.window, title())
+        presenter.needsRedraw = true
     }
 
     private func textArrived(_ typed: String) {
@@ -335,6 +367,11 @@ final class WindowLoop {
             return
         }
         guard overlays.isClear, !settings.viewOnly, presenter.remoteWidth > 0, let button = WindowInput.remoteButton(e.button) else { return }
+        if owner.configuration.captureOnClick && e.button == 1 {
+            // A click into the stream takes the pointer and keyboard; it is not sent itself.
+            if down && !captured { swallowRelease = true; engageCapture(); return }
+            if !down && swallowRelease { swallowRelease = false; return }
+        }
         let (presenter, settings) = (presenter, settings)
         input.press(button: button, down: down) { presenter.transform(settings).remotePoint(windowX: ox, windowY: oy) }
     }
@@ -416,7 +453,9 @@ final class WindowLoop {
         if let question = overlays.question { return "\(owner.configuration.title) — \(question.secret ? "password" : "question")" }
         switch status {
         case .connecting(let what): return "\(owner.configuration.title) — connecting\(what.isEmpty ? "" : " to \(what)")…"
-        case .connected(let name): return "\(name.isEmpty ? owner.configuration.title : name) — farcast" + (settings.viewOnly ? " (view only)" : "")
+        case .connected(let name):
+            return "\(name.isEmpty ? owner.configuration.title : name)" + (captured ? " (Ctrl+Alt+Shift+Z frees the mouse)" : "") + " — farcast"
+                + (settings.viewOnly ? " (view only)" : "")
         case .reconnecting: return "\(owner.configuration.title) — reconnecting…"
         case .ended: return "\(owner.configuration.title) — disconnected"
         }

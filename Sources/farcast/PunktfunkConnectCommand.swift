@@ -18,7 +18,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
             Sound plays on --audio-device (ALSA's default device unless named; none for silence): the host's Opus through a jitter ring that conceals what is late or lost, 5.1 and 7.1 folded to stereo. When the default device does not open, the stream plays without sound and says so.
 
-            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). The microphone and game controllers are not forwarded yet.
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). The microphone and game controllers are not forwarded yet.
 
             --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
 
@@ -114,6 +114,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             configuration.scale = .fit
             configuration.menuActions = StreamMenu.actions(current: streamMode)
             configuration.hiddenMenuItems = [.monitor, .clipboard, .reconnect]
+            configuration.captureOnClick = true
             let window = ViewerWindow(configuration: configuration)
             do { try await window.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
             window.setStatus(.connecting(hostOptions.host))

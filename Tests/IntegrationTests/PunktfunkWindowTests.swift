@@ -147,19 +147,32 @@ struct PunktfunkWindowTests {
         let screen = try ViewerScreen()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
         defer { host.stop() }
-        _ = try watch(host, on: screen, seconds: 5) { window in
+        var marks: [String: Int] = [:]
+        func mark(_ name: String) { usleep(300_000); marks[name] = host.events("input").count }
+        _ = try watch(host, on: screen, seconds: 7) { window in
             try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+            // Not captured: keys go to the host, the pointer is absolute.
             try screen.x("xdotool", ["type", "--delay", "40", "ab"], package: "xdotool")
             try screen.x("xdotool", ["key", "shift+Return"], package: "xdotool")
-            let geometry = try screen.x("xdotool", ["getwindowgeometry", window], package: "xdotool").stdout
-            let position = geometry.split(separator: "\n").first { $0.contains("Position:") }?
-                .split(separator: " ")[1].split(separator: ",").compactMap { Int($0) } ?? []
-            #expect(position.count == 2, "xdotool getwindowgeometry: \(geometry)")
-            try screen.x("xdotool", ["mousemove", "--sync", "\((position.first ?? 0) + 320)", "\((position.last ?? 0) + 90)", "click", "1"], package: "xdotool")
+            try screen.x("xdotool", ["mousemove", "--window", window, "320", "90"], package: "xdotool")
+            mark("before capture")
+            // A click captures the mouse (not sent itself); then motion is relative, clicks and the wheel go through.
+            try screen.x("xdotool", ["click", "1"], package: "xdotool")
+            mark("captured")
+            try screen.x("xdotool", ["mousemove_relative", "--", "30", "20"], package: "xdotool")
+            usleep(200_000)
+            try screen.x("xdotool", ["click", "1"], package: "xdotool")
             try screen.x("xdotool", ["click", "4"], package: "xdotool")
+            // The chord frees it: what it held (Ctrl, Alt, Shift) is released at the host; absolute again.
+            try screen.x("xdotool", ["key", "ctrl+alt+shift+z"], package: "xdotool")
+            mark("released")
+            try screen.x("xdotool", ["mousemove", "--window", window, "100", "50"], package: "xdotool")
+            mark("end")
         }
         let inputs = host.events("input").compactMap { ($0["hex"] as? String).flatMap { InputEvent(datagram: Self.bytes(hex: $0)) } }
-        let keys = inputs.compactMap { e -> String? in
+        func slice(_ from: String, _ to: String) -> [InputEvent] { Array(inputs[(marks[from] ?? 0)..<min(inputs.count, marks[to] ?? inputs.count)]) }
+        let before = Array(inputs.prefix(marks["before capture"] ?? 0))
+        let keys = before.compactMap { e -> String? in
             switch e {
             case .keyDown(let vk, let m): return "down \(vk)\(m.contains(.shift) ? "+shift" : "")"
             case .keyUp(let vk, _): return "up \(vk)"
@@ -168,10 +181,25 @@ struct PunktfunkWindowTests {
         }
         // A = 0x41, B = 0x42, Shift = 0xA0 (left), Return = 0x0D; xdotool lets go of shift first.
         #expect(keys == ["down 65", "up 65", "down 66", "up 66", "down 160+shift", "down 13+shift", "up 160", "up 13"], "\(keys)")
-        #expect(inputs.contains(.mouseMoveAbsolute(x: 320, y: 90, width: 640, height: 360)), "\(inputs)")
-        let buttons = inputs.filter { if case .mouseButtonDown = $0 { true } else if case .mouseButtonUp = $0 { true } else { false } }
-        #expect(buttons == [.mouseButtonDown(.left), .mouseButtonUp(.left)], "\(inputs)")
-        #expect(inputs.contains(.scroll(120)), "\(inputs)")
+        #expect(before.contains(.mouseMoveAbsolute(x: 320, y: 90, width: 640, height: 360)), "\(before)")
+        // The capturing click sent nothing.
+        #expect(slice("before capture", "captured").isEmpty, "\(slice("before capture", "captured"))")
+        let captured = slice("captured", "released")
+        var moved = (x: Int32(0), y: Int32(0))
+        for case .mouseMove(let dx, let dy) in captured { moved.x += dx; moved.y += dy }
+        #expect(moved.x == 30 && moved.y == 20, "relative motion while captured: \(captured)")
+        // Until the chord (after it the pointer is absolute again, from where it is).
+        let beforeChord = captured.prefix { if case .keyDown = $0 { false } else { true } }
+        #expect(!beforeChord.contains { if case .mouseMoveAbsolute = $0 { true } else { false } }, "\(captured)")
+        let buttons = captured.filter { if case .mouseButtonDown = $0 { true } else if case .mouseButtonUp = $0 { true } else { false } }
+        #expect(buttons == [.mouseButtonDown(.left), .mouseButtonUp(.left)], "\(captured)")
+        #expect(captured.contains(.scroll(120)), "\(captured)")
+        // Ctrl (0xA2), Alt (0xA4) and Shift (0xA0) went down with the chord and were released.
+        let downs = Set(captured.compactMap { if case .keyDown(let vk, _) = $0 { vk } else { nil } })
+        let ups = Set(captured.compactMap { if case .keyUp(let vk, _) = $0 { vk } else { nil } })
+        #expect(downs == [0xA2, 0xA4, 0xA0] && ups == downs, "the chord: \(captured)")
+        #expect(!downs.contains(0x5A), "Z frees the mouse; it is not sent")
+        #expect(slice("released", "end").contains(.mouseMoveAbsolute(x: 100, y: 50, width: 640, height: 360)), "\(slice("released", "end"))")
     }
 
     @Test func aModeChangeFromTheMenuResizesThePicture() throws {
