@@ -95,3 +95,46 @@ static inline int calsa_status(snd_pcm_t *pcm, int64_t *htstamp_ns, snd_pcm_sfra
 static inline const char *calsa_error(int err) { return snd_strerror(err); }
 static inline int calsa_state_running(void) { return SND_PCM_STATE_RUNNING; }
 static inline int calsa_state_xrun(void) { return SND_PCM_STATE_XRUN; }
+
+/// Opens a capture PCM, as calsa_open_playback does a playback one.
+static inline int calsa_open_capture(snd_pcm_t **pcm, const char *name, const char *config) {
+    if (config == NULL) return snd_pcm_open(pcm, name, SND_PCM_STREAM_CAPTURE, 0);
+    snd_config_t *global = NULL, *tree = NULL;
+    snd_input_t *input = NULL;
+    int err = snd_config_update_ref(&global);
+    if (err < 0) return err;
+    err = snd_config_copy(&tree, global);
+    snd_config_unref(global);
+    if (err < 0) return err;
+    err = snd_input_buffer_open(&input, config, (ssize_t)strlen(config));
+    if (err >= 0) {
+        err = snd_config_load(tree, input);
+        snd_input_close(input);
+    }
+    if (err >= 0) err = snd_pcm_open_lconf(pcm, name, SND_PCM_STREAM_CAPTURE, 0, tree);
+    return err;
+}
+
+/// A capture PCM as 16-bit interleaved at `rate` and `channels`, alsa-lib resampling and
+/// converting where the device differs (a microphone at 44.1 kHz mono still records as asked),
+/// periods near `period_us`; reading starts it.
+static inline int calsa_configure_capture(snd_pcm_t *pcm, unsigned channels, unsigned rate, unsigned period_us,
+                                          snd_pcm_uframes_t *period_size) {
+    snd_pcm_hw_params_t *hw = NULL;
+    int err = snd_pcm_hw_params_malloc(&hw);
+    if (err < 0) return err;
+    unsigned pt = period_us, bt = period_us * 4;
+    if ((err = snd_pcm_hw_params_any(pcm, hw)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_channels(pcm, hw, channels)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_rate_resample(pcm, hw, 1)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_rate(pcm, hw, rate, 0)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_period_time_near(pcm, hw, &pt, NULL)) < 0) goto out;
+    if ((err = snd_pcm_hw_params_set_buffer_time_near(pcm, hw, &bt, NULL)) < 0) goto out;
+    if ((err = snd_pcm_hw_params(pcm, hw)) < 0) goto out;
+    snd_pcm_hw_params_get_period_size(hw, period_size, NULL);
+out:
+    snd_pcm_hw_params_free(hw);
+    return err;
+}

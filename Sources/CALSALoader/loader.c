@@ -10,7 +10,7 @@
 
 static const char *const library_names[1] = {"libasound.so.2"};
 static void *libraries[1];
-static const char *const symbol_names[51] = {
+static const char *const symbol_names[52] = {
     "snd_config_copy",
     "snd_config_load",
     "snd_config_unref",
@@ -41,6 +41,7 @@ static const char *const symbol_names[51] = {
     "snd_pcm_open",
     "snd_pcm_open_lconf",
     "snd_pcm_prepare",
+    "snd_pcm_readi",
     "snd_pcm_recover",
     "snd_pcm_start",
     "snd_pcm_status",
@@ -63,11 +64,11 @@ static const char *const symbol_names[51] = {
     "snd_pcm_writei",
     "snd_strerror",
 };
-static void *symbols[51];
+static void *symbols[52];
 static farcast_lazy_library group = {
     .what = "ALSA",
     .library_count = 1, .library_names = library_names, .libraries = libraries,
-    .symbol_count = 51, .symbol_names = symbol_names, .symbols = symbols,
+    .symbol_count = 52, .symbol_names = symbol_names, .symbols = symbols,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -225,109 +226,114 @@ int snd_pcm_prepare(snd_pcm_t * a0) {
     return ((__typeof__(&snd_pcm_prepare))symbols[29])(a0);
 }
 
-int snd_pcm_recover(snd_pcm_t * a0, int a1, int a2) {
+snd_pcm_sframes_t snd_pcm_readi(snd_pcm_t * a0, void * a1, snd_pcm_uframes_t a2) {
     if (symbols[30] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_recover))symbols[30])(a0, a1, a2);
+    return ((__typeof__(&snd_pcm_readi))symbols[30])(a0, a1, a2);
+}
+
+int snd_pcm_recover(snd_pcm_t * a0, int a1, int a2) {
+    if (symbols[31] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_recover))symbols[31])(a0, a1, a2);
 }
 
 int snd_pcm_start(snd_pcm_t * a0) {
-    if (symbols[31] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_start))symbols[31])(a0);
+    if (symbols[32] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_start))symbols[32])(a0);
 }
 
 int snd_pcm_status(snd_pcm_t * a0, snd_pcm_status_t * a1) {
-    if (symbols[32] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status))symbols[32])(a0, a1);
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status))symbols[33])(a0, a1);
 }
 
 void snd_pcm_status_free(snd_pcm_status_t * a0) {
-    if (symbols[33] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_status_free))symbols[33])(a0);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_status_free))symbols[34])(a0);
 }
 
 snd_pcm_uframes_t snd_pcm_status_get_avail(const snd_pcm_status_t * a0) {
-    if (symbols[34] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_get_avail))symbols[34])(a0);
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_get_avail))symbols[35])(a0);
 }
 
 snd_pcm_sframes_t snd_pcm_status_get_delay(const snd_pcm_status_t * a0) {
-    if (symbols[35] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_get_delay))symbols[35])(a0);
+    if (symbols[36] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_get_delay))symbols[36])(a0);
 }
 
 void snd_pcm_status_get_htstamp(const snd_pcm_status_t * a0, snd_htimestamp_t * a1) {
-    if (symbols[36] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_status_get_htstamp))symbols[36])(a0, a1);
+    if (symbols[37] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_status_get_htstamp))symbols[37])(a0, a1);
 }
 
 snd_pcm_state_t snd_pcm_status_get_state(const snd_pcm_status_t * a0) {
-    if (symbols[37] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_get_state))symbols[37])(a0);
+    if (symbols[38] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_get_state))symbols[38])(a0);
 }
 
 int snd_pcm_status_malloc(snd_pcm_status_t ** a0) {
-    if (symbols[38] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_malloc))symbols[38])(a0);
+    if (symbols[39] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_malloc))symbols[39])(a0);
 }
 
 int snd_pcm_sw_params(snd_pcm_t * a0, snd_pcm_sw_params_t * a1) {
-    if (symbols[39] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params))symbols[39])(a0, a1);
+    if (symbols[40] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params))symbols[40])(a0, a1);
 }
 
 int snd_pcm_sw_params_current(snd_pcm_t * a0, snd_pcm_sw_params_t * a1) {
-    if (symbols[40] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_current))symbols[40])(a0, a1);
+    if (symbols[41] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_current))symbols[41])(a0, a1);
 }
 
 void snd_pcm_sw_params_free(snd_pcm_sw_params_t * a0) {
-    if (symbols[41] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_sw_params_free))symbols[41])(a0);
+    if (symbols[42] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_sw_params_free))symbols[42])(a0);
 }
 
 int snd_pcm_sw_params_get_boundary(const snd_pcm_sw_params_t * a0, snd_pcm_uframes_t * a1) {
-    if (symbols[42] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_get_boundary))symbols[42])(a0, a1);
+    if (symbols[43] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_get_boundary))symbols[43])(a0, a1);
 }
 
 int snd_pcm_sw_params_malloc(snd_pcm_sw_params_t ** a0) {
-    if (symbols[43] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_malloc))symbols[43])(a0);
+    if (symbols[44] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_malloc))symbols[44])(a0);
 }
 
 int snd_pcm_sw_params_set_avail_min(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_uframes_t a2) {
-    if (symbols[44] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_avail_min))symbols[44])(a0, a1, a2);
+    if (symbols[45] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_avail_min))symbols[45])(a0, a1, a2);
 }
 
 int snd_pcm_sw_params_set_start_threshold(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_uframes_t a2) {
-    if (symbols[45] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_start_threshold))symbols[45])(a0, a1, a2);
+    if (symbols[46] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_start_threshold))symbols[46])(a0, a1, a2);
 }
 
 int snd_pcm_sw_params_set_tstamp_mode(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_tstamp_t a2) {
-    if (symbols[46] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_mode))symbols[46])(a0, a1, a2);
+    if (symbols[47] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_mode))symbols[47])(a0, a1, a2);
 }
 
 int snd_pcm_sw_params_set_tstamp_type(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_tstamp_type_t a2) {
-    if (symbols[47] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_type))symbols[47])(a0, a1, a2);
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_type))symbols[48])(a0, a1, a2);
 }
 
 int snd_pcm_wait(snd_pcm_t * a0, int a1) {
-    if (symbols[48] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_wait))symbols[48])(a0, a1);
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_wait))symbols[49])(a0, a1);
 }
 
 snd_pcm_sframes_t snd_pcm_writei(snd_pcm_t * a0, const void * a1, snd_pcm_uframes_t a2) {
-    if (symbols[49] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_writei))symbols[49])(a0, a1, a2);
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_writei))symbols[50])(a0, a1, a2);
 }
 
 const char * snd_strerror(int a0) {
-    if (symbols[50] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_strerror))symbols[50])(a0);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_strerror))symbols[51])(a0);
 }
 
 #pragma GCC visibility pop

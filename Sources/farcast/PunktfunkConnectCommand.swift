@@ -18,7 +18,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
             Sound plays on --audio-device (ALSA's default device unless named; none for silence): the host's Opus through a jitter ring that conceals what is late or lost, 5.1 and 7.1 folded to stereo. When the default device does not open, the stream plays without sound and says so.
 
-            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). The microphone and game controllers are not forwarded yet.
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). --mic sends a microphone (20 ms Opus frames). Game controllers are not forwarded yet.
 
             --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
 
@@ -44,6 +44,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var decode: Decode = .auto
     @Option(name: .customLong("audio-device"), help: ArgumentHelp("The ALSA device for the stream's sound (see `aplay -L`), or none.", valueName: "device"))
     var audioDevice: String = "default"
+    @Option(help: ArgumentHelp("Send this microphone to the host: alsa (the default capture device) or alsa:DEVICE (see `arecord -L`). Off unless given; F8 → Microphone on/off toggles it.", valueName: "alsa[:device]"))
+    var mic: String?
     @Flag(help: "Start full screen (F8 → Full screen leaves it).")
     var fullscreen = false
     @Flag(help: "Show the statistics overlay from the start (F8 → Statistics toggles it).")
@@ -62,6 +64,13 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         guard VideoCodec(rawValue: codec.lowercased()) != nil else { throw ValidationError("--codec is hevc, h264 or av1") }
         guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
         if let duration { guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be within 0…86400 seconds") } }
+        if let mic { guard micDevice(mic) != nil else { throw ValidationError("--mic is alsa or alsa:DEVICE (see `arecord -L`), not '\(mic)'") } }
+    }
+
+    func micDevice(_ text: String) -> String? {
+        if text == "alsa" { return "default" }
+        guard text.hasPrefix("alsa:"), text.count > 5 else { return nil }
+        return String(text.dropFirst(5))
     }
 
     func bitrateKbps() throws -> UInt32 {
@@ -97,6 +106,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         var keyframeRequests: Int
         var lastPresentedFrame: UInt32?
         var audio: PunktfunkAudioOutput.Statistics?
+        var microphone: PunktfunkMicrophone.Statistics?
         var ended: String
     }
 
@@ -112,7 +122,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             configuration.showHUD = hud
             configuration.clipboardSync = false
             configuration.scale = .fit
-            configuration.menuActions = StreamMenu.actions(current: streamMode)
+            configuration.menuActions = StreamMenu.actions(current: streamMode) + (mic != nil ? [StreamMenu.microphone] : [])
             configuration.hiddenMenuItems = [.monitor, .clipboard, .reconnect]
             configuration.captureOnClick = true
             let window = ViewerWindow(configuration: configuration)
@@ -192,6 +202,22 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             stream.applyClock(session.samples)
             clockOffsetNs.store(session.clock.offsetNs, ordering: .relaxed)
             streamSize.withLock { $0 = (Int(session.welcome.mode.width), Int(session.welcome.mode.height)) }
+            let microphone: PunktfunkMicrophone?
+            if let mic, let device = micDevice(mic) {
+                do {
+                    microphone = try PunktfunkMicrophone(device: device, send: { client.send(datagram: $0) },
+                                                         hostOffsetNs: { clockOffsetNs.load(ordering: .relaxed) })
+                } catch {
+                    session.dataSocket.stop()
+                    queue.stop()
+                    client.close()
+                    window.close()
+                    await window.waitUntilClosed()
+                    throw CommandFailure(message: "cannot record from ALSA device \(device): \(describe(error))")
+                }
+            } else {
+                microphone = nil
+            }
             window.setStatus(.connected(desktopName: "\(hostOptions.host) \(session.welcome.mode) \(session.welcome.codecName)"))
 
             // What the person does in the window, to the host.
@@ -202,6 +228,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                     switch event {
                     case .closed, .command(.disconnect):
                         closed.store(true, ordering: .relaxed)
+                    case .command(.action(StreamMenu.microphone)):
+                        if let microphone { microphone.isEnabled.toggle() }
                     case .command(.action(let label)):
                         switch StreamMenu.request(label, bitrateKbps: stream.statistics.bitrateKbps) {
                         case .reconfigure(let mode)?: client.send(.reconfigure(mode))
@@ -257,6 +285,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
             session.dataSocket.stop()
             queue.stop()
+            microphone?.stop()
             let audio = audioBox.withLock { $0 }
             client.onDatagram(nil)
             audio?.stop()
@@ -275,7 +304,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                               captureToReceiptMsP50: ms(s.latency.percentile(50)), captureToReceiptMsP95: ms(s.latency.percentile(95)),
                               clockOffsetUs: Double(s.clockOffsetNs) / 1000, fecRecoveredShards: s.receiver.fecRecoveredShards,
                               unrecoverableFrames: s.receiver.framesLost, keyframeRequests: s.keyframeRequests + q.keyframeRequests,
-                              lastPresentedFrame: p.lastPresentedFrame, audio: audio?.statistics, ended: ended)
+                              lastPresentedFrame: p.lastPresentedFrame, audio: audio?.statistics,
+                              microphone: microphone?.statistics, ended: ended)
             if let statsJSON {
                 do { try Data(jsonString(stats, pretty: true).utf8).write(to: URL(fileURLWithPath: statsJSON)) } catch {
                     throw CommandFailure(message: "cannot write \(statsJSON): \(error.localizedDescription)")
@@ -321,6 +351,7 @@ enum StreamMenu {
                         StreamMode(width: 2560, height: 1440, refreshHz: 60), StreamMode(width: 3840, height: 2160, refreshHz: 60)]
     static let lower = "Bitrate: a quarter lower"
     static let higher = "Bitrate: a quarter higher"
+    static let microphone = "Microphone on/off"
 
     static func label(_ mode: StreamMode) -> String { "Mode: \(mode)" }
 

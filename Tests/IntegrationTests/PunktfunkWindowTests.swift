@@ -1,3 +1,4 @@
+import COpus
 import FarcastSupport
 import Foundation
 import Punktfunk
@@ -254,6 +255,47 @@ struct PunktfunkWindowTests {
         #expect(longest <= 8, "a gap of \(longest * 5) ms in the sound; \(audio)")
         #expect(Double(quiet.filter { $0 }.count) <= 0.05 * Double(steady.count), "\(quiet.filter { $0 }.count) of \(steady.count) windows nearly silent; \(audio)")
         #expect(audio["decode_errors"] as? Int == 0 && audio["underruns"] as? Int == 0, "\(audio)")
+    }
+
+    @Test func theMicrophoneReachesTheHostAsTwentyMillisecondOpusFrames() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        // A "microphone" that hears a 440 Hz tone: ALSA's file plugin reading a raw file (S16LE
+        // stereo, 48 kHz) in front of the null device, named in a private ~/.asoundrc.
+        let home = folder.path + "/mic-home", tone = folder.path + "/tone.raw"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        var pcm = [UInt8]()
+        for i in 0..<(48000 * 10) {
+            let v = UInt16(bitPattern: Int16(8000 * sin(2 * Double.pi * 440 * Double(i) / 48000)))
+            pcm += [UInt8(v & 0xFF), UInt8(v >> 8), UInt8(v & 0xFF), UInt8(v >> 8)]
+        }
+        try Data(pcm).write(to: URL(fileURLWithPath: tone))
+        try "pcm.mictest { type file slave.pcm \"null\" infile \"\(tone)\" file \"/dev/null\" format \"raw\" }\n"
+            .write(toFile: home + "/.asoundrc", atomically: true, encoding: .utf8)
+        let run = try watch(host, on: screen, seconds: 4, extra: ["--audio-device", "none", "--mic", "alsa:mictest"], environment: ["HOME": home])
+        let packets = host.events("mic").compactMap { ($0["hex"] as? String).map(Self.bytes(hex:)) }
+        #expect(packets.count >= 150, "\(packets.count) microphone datagrams in 4 s; \(run.stats["microphone"] ?? "-")")
+        var error: Int32 = 0
+        let decoder = try #require(opus_decoder_create(48000, 2, &error))
+        defer { opus_decoder_destroy(decoder) }
+        var sequences: [UInt32] = [], left: [Int16] = []
+        var out = [Int16](repeating: 0, count: 5760 * 2)
+        for p in packets {
+            let packet = try #require(AudioPacket(datagram: [AudioPacket.tag] + p.dropFirst()), "a 0xCB datagram with the audio layout")
+            #expect(p.first == 0xCB)
+            sequences.append(packet.sequence)
+            let n = packet.opus.withUnsafeBufferPointer { opus_decode(decoder, $0.baseAddress, Int32($0.count), &out, 5760, 0) }
+            #expect(n == 960, "a 20 ms frame")
+            for i in 0..<max(0, Int(n)) { left.append(out[2 * i]) }
+        }
+        #expect(sequences == Array(0..<UInt32(sequences.count)), "in order, none missing")
+        // The tone, past the encoder's first frames.
+        let steady = left.dropFirst(4800)
+        var crossings = 0
+        for (a, b) in zip(steady, steady.dropFirst()) where (a < 0) != (b < 0) { crossings += 1 }
+        let hertz = Double(crossings) / 2 / (Double(steady.count) / 48000)
+        #expect(abs(hertz - 440) < 5, "\(hertz) Hz")
     }
 
     static func bytes(hex: String) -> [UInt8] {

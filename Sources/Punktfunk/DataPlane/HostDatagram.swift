@@ -41,8 +41,16 @@ public struct AudioPacket: Sendable, Equatable {
         opus = Array(b[13...])
     }
 
-    public var datagram: [UInt8] {
-        var out: [UInt8] = [Self.tag]
+    /// The client's microphone sends the same layout under its own tag (0xCB, any Opus frame up to 120 ms).
+    public static let microphoneTag: UInt8 = 0xCB
+
+    public var datagram: [UInt8] { datagram(tag: Self.tag) }
+
+    /// This packet as a microphone datagram (0xCB).
+    public var microphoneDatagram: [UInt8] { datagram(tag: Self.microphoneTag) }
+
+    private func datagram(tag: UInt8) -> [UInt8] {
+        var out: [UInt8] = [tag]
         for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: sequence >> (8 * UInt32(i)))) }
         for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: ptsNanoseconds >> (8 * UInt64(i)))) }
         return out + opus
