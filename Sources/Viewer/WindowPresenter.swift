@@ -319,11 +319,14 @@ final class WindowPresenter {
     /// update→present latency, the picture and how it is shown.
     func hudLines(now: Double, _ settings: ViewerMenu.Settings) -> [String] {
         let rates = stats.rates(now: now)
+        let shape = "\(remoteWidth)x\(remoteHeight)  \(settings.scale.rawValue)  \(rendererName)  frames \(stats.framesPresented)"
+        // Whole pictures (a video stream): its own lines say rates and latency, from capture.
+        if textureLayout != nil { return [shape] }
         func ms(_ q: Double) -> String { stats.latency(quantile: q).map { String(format: "%.1f", $0 * 1000) } ?? "–" }
         return [
             String(format: "%.1f updates/s  %.2f Mbit/s", rates.updatesPerSecond, rates.megabitsPerSecond),
             "update→present p50 \(ms(0.5)) ms  p95 \(ms(0.95)) ms",
-            "\(remoteWidth)x\(remoteHeight)  \(settings.scale.rawValue)  \(rendererName)  frames \(stats.framesPresented)",
+            shape,
         ]
     }
 

@@ -252,6 +252,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             var policy = StreamingPolicy()
             _ = policy.clockResyncDue(now: started)
             var nextHUD = 0.0
+            var hudBase = (time: 0.0, presented: 0, bytes: UInt64(0))
             while true {
                 let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
                 if let duration, elapsed >= duration { break }
@@ -278,7 +279,11 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                 }
                 if elapsed >= nextHUD {
                     nextHUD = elapsed + 1
-                    window.setHUDExtra(Self.hudLines(stream.statistics, queue.statistics, window.pictureStatistics, decoder: decoderName))
+                    let (s, p) = (stream.statistics, window.pictureStatistics)
+                    let span = max(0.001, elapsed - hudBase.time)
+                    let rate = (fps: Double(p.presented - hudBase.presented) / span, mbps: Double(s.receiver.bytes - hudBase.bytes) * 8 / span / 1e6)
+                    hudBase = (elapsed, p.presented, s.receiver.bytes)
+                    window.setHUDExtra(Self.hudLines(s, queue.statistics, p, decoder: decoderName, rate: rate))
                 }
                 try? await Task.sleep(nanoseconds: 50_000_000)
             }
@@ -332,10 +337,13 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         }
     }
 
-    static func hudLines(_ s: VideoStreamSession.Statistics, _ q: VideoDecodeQueue.Statistics, _ p: PictureStatistics, decoder: String) -> [String] {
+    /// The stream's lines in the statistics overlay (F8 → Statistics, or --hud), below the window's own.
+    static func hudLines(_ s: VideoStreamSession.Statistics, _ q: VideoDecodeQueue.Statistics, _ p: PictureStatistics, decoder: String,
+                         rate: (fps: Double, mbps: Double)) -> [String] {
         func ms(_ ns: Int64?) -> String { ns.map { String(format: "%.1f", Double($0) / 1e6) } ?? "–" }
         func ms(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "–" }
         return [
+            String(format: "%.1f fps shown  %.1f Mbit/s received", rate.fps, rate.mbps),
             "\(decoder)  decoded \(q.pictures)  shown \(p.presented)  replaced \(p.replaced)  skipped \(q.skipped)",
             "FEC repaired \(s.receiver.fecRecoveredShards) shards  lost \(s.receiver.framesLost) frames  \(s.bitrateKbps / 1000) Mbit/s asked",
             "capture→receipt p50 \(ms(s.latency.percentile(50))) p95 \(ms(s.latency.percentile(95))) ms",
