@@ -21,6 +21,9 @@ public struct ViewerConfiguration: Sendable {
     /// focus releases it (everything held is released on the remote side first). Outside capture
     /// the pointer is absolute and keys still go to the remote side while the window has focus.
     public var captureOnClick = false
+    /// Report game controllers (`ViewerInput.gamepad`) while the window has focus, and take
+    /// force feedback for them (`ViewerWindow.rumble`).
+    public var gamepads = false
     /// The window follows the remote desktop's size; with `resizeRemote` the remote desktop
     /// follows the window instead.
     public var resizeRemote = false
@@ -67,6 +70,8 @@ public enum ViewerInput: Sendable, Equatable {
     /// The window's drawable area changed to this size (sent only with `resizeRemote`).
     case resizeRemote(width: Int, height: Int)
     case command(ViewerCommand)
+    /// A game controller (only with `ViewerConfiguration.gamepads`).
+    case gamepad(ViewerGamepadEvent)
     /// The window was closed; nothing more follows.
     case closed
 }

@@ -64,6 +64,8 @@ public final class ViewerWindow: Sendable {
         var closeRequested = false
         /// A question for the person (`ask`), until the window takes it.
         var question: Question?
+        /// Force feedback for pads, until the window plays it.
+        var rumbles: [(id: Int32, low: UInt16, high: UInt16, milliseconds: UInt32)] = []
         var statistics = ViewerStatistics(framesPresented: 0, updates: 0, latencyP50Milliseconds: nil, latencyP95Milliseconds: nil, renderer: "")
     }
     let shared = Mutex(Shared())
@@ -119,6 +121,13 @@ public final class ViewerWindow: Sendable {
     /// Lines the statistics overlay adds below its own (the encoding in use, the quality).
     public func setHUDExtra(_ lines: [String]) {
         hudExtraLines.withLock { $0 = lines }
+    }
+
+    /// Force feedback on the pad the window reported as `id` (`ViewerGamepadEvent.arrived`):
+    /// amplitudes 0…65535 for the low- and high-frequency motors, for `milliseconds` (0/0 stops).
+    public func rumble(id: Int32, low: UInt16, high: UInt16, milliseconds: UInt32) {
+        shared.withLock { $0.rumbles.append((id, low, high, milliseconds)) }
+        wake()
     }
 
     /// Closes the window from the protocol side (the session is over).

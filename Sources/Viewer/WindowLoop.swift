@@ -31,6 +31,8 @@ final class WindowLoop {
     private let presenter: WindowPresenter
     private let input: WindowInput
     private let overlays: WindowOverlays
+    /// Game controllers, when the configuration asks for them.
+    private let gamepads: WindowGamepads?
     private var settings: ViewerMenu.Settings
     private var lastLocalClipboard: String?
     private var nextClipboardPoll = 0.0
@@ -96,6 +98,7 @@ final class WindowLoop {
                                        monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD,
                                        relativePointer: c.relativePointer)
         overlays = WindowOverlays(fontPath: c.fontPath, menu: ViewerMenu(actions: c.menuActions, hidden: c.hiddenMenuItems))
+        gamepads = c.gamepads ? WindowGamepads { [inputSink = owner.inputSink] in inputSink.yield($0) } : nil
         if overlays.text == nil { FileHandle.standardError.write(Data("farcast: no font for the window's overlays (install fonts-dejavu-core); the menu and statistics are not drawn\n".utf8)) }
         if c.grabKeyboard { SDL_SetWindowKeyboardGrab(window, SDL_TRUE) }
         SDL_StartTextInput()
@@ -135,6 +138,7 @@ final class WindowLoop {
         owner.inputSink.finish()
         owner.wakeEventType.store(0, ordering: .releasing)
         overlays.text?.flush()
+        gamepads?.shutdown()
         presenter.destroy()
         SDL_DestroyRenderer(presenter.renderer)
         SDL_DestroyWindow(presenter.window)
@@ -195,6 +199,7 @@ final class WindowLoop {
         if let pending = pendingRemoteResize { due = min(due, pending.due) }
         if settings.hud { due = min(due, overlays.nextHUDRefresh) }
         if settings.clipboardSync && focused { due = min(due, nextClipboardPoll) }
+        if let next = gamepads?.advance(now: now) { due = min(due, next) }
         return Int32(max(1, min(1000, (due - now) * 1000)))
     }
 
@@ -223,7 +228,7 @@ final class WindowLoop {
             guard overlays.isClear, !settings.viewOnly, presenter.remoteWidth > 0 else { return }
             input.wheel(event.wheel)
         default:
-            break
+            _ = gamepads?.handle(event)
         }
     }
 
@@ -414,10 +419,11 @@ final class WindowLoop {
     // MARK: - From the protocol side
 
     private func takeShared() {
-        let (cursor, clipboard, status, screens, close, asked) = owner.shared.withLock { s in
-            defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil; s.question = nil }
-            return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested, s.question)
+        let (cursor, clipboard, status, screens, close, asked, rumbles) = owner.shared.withLock { s in
+            defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil; s.question = nil; s.rumbles = [] }
+            return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested, s.question, s.rumbles)
         }
+        for r in rumbles { gamepads?.rumble(id: r.id, low: r.low, high: r.high, milliseconds: r.milliseconds) }
         if let asked {
             if overlays.text == nil {
                 // Nothing to draw the question with: the person would type blind.

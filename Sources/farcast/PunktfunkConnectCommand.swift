@@ -18,7 +18,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
             Sound plays on --audio-device (ALSA's default device unless named; none for silence): the host's Opus through a jitter ring that conceals what is late or lost, 5.1 and 7.1 folded to stereo. When the default device does not open, the stream plays without sound and says so.
 
-            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). --mic sends a microphone (20 ms Opus frames). Game controllers are not forwarded yet.
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (statistics overlay, full screen, relative pointer for games, disconnect). --mic sends a microphone (20 ms Opus frames). The first game controller connected is forwarded (buttons and sticks as they change, arrival and removal), and the host's rumble plays on it.
 
             --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
 
@@ -31,6 +31,10 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
     enum Decode: String, ExpressibleByArgument, CaseIterable {
         case auto, software, vaapi
+    }
+
+    enum Gamepad: String, ExpressibleByArgument, CaseIterable {
+        case auto, xbox360, dualsense, off
     }
 
     @OptionGroup var hostOptions: PunktfunkHostOptions
@@ -46,6 +50,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var audioDevice: String = "default"
     @Option(help: ArgumentHelp("Send this microphone to the host: alsa (the default capture device) or alsa:DEVICE (see `arecord -L`). Off unless given; F8 → Microphone on/off toggles it.", valueName: "alsa[:device]"))
     var mic: String?
+    @Option(help: ArgumentHelp("The controller the host should emulate: auto (as the pad in hand is), xbox360, dualsense; off forwards none.", valueName: "auto|xbox360|dualsense|off"))
+    var gamepad: Gamepad = .auto
     @Flag(help: "Start full screen (F8 → Full screen leaves it).")
     var fullscreen = false
     @Flag(help: "Show the statistics overlay from the start (F8 → Statistics toggles it).")
@@ -125,10 +131,14 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             configuration.menuActions = StreamMenu.actions(current: streamMode) + (mic != nil ? [StreamMenu.microphone] : [])
             configuration.hiddenMenuItems = [.monitor, .clipboard, .reconnect]
             configuration.captureOnClick = true
+            configuration.gamepads = gamepad != .off
             let window = ViewerWindow(configuration: configuration)
             do { try await window.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
             window.setStatus(.connecting(hostOptions.host))
-            let hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: [], codecs: Self.codecBits(wanted))
+            var hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: [], codecs: Self.codecBits(wanted))
+            hello.gamepad = gamepad == .xbox360 ? 1 : gamepad == .dualsense ? 2 : 0
+            // The SDL pad forwarded as the host's pad 0 (rumble goes back to it).
+            let forwardedPad = Atomic<Int32>(-1)
             let pipeline = Mutex<(stream: VideoStreamSession, queue: VideoDecodeQueue, decoder: String)?>(nil)
             let clockOffsetNs = Atomic<Int64>(0)
             let frames = Mutex(FrameNumbers())
@@ -157,13 +167,24 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         do {
                             let audio = try PunktfunkAudioOutput(device: audioDevice, channels: Int(welcome.audioChannels))
                             audioBox.withLock { $0 = audio }
-                            client.onDatagram { datagram in audio.receive(datagram) }
                         } catch {
                             // The default device is a convenience; a device asked for by name must open.
                             guard audioDevice == "default" else {
                                 throw CommandFailure(message: "cannot play sound on ALSA device \(audioDevice): \(describe(error))")
                             }
                             if !quiet { FileHandleOutput.stderr("farcast: warning: no sound: ALSA's default device does not open (\(describe(error))); --audio-device none silences this\n") }
+                        }
+                    }
+                    // The host's side planes: sound to the audio output, force feedback to the forwarded pad.
+                    client.onDatagram { datagram in
+                        switch datagram.first {
+                        case AudioPacket.tag: audioBox.withLock { $0 }?.receive(datagram)
+                        case Rumble.tag:
+                            let pad = forwardedPad.load(ordering: .relaxed)
+                            if pad >= 0, let r = Rumble(datagram: datagram), r.pad == 0 {
+                                window.rumble(id: pad, low: r.low, high: r.high, milliseconds: UInt32(r.timeToLiveMilliseconds ?? 1000))
+                            }
+                        default: break
                         }
                     }
                     let description = decoder.description
@@ -223,7 +244,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             // What the person does in the window, to the host.
             let closed = Atomic<Bool>(false)
             let inputTask = Task {
-                var mapper = PunktfunkInputMapper()
+                var mapper = PunktfunkInputMapper(gamepadType: gamepad)
                 for await event in window.input {
                     switch event {
                     case .closed, .command(.disconnect):
@@ -241,6 +262,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         for input in mapper.map(event, streamWidth: size.width, streamHeight: size.height) {
                             client.send(datagram: input.datagram)
                         }
+                        forwardedPad.store(mapper.forwardedPad ?? -1, ordering: .relaxed)
                     }
                 }
                 closed.store(true, ordering: .relaxed)
@@ -422,6 +444,13 @@ struct PunktfunkInputMapper {
     private var modifiers: KeyModifiers = []
     /// Virtual keys down, so a release is sent only for what was pressed.
     private var held: Set<UInt8> = []
+    /// The window's pad forwarded as the host's pad 0 (the first to arrive; the next one after it leaves).
+    private(set) var forwardedPad: Int32?
+    private let gamepadType: PunktfunkConnectCommand.Gamepad
+
+    init(gamepadType: PunktfunkConnectCommand.Gamepad = .auto) {
+        self.gamepadType = gamepadType
+    }
 
     mutating func map(_ input: ViewerInput, streamWidth: Int, streamHeight: Int) -> [InputEvent] {
         switch input {
@@ -447,8 +476,77 @@ struct PunktfunkInputMapper {
         case .command(.pressKeys(let keysyms)):
             let vks = keysyms.compactMap { KeyMap.virtualKey(keysym: $0) }
             return vks.flatMap { press($0, down: true) } + vks.reversed().flatMap { press($0, down: false) }
+        case .gamepad(let event):
+            return gamepad(event)
         case .clipboard, .resizeRemote, .command, .closed:
             return []
+        }
+    }
+
+    /// One forwarded pad: arrival (with the type the host should emulate), buttons and axes as
+    /// they change (sticks with y up, as XInput has them; triggers 0…255), removal.
+    private mutating func gamepad(_ event: ViewerGamepadEvent) -> [InputEvent] {
+        guard gamepadType != .off else { return [] }
+        switch event {
+        case .arrived(let id, _, let kind):
+            guard forwardedPad == nil else { return [] }
+            forwardedPad = id
+            let type: UInt32
+            switch gamepadType {
+            case .xbox360: type = 1
+            case .dualsense: type = 2
+            case .auto, .off:
+                switch kind {
+                case .dualSense: type = 2
+                case .xboxOne: type = 3
+                case .dualShock4: type = 4
+                case .xbox360, .nintendo, .other: type = 1
+                }
+            }
+            return [.gamepadArrival(pad: 0, type: type)]
+        case .removed(let id):
+            guard id == forwardedPad else { return [] }
+            forwardedPad = nil
+            return [.gamepadRemove(pad: 0, sequence: 0)]
+        case .button(let id, let button, let down):
+            guard id == forwardedPad, let bit = Self.bit(button) else { return [] }
+            return [.gamepadButton(pad: 0, button: bit, pressed: down)]
+        case .axis(let id, let axis, let value):
+            guard id == forwardedPad else { return [] }
+            switch axis {
+            case .leftX: return [.gamepadAxis(pad: 0, axis: .leftStickX, value: Int32(value))]
+            case .leftY: return [.gamepadAxis(pad: 0, axis: .leftStickY, value: Int32(-max(-32767, Int32(value))))]
+            case .rightX: return [.gamepadAxis(pad: 0, axis: .rightStickX, value: Int32(value))]
+            case .rightY: return [.gamepadAxis(pad: 0, axis: .rightStickY, value: Int32(-max(-32767, Int32(value))))]
+            case .leftTrigger: return [.gamepadAxis(pad: 0, axis: .leftTrigger, value: Int32(max(0, value)) * 255 / 32767)]
+            case .rightTrigger: return [.gamepadAxis(pad: 0, axis: .rightTrigger, value: Int32(max(0, value)) * 255 / 32767)]
+            }
+        }
+    }
+
+    static func bit(_ button: ViewerGamepadButton) -> GamepadButtons? {
+        switch button {
+        case .a: .a
+        case .b: .b
+        case .x: .x
+        case .y: .y
+        case .back: .back
+        case .guide: .guide
+        case .start: .start
+        case .leftStick: .leftStick
+        case .rightStick: .rightStick
+        case .leftShoulder: .leftShoulder
+        case .rightShoulder: .rightShoulder
+        case .dpadUp: .dpadUp
+        case .dpadDown: .dpadDown
+        case .dpadLeft: .dpadLeft
+        case .dpadRight: .dpadRight
+        case .misc: .misc
+        case .paddle1: .paddle1
+        case .paddle2: .paddle2
+        case .paddle3: .paddle3
+        case .paddle4: .paddle4
+        case .touchpad: .touchpad
         }
     }
 

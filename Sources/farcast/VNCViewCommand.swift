@@ -341,7 +341,7 @@ actor ViewSession {
             try await client.requestDesktopSize(width: width, height: height, timeout: .seconds(5))
         case .command(.pressKeys(let keys)):
             try await client.press(keysyms: keys)
-        case .command, .closed:
+        case .command, .gamepad, .closed:
             break
         }
     }

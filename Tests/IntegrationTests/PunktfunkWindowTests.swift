@@ -298,6 +298,41 @@ struct PunktfunkWindowTests {
         #expect(abs(hertz - 440) < 5, "\(hertz) Hz")
     }
 
+    /// No physical pad can be plugged in here (no input devices, no uinput), so the pad is SDL's
+    /// virtual controller inside farcast's window, driven by a script (FARCAST_VIRTUAL_GAMEPAD;
+    /// see Sources/Viewer/WindowGamepads.swift); everything from SDL's game-controller events on
+    /// is the path a real pad takes.
+    @Test func aControllerDrivesTheHostsPadAndTheHostsRumbleComesBackToIt() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode, "--feedback-at", "2.5"], folder: folder)
+        defer { host.stop() }
+        let script = folder.path + "/pad.txt"
+        try "800 button a down\n900 button a up\n1000 axis leftX 16000\n1100 axis leftY -20000\n1200 axis rightTrigger 32767\n1300 button dpadUp down\n"
+            .write(toFile: script, atomically: true, encoding: .utf8)
+        _ = try watch(host, on: screen, seconds: 5, environment: ["FARCAST_VIRTUAL_GAMEPAD": script]) { window in
+            try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+        }
+        let inputs = host.events("input").compactMap { ($0["hex"] as? String).flatMap { InputEvent(datagram: Self.bytes(hex: $0)) } }
+        let pad = inputs.filter {
+            switch $0 {
+            case .gamepadArrival, .gamepadButton, .gamepadAxis, .gamepadRemove: true
+            default: false
+            }
+        }
+        // An Xbox 360 pad (SDL reads the virtual pad's USB ids as one) arrives as the host's pad 0,
+        // then A down and up, the left stick right and up (y up on the wire), the right trigger
+        // fully in, the d-pad up.
+        #expect(Array(pad.prefix(7)) == [
+            .gamepadArrival(pad: 0, type: 1),
+            .gamepadButton(pad: 0, button: .a, pressed: true), .gamepadButton(pad: 0, button: .a, pressed: false),
+            .gamepadAxis(pad: 0, axis: .leftStickX, value: 16000), .gamepadAxis(pad: 0, axis: .leftStickY, value: 20000),
+            .gamepadAxis(pad: 0, axis: .rightTrigger, value: 255), .gamepadButton(pad: 0, button: .dpadUp, pressed: true),
+        ], "\(pad)")
+        // The host's five rumble commands (1000/2000 … 5000/10000) reached the pad's motors.
+        let rumble = (try? String(contentsOfFile: script + ".rumble", encoding: .utf8)) ?? ""
+        for i in 1...5 { #expect(rumble.contains("rumble \(1000 * i) \(2000 * i)\n"), "\(rumble)") }
+    }
+
     static func bytes(hex: String) -> [UInt8] {
         var out: [UInt8] = []
         var i = hex.startIndex
