@@ -8,8 +8,8 @@ import Foundation
 ///
 /// `FARCAST_VIRTUAL_GAMEPAD=FILE` attaches an SDL virtual controller that plays FILE's script
 /// (lines `MS button NAME down|up` or `MS axis NAME VALUE`, milliseconds after it attaches) and
-/// appends the force feedback it receives to FILE.rumble (`rumble LOW HIGH`): the stand-in for a
-/// physical pad in the tests — these machines have no input devices and no uinput.
+/// appends the feedback it receives to FILE.feedback (`rumble LOW HIGH`, `led R G B`): the
+/// stand-in for a physical pad in the tests — these machines have no input devices and no uinput.
 final class WindowGamepads {
     private let sink: (ViewerInput) -> Void
     /// Open controllers by SDL instance id.
@@ -71,6 +71,12 @@ final class WindowGamepads {
         SDL_GameControllerRumble(controller, low, high, milliseconds)
     }
 
+    /// The light bar's colour on the pad `id` (a DualSense's; pads without one ignore it).
+    func setLight(id: Int32, red: UInt8, green: UInt8, blue: UInt8) {
+        guard let controller = open[id] else { return }
+        SDL_GameControllerSetLED(controller, red, green, blue)
+    }
+
     /// The virtual pad's script, if one runs: the next step's time (window clock), for the loop's wait.
     func advance(now: Double) -> Double? { virtualPad?.advance(now: now) }
 
@@ -92,11 +98,11 @@ final class VirtualPad {
     private var joystick: OpaquePointer?
     private var steps: [(at: Double, apply: (OpaquePointer) -> Void)] = []
     private var started: Double?
-    /// Keeps the rumble file's path alive for the C callback (passed as its userdata).
-    private let rumbleLog: UnsafeMutablePointer<CChar>
+    /// Keeps the feedback file's path alive for the C callbacks (passed as their userdata).
+    private let feedbackLog: UnsafeMutablePointer<CChar>
 
     init?(scriptPath: String) {
-        rumbleLog = strdup(scriptPath + ".rumble")
+        feedbackLog = strdup(scriptPath + ".feedback")
         guard let text = try? String(contentsOfFile: scriptPath, encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") {
             let f = line.split(separator: " ").map(String.init)
@@ -115,13 +121,9 @@ final class VirtualPad {
         desc.nbuttons = UInt16(ViewerGamepadButton.allCases.count)
         desc.vendor_id = 0x045E   // shown as an Xbox 360 pad
         desc.product_id = 0x028E
-        desc.userdata = UnsafeMutableRawPointer(rumbleLog)
-        desc.Rumble = { userdata, low, high in
-            guard let path = userdata?.assumingMemoryBound(to: CChar.self), let file = fopen(path, "a") else { return -1 }
-            fputs("rumble \(low) \(high)\n", file)
-            fclose(file)
-            return 0
-        }
+        desc.userdata = UnsafeMutableRawPointer(feedbackLog)
+        desc.Rumble = { userdata, low, high in VirtualPad.log(userdata, "rumble \(low) \(high)") }
+        desc.SetLED = { userdata, red, green, blue in VirtualPad.log(userdata, "led \(red) \(green) \(blue)") }
         let index = "farcast virtual pad".withCString { name -> Int32 in
             desc.name = name
             return SDL_JoystickAttachVirtualEx(&desc)
@@ -131,6 +133,13 @@ final class VirtualPad {
             return nil
         }
         joystick = opened
+    }
+
+    private static func log(_ userdata: UnsafeMutableRawPointer?, _ line: String) -> Int32 {
+        guard let path = userdata?.assumingMemoryBound(to: CChar.self), let file = fopen(path, "a") else { return -1 }
+        fputs(line + "\n", file)
+        fclose(file)
+        return 0
     }
 
     func advance(now: Double) -> Double? {
@@ -147,7 +156,7 @@ final class VirtualPad {
     func detach() {
         if let joystick { SDL_JoystickClose(joystick) }
         joystick = nil
-        free(rumbleLog)
+        free(feedbackLog)
     }
 }
 #endif

@@ -420,10 +420,15 @@ final class WindowLoop {
 
     private func takeShared() {
         let (cursor, clipboard, status, screens, close, asked, rumbles) = owner.shared.withLock { s in
-            defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil; s.question = nil; s.rumbles = [] }
-            return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested, s.question, s.rumbles)
+            defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil; s.question = nil; s.padFeedback = [] }
+            return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested, s.question, s.padFeedback)
         }
-        for r in rumbles { gamepads?.rumble(id: r.id, low: r.low, high: r.high, milliseconds: r.milliseconds) }
+        for r in rumbles {
+            switch r {
+            case let .rumble(id, low, high, ms): gamepads?.rumble(id: id, low: low, high: high, milliseconds: ms)
+            case let .light(id, red, green, blue): gamepads?.setLight(id: id, red: red, green: green, blue: blue)
+            }
+        }
         if let asked {
             if overlays.text == nil {
                 // Nothing to draw the question with: the person would type blind.

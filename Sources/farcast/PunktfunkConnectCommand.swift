@@ -184,6 +184,11 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                             if pad >= 0, let r = Rumble(datagram: datagram), r.pad == 0 {
                                 window.rumble(id: pad, low: r.low, high: r.high, milliseconds: UInt32(r.timeToLiveMilliseconds ?? 1000))
                             }
+                        case HIDOutput.tag:
+                            let pad = forwardedPad.load(ordering: .relaxed)
+                            if pad >= 0, case .lightbar(0, let red, let green, let blue)? = HIDOutput(datagram: datagram) {
+                                window.setPadLight(id: pad, red: red, green: green, blue: blue)
+                            }
                         default: break
                         }
                     }

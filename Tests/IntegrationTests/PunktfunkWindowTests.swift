@@ -302,7 +302,7 @@ struct PunktfunkWindowTests {
     /// virtual controller inside farcast's window, driven by a script (FARCAST_VIRTUAL_GAMEPAD;
     /// see Sources/Viewer/WindowGamepads.swift); everything from SDL's game-controller events on
     /// is the path a real pad takes.
-    @Test func aControllerDrivesTheHostsPadAndTheHostsRumbleComesBackToIt() throws {
+    @Test func aControllerDrivesTheHostsPadAndTheHostsRumbleAndLightComeBackToIt() throws {
         let screen = try ViewerScreen()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode, "--feedback-at", "2.5"], folder: folder)
         defer { host.stop() }
@@ -328,9 +328,11 @@ struct PunktfunkWindowTests {
             .gamepadAxis(pad: 0, axis: .leftStickX, value: 16000), .gamepadAxis(pad: 0, axis: .leftStickY, value: 20000),
             .gamepadAxis(pad: 0, axis: .rightTrigger, value: 255), .gamepadButton(pad: 0, button: .dpadUp, pressed: true),
         ], "\(pad)")
-        // The host's five rumble commands (1000/2000 … 5000/10000) reached the pad's motors.
-        let rumble = (try? String(contentsOfFile: script + ".rumble", encoding: .utf8)) ?? ""
-        for i in 1...5 { #expect(rumble.contains("rumble \(1000 * i) \(2000 * i)\n"), "\(rumble)") }
+        // The host's five rumble commands (1000/2000 … 5000/10000) reached the pad's motors, and
+        // its light-bar colour (255, 64, 0) the pad's light.
+        let feedback = (try? String(contentsOfFile: script + ".feedback", encoding: .utf8)) ?? ""
+        for i in 1...5 { #expect(feedback.contains("rumble \(1000 * i) \(2000 * i)\n"), "\(feedback)") }
+        #expect(feedback.contains("led 255 64 0\n"), "\(feedback)")
     }
 
     static func bytes(hex: String) -> [UInt8] {
