@@ -11,11 +11,11 @@ static void calsa_discard_error(const char *file, int line, const char *function
 /// alsa-lib prints its own diagnostics to stderr; farcast reports errors itself, once.
 static inline void calsa_quiet_errors(void) { snd_lib_error_set_handler(calsa_discard_error); }
 
-/// Opens a playback PCM. With `config` (ALSA configuration text), `name` resolves in that text
-/// alone, on top of alsa-lib's own plugin definitions — tests use it to reach a private sound
-/// server without touching the machine's configuration.
-static inline int calsa_open_playback(snd_pcm_t **pcm, const char *name, const char *config) {
-    if (config == NULL) return snd_pcm_open(pcm, name, SND_PCM_STREAM_PLAYBACK, 0);
+/// Opens a PCM for `stream`. With `config` (ALSA configuration text), `name` resolves in that
+/// text alone, on top of alsa-lib's own plugin definitions — tests use it to reach a private
+/// sound server without touching the machine's configuration.
+static inline int calsa_open(snd_pcm_t **pcm, const char *name, const char *config, snd_pcm_stream_t stream) {
+    if (config == NULL) return snd_pcm_open(pcm, name, stream, 0);
     // A private copy of the global tree plus the text; it stays allocated for the life of the
     // process (the PCM may refer into it), a few kilobytes per open.
     snd_config_t *global = NULL, *tree = NULL;
@@ -30,8 +30,16 @@ static inline int calsa_open_playback(snd_pcm_t **pcm, const char *name, const c
         err = snd_config_load(tree, input);
         snd_input_close(input);
     }
-    if (err >= 0) err = snd_pcm_open_lconf(pcm, name, SND_PCM_STREAM_PLAYBACK, 0, tree);
+    if (err >= 0) err = snd_pcm_open_lconf(pcm, name, stream, 0, tree);
     return err;
+}
+
+static inline int calsa_open_playback(snd_pcm_t **pcm, const char *name, const char *config) {
+    return calsa_open(pcm, name, config, SND_PCM_STREAM_PLAYBACK);
+}
+
+static inline int calsa_open_capture(snd_pcm_t **pcm, const char *name, const char *config) {
+    return calsa_open(pcm, name, config, SND_PCM_STREAM_CAPTURE);
 }
 
 /// Sets interleaved access, the sample format, channels and the exact rate (no alsa-lib
@@ -95,25 +103,6 @@ static inline int calsa_status(snd_pcm_t *pcm, int64_t *htstamp_ns, snd_pcm_sfra
 static inline const char *calsa_error(int err) { return snd_strerror(err); }
 static inline int calsa_state_running(void) { return SND_PCM_STATE_RUNNING; }
 static inline int calsa_state_xrun(void) { return SND_PCM_STATE_XRUN; }
-
-/// Opens a capture PCM, as calsa_open_playback does a playback one.
-static inline int calsa_open_capture(snd_pcm_t **pcm, const char *name, const char *config) {
-    if (config == NULL) return snd_pcm_open(pcm, name, SND_PCM_STREAM_CAPTURE, 0);
-    snd_config_t *global = NULL, *tree = NULL;
-    snd_input_t *input = NULL;
-    int err = snd_config_update_ref(&global);
-    if (err < 0) return err;
-    err = snd_config_copy(&tree, global);
-    snd_config_unref(global);
-    if (err < 0) return err;
-    err = snd_input_buffer_open(&input, config, (ssize_t)strlen(config));
-    if (err >= 0) {
-        err = snd_config_load(tree, input);
-        snd_input_close(input);
-    }
-    if (err >= 0) err = snd_pcm_open_lconf(pcm, name, SND_PCM_STREAM_CAPTURE, 0, tree);
-    return err;
-}
 
 /// A capture PCM as 16-bit interleaved at `rate` and `channels`, alsa-lib resampling and
 /// converting where the device differs (a microphone at 44.1 kHz mono still records as asked),
