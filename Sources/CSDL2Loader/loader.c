@@ -13,7 +13,7 @@
 
 static const char *const library_names[2] = {"libSDL2-2.0.so.0", "libSDL2_ttf-2.0.so.0"};
 static void *libraries[2];
-static const char *const symbol_names[78] = {
+static const char *const symbol_names[84] = {
     "SDL_CreateColorCursor",
     "SDL_CreateRGBSurfaceWithFormatFrom",
     "SDL_CreateRenderer",
@@ -29,16 +29,22 @@ static const char *const symbol_names[78] = {
     "SDL_GameControllerClose",
     "SDL_GameControllerGetJoystick",
     "SDL_GameControllerGetType",
+    "SDL_GameControllerHasSensor",
     "SDL_GameControllerName",
     "SDL_GameControllerOpen",
     "SDL_GameControllerRumble",
+    "SDL_GameControllerRumbleTriggers",
+    "SDL_GameControllerSendEffect",
     "SDL_GameControllerSetLED",
+    "SDL_GameControllerSetPlayerIndex",
+    "SDL_GameControllerSetSensorEnabled",
     "SDL_GetClipboardText",
     "SDL_GetCurrentVideoDriver",
     "SDL_GetDisplayUsableBounds",
     "SDL_GetError",
     "SDL_GetRendererInfo",
     "SDL_GetRendererOutputSize",
+    "SDL_GetTicks",
     "SDL_GetWindowDisplayIndex",
     "SDL_GetWindowPosition",
     "SDL_GetWindowSize",
@@ -93,11 +99,11 @@ static const char *const symbol_names[78] = {
     "TTF_SizeUTF8",
     "TTF_WasInit",
 };
-static void *symbols[78];
+static void *symbols[84];
 static farcast_lazy_library group = {
     .what = "SDL2",
     .library_count = 2, .library_names = library_names, .libraries = libraries,
-    .symbol_count = 78, .symbol_names = symbol_names, .symbols = symbols,
+    .symbol_count = 84, .symbol_names = symbol_names, .symbols = symbols,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -180,319 +186,349 @@ SDL_GameControllerType SDL_GameControllerGetType(SDL_GameController * a0) {
     return ((__typeof__(&SDL_GameControllerGetType))symbols[14])(a0);
 }
 
-const char * SDL_GameControllerName(SDL_GameController * a0) {
+SDL_bool SDL_GameControllerHasSensor(SDL_GameController * a0, SDL_SensorType a1) {
     if (symbols[15] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GameControllerName))symbols[15])(a0);
+    return ((__typeof__(&SDL_GameControllerHasSensor))symbols[15])(a0, a1);
+}
+
+const char * SDL_GameControllerName(SDL_GameController * a0) {
+    if (symbols[16] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerName))symbols[16])(a0);
 }
 
 SDL_GameController * SDL_GameControllerOpen(int a0) {
-    if (symbols[16] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GameControllerOpen))symbols[16])(a0);
+    if (symbols[17] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerOpen))symbols[17])(a0);
 }
 
 int SDL_GameControllerRumble(SDL_GameController * a0, Uint16 a1, Uint16 a2, Uint32 a3) {
-    if (symbols[17] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GameControllerRumble))symbols[17])(a0, a1, a2, a3);
+    if (symbols[18] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerRumble))symbols[18])(a0, a1, a2, a3);
+}
+
+int SDL_GameControllerRumbleTriggers(SDL_GameController * a0, Uint16 a1, Uint16 a2, Uint32 a3) {
+    if (symbols[19] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerRumbleTriggers))symbols[19])(a0, a1, a2, a3);
+}
+
+int SDL_GameControllerSendEffect(SDL_GameController * a0, const void * a1, int a2) {
+    if (symbols[20] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerSendEffect))symbols[20])(a0, a1, a2);
 }
 
 int SDL_GameControllerSetLED(SDL_GameController * a0, Uint8 a1, Uint8 a2, Uint8 a3) {
-    if (symbols[18] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GameControllerSetLED))symbols[18])(a0, a1, a2, a3);
+    if (symbols[21] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerSetLED))symbols[21])(a0, a1, a2, a3);
+}
+
+void SDL_GameControllerSetPlayerIndex(SDL_GameController * a0, int a1) {
+    if (symbols[22] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GameControllerSetPlayerIndex))symbols[22])(a0, a1);
+}
+
+int SDL_GameControllerSetSensorEnabled(SDL_GameController * a0, SDL_SensorType a1, SDL_bool a2) {
+    if (symbols[23] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GameControllerSetSensorEnabled))symbols[23])(a0, a1, a2);
 }
 
 char * SDL_GetClipboardText(void) {
-    if (symbols[19] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetClipboardText))symbols[19])();
+    if (symbols[24] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetClipboardText))symbols[24])();
 }
 
 const char * SDL_GetCurrentVideoDriver(void) {
-    if (symbols[20] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetCurrentVideoDriver))symbols[20])();
+    if (symbols[25] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetCurrentVideoDriver))symbols[25])();
 }
 
 int SDL_GetDisplayUsableBounds(int a0, SDL_Rect * a1) {
-    if (symbols[21] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetDisplayUsableBounds))symbols[21])(a0, a1);
+    if (symbols[26] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetDisplayUsableBounds))symbols[26])(a0, a1);
 }
 
 const char * SDL_GetError(void) {
-    if (symbols[22] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetError))symbols[22])();
+    if (symbols[27] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetError))symbols[27])();
 }
 
 int SDL_GetRendererInfo(SDL_Renderer * a0, SDL_RendererInfo * a1) {
-    if (symbols[23] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetRendererInfo))symbols[23])(a0, a1);
+    if (symbols[28] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetRendererInfo))symbols[28])(a0, a1);
 }
 
 int SDL_GetRendererOutputSize(SDL_Renderer * a0, int * a1, int * a2) {
-    if (symbols[24] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetRendererOutputSize))symbols[24])(a0, a1, a2);
+    if (symbols[29] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetRendererOutputSize))symbols[29])(a0, a1, a2);
+}
+
+Uint32 SDL_GetTicks(void) {
+    if (symbols[30] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetTicks))symbols[30])();
 }
 
 int SDL_GetWindowDisplayIndex(SDL_Window * a0) {
-    if (symbols[25] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetWindowDisplayIndex))symbols[25])(a0);
+    if (symbols[31] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetWindowDisplayIndex))symbols[31])(a0);
 }
 
 void SDL_GetWindowPosition(SDL_Window * a0, int * a1, int * a2) {
-    if (symbols[26] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_GetWindowPosition))symbols[26])(a0, a1, a2);
+    if (symbols[32] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GetWindowPosition))symbols[32])(a0, a1, a2);
 }
 
 void SDL_GetWindowSize(SDL_Window * a0, int * a1, int * a2) {
-    if (symbols[27] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_GetWindowSize))symbols[27])(a0, a1, a2);
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GetWindowSize))symbols[33])(a0, a1, a2);
 }
 
 SDL_Surface * SDL_GetWindowSurface(SDL_Window * a0) {
-    if (symbols[28] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetWindowSurface))symbols[28])(a0);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetWindowSurface))symbols[34])(a0);
 }
 
 SDL_bool SDL_HasClipboardText(void) {
-    if (symbols[29] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_HasClipboardText))symbols[29])();
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_HasClipboardText))symbols[35])();
 }
 
 int SDL_Init(Uint32 a0) {
-    if (symbols[30] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_Init))symbols[30])(a0);
+    if (symbols[36] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_Init))symbols[36])(a0);
 }
 
 int SDL_InitSubSystem(Uint32 a0) {
-    if (symbols[31] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_InitSubSystem))symbols[31])(a0);
+    if (symbols[37] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_InitSubSystem))symbols[37])(a0);
 }
 
 int SDL_JoystickAttachVirtualEx(const SDL_VirtualJoystickDesc * a0) {
-    if (symbols[32] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickAttachVirtualEx))symbols[32])(a0);
+    if (symbols[38] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickAttachVirtualEx))symbols[38])(a0);
 }
 
 void SDL_JoystickClose(SDL_Joystick * a0) {
-    if (symbols[33] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_JoystickClose))symbols[33])(a0);
+    if (symbols[39] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_JoystickClose))symbols[39])(a0);
 }
 
 SDL_JoystickID SDL_JoystickInstanceID(SDL_Joystick * a0) {
-    if (symbols[34] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickInstanceID))symbols[34])(a0);
+    if (symbols[40] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickInstanceID))symbols[40])(a0);
 }
 
 SDL_Joystick * SDL_JoystickOpen(int a0) {
-    if (symbols[35] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickOpen))symbols[35])(a0);
+    if (symbols[41] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickOpen))symbols[41])(a0);
 }
 
 int SDL_JoystickSetVirtualAxis(SDL_Joystick * a0, int a1, Sint16 a2) {
-    if (symbols[36] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickSetVirtualAxis))symbols[36])(a0, a1, a2);
+    if (symbols[42] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickSetVirtualAxis))symbols[42])(a0, a1, a2);
 }
 
 int SDL_JoystickSetVirtualButton(SDL_Joystick * a0, int a1, Uint8 a2) {
-    if (symbols[37] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickSetVirtualButton))symbols[37])(a0, a1, a2);
+    if (symbols[43] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickSetVirtualButton))symbols[43])(a0, a1, a2);
 }
 
 int SDL_PeepEvents(SDL_Event * a0, int a1, SDL_eventaction a2, Uint32 a3, Uint32 a4) {
-    if (symbols[38] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_PeepEvents))symbols[38])(a0, a1, a2, a3, a4);
+    if (symbols[44] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PeepEvents))symbols[44])(a0, a1, a2, a3, a4);
 }
 
 int SDL_PollEvent(SDL_Event * a0) {
-    if (symbols[39] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_PollEvent))symbols[39])(a0);
+    if (symbols[45] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PollEvent))symbols[45])(a0);
 }
 
 int SDL_PushEvent(SDL_Event * a0) {
-    if (symbols[40] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_PushEvent))symbols[40])(a0);
+    if (symbols[46] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PushEvent))symbols[46])(a0);
 }
 
 void SDL_Quit(void) {
-    if (symbols[41] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_Quit))symbols[41])();
+    if (symbols[47] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_Quit))symbols[47])();
 }
 
 void SDL_QuitSubSystem(Uint32 a0) {
-    if (symbols[42] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_QuitSubSystem))symbols[42])(a0);
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_QuitSubSystem))symbols[48])(a0);
 }
 
 void SDL_RaiseWindow(SDL_Window * a0) {
-    if (symbols[43] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_RaiseWindow))symbols[43])(a0);
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_RaiseWindow))symbols[49])(a0);
 }
 
 Uint32 SDL_RegisterEvents(int a0) {
-    if (symbols[44] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RegisterEvents))symbols[44])(a0);
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RegisterEvents))symbols[50])(a0);
 }
 
 int SDL_RenderClear(SDL_Renderer * a0) {
-    if (symbols[45] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderClear))symbols[45])(a0);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderClear))symbols[51])(a0);
 }
 
 int SDL_RenderCopy(SDL_Renderer * a0, SDL_Texture * a1, const SDL_Rect * a2, const SDL_Rect * a3) {
-    if (symbols[46] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderCopy))symbols[46])(a0, a1, a2, a3);
+    if (symbols[52] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderCopy))symbols[52])(a0, a1, a2, a3);
 }
 
 int SDL_RenderFillRect(SDL_Renderer * a0, const SDL_Rect * a1) {
-    if (symbols[47] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderFillRect))symbols[47])(a0, a1);
+    if (symbols[53] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderFillRect))symbols[53])(a0, a1);
 }
 
 int SDL_RenderFlush(SDL_Renderer * a0) {
-    if (symbols[48] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderFlush))symbols[48])(a0);
+    if (symbols[54] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderFlush))symbols[54])(a0);
 }
 
 void SDL_RenderPresent(SDL_Renderer * a0) {
-    if (symbols[49] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_RenderPresent))symbols[49])(a0);
+    if (symbols[55] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_RenderPresent))symbols[55])(a0);
 }
 
 int SDL_SetClipboardText(const char * a0) {
-    if (symbols[50] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetClipboardText))symbols[50])(a0);
+    if (symbols[56] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetClipboardText))symbols[56])(a0);
 }
 
 void SDL_SetCursor(SDL_Cursor * a0) {
-    if (symbols[51] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetCursor))symbols[51])(a0);
+    if (symbols[57] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetCursor))symbols[57])(a0);
 }
 
 SDL_bool SDL_SetHint(const char * a0, const char * a1) {
-    if (symbols[52] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetHint))symbols[52])(a0, a1);
+    if (symbols[58] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetHint))symbols[58])(a0, a1);
 }
 
 int SDL_SetRelativeMouseMode(SDL_bool a0) {
-    if (symbols[53] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetRelativeMouseMode))symbols[53])(a0);
+    if (symbols[59] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRelativeMouseMode))symbols[59])(a0);
 }
 
 int SDL_SetRenderDrawBlendMode(SDL_Renderer * a0, SDL_BlendMode a1) {
-    if (symbols[54] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetRenderDrawBlendMode))symbols[54])(a0, a1);
+    if (symbols[60] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRenderDrawBlendMode))symbols[60])(a0, a1);
 }
 
 int SDL_SetRenderDrawColor(SDL_Renderer * a0, Uint8 a1, Uint8 a2, Uint8 a3, Uint8 a4) {
-    if (symbols[55] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetRenderDrawColor))symbols[55])(a0, a1, a2, a3, a4);
+    if (symbols[61] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRenderDrawColor))symbols[61])(a0, a1, a2, a3, a4);
 }
 
 int SDL_SetTextureScaleMode(SDL_Texture * a0, SDL_ScaleMode a1) {
-    if (symbols[56] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetTextureScaleMode))symbols[56])(a0, a1);
+    if (symbols[62] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetTextureScaleMode))symbols[62])(a0, a1);
 }
 
 int SDL_SetWindowFullscreen(SDL_Window * a0, Uint32 a1) {
-    if (symbols[57] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetWindowFullscreen))symbols[57])(a0, a1);
+    if (symbols[63] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetWindowFullscreen))symbols[63])(a0, a1);
 }
 
 void SDL_SetWindowKeyboardGrab(SDL_Window * a0, SDL_bool a1) {
-    if (symbols[58] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowKeyboardGrab))symbols[58])(a0, a1);
+    if (symbols[64] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowKeyboardGrab))symbols[64])(a0, a1);
 }
 
 void SDL_SetWindowPosition(SDL_Window * a0, int a1, int a2) {
-    if (symbols[59] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowPosition))symbols[59])(a0, a1, a2);
+    if (symbols[65] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowPosition))symbols[65])(a0, a1, a2);
 }
 
 void SDL_SetWindowSize(SDL_Window * a0, int a1, int a2) {
-    if (symbols[60] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowSize))symbols[60])(a0, a1, a2);
+    if (symbols[66] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowSize))symbols[66])(a0, a1, a2);
 }
 
 void SDL_SetWindowTitle(SDL_Window * a0, const char * a1) {
-    if (symbols[61] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowTitle))symbols[61])(a0, a1);
+    if (symbols[67] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowTitle))symbols[67])(a0, a1);
 }
 
 void SDL_SetYUVConversionMode(SDL_YUV_CONVERSION_MODE a0) {
-    if (symbols[62] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetYUVConversionMode))symbols[62])(a0);
+    if (symbols[68] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetYUVConversionMode))symbols[68])(a0);
 }
 
 int SDL_ShowCursor(int a0) {
-    if (symbols[63] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_ShowCursor))symbols[63])(a0);
+    if (symbols[69] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_ShowCursor))symbols[69])(a0);
 }
 
 void SDL_StartTextInput(void) {
-    if (symbols[64] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_StartTextInput))symbols[64])();
+    if (symbols[70] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_StartTextInput))symbols[70])();
 }
 
 int SDL_UpdateNVTexture(SDL_Texture * a0, const SDL_Rect * a1, const Uint8 * a2, int a3, const Uint8 * a4, int a5) {
-    if (symbols[65] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateNVTexture))symbols[65])(a0, a1, a2, a3, a4, a5);
+    if (symbols[71] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateNVTexture))symbols[71])(a0, a1, a2, a3, a4, a5);
 }
 
 int SDL_UpdateTexture(SDL_Texture * a0, const SDL_Rect * a1, const void * a2, int a3) {
-    if (symbols[66] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateTexture))symbols[66])(a0, a1, a2, a3);
+    if (symbols[72] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateTexture))symbols[72])(a0, a1, a2, a3);
 }
 
 int SDL_UpdateWindowSurfaceRects(SDL_Window * a0, const SDL_Rect * a1, int a2) {
-    if (symbols[67] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[67])(a0, a1, a2);
+    if (symbols[73] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[73])(a0, a1, a2);
 }
 
 int SDL_UpdateYUVTexture(SDL_Texture * a0, const SDL_Rect * a1, const Uint8 * a2, int a3, const Uint8 * a4, int a5, const Uint8 * a6, int a7) {
-    if (symbols[68] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateYUVTexture))symbols[68])(a0, a1, a2, a3, a4, a5, a6, a7);
+    if (symbols[74] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateYUVTexture))symbols[74])(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 int SDL_WaitEventTimeout(SDL_Event * a0, int a1) {
-    if (symbols[69] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_WaitEventTimeout))symbols[69])(a0, a1);
+    if (symbols[75] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_WaitEventTimeout))symbols[75])(a0, a1);
 }
 
 void SDL_free(void * a0) {
-    if (symbols[70] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_free))symbols[70])(a0);
+    if (symbols[76] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_free))symbols[76])(a0);
 }
 
 void TTF_CloseFont(TTF_Font * a0) {
-    if (symbols[71] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&TTF_CloseFont))symbols[71])(a0);
+    if (symbols[77] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&TTF_CloseFont))symbols[77])(a0);
 }
 
 int TTF_FontLineSkip(const TTF_Font * a0) {
-    if (symbols[72] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_FontLineSkip))symbols[72])(a0);
+    if (symbols[78] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_FontLineSkip))symbols[78])(a0);
 }
 
 int TTF_Init(void) {
-    if (symbols[73] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_Init))symbols[73])();
+    if (symbols[79] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_Init))symbols[79])();
 }
 
 TTF_Font * TTF_OpenFont(const char * a0, int a1) {
-    if (symbols[74] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_OpenFont))symbols[74])(a0, a1);
+    if (symbols[80] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_OpenFont))symbols[80])(a0, a1);
 }
 
 SDL_Surface * TTF_RenderUTF8_Blended(TTF_Font * a0, const char * a1, SDL_Color a2) {
-    if (symbols[75] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[75])(a0, a1, a2);
+    if (symbols[81] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[81])(a0, a1, a2);
 }
 
 int TTF_SizeUTF8(TTF_Font * a0, const char * a1, int * a2, int * a3) {
-    if (symbols[76] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_SizeUTF8))symbols[76])(a0, a1, a2, a3);
+    if (symbols[82] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_SizeUTF8))symbols[82])(a0, a1, a2, a3);
 }
 
 int TTF_WasInit(void) {
-    if (symbols[77] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_WasInit))symbols[77])();
+    if (symbols[83] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_WasInit))symbols[83])();
 }
 
 #pragma GCC visibility pop

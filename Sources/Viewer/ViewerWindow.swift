@@ -65,7 +65,7 @@ public final class ViewerWindow: Sendable {
         /// A question for the person (`ask`), until the window takes it.
         var question: Question?
         /// Feedback for pads, until the window plays it.
-        var padFeedback: [PadFeedback] = []
+        var padFeedback: [(pad: Int32, feedback: ViewerPadFeedback)] = []
         var statistics = ViewerStatistics(framesPresented: 0, updates: 0, latencyP50Milliseconds: nil, latencyP95Milliseconds: nil, renderer: "")
     }
     let shared = Mutex(Shared())
@@ -123,22 +123,11 @@ public final class ViewerWindow: Sendable {
         hudExtraLines.withLock { $0 = lines }
     }
 
-    /// Force feedback on the pad the window reported as `id` (`ViewerGamepadEvent.arrived`):
-    /// amplitudes 0…65535 for the low- and high-frequency motors, for `milliseconds` (0/0 stops).
-    public func rumble(id: Int32, low: UInt16, high: UInt16, milliseconds: UInt32) {
-        shared.withLock { $0.padFeedback.append(.rumble(id: id, low: low, high: high, milliseconds: milliseconds)) }
+    /// Feedback for the pad the window reported as `id` (`ViewerGamepadEvent.arrived`): rumble,
+    /// lights, adaptive triggers. What the pad cannot do it ignores.
+    public func send(_ feedback: ViewerPadFeedback, toPad id: Int32) {
+        shared.withLock { $0.padFeedback.append((id, feedback)) }
         wake()
-    }
-
-    /// The light bar's colour on the pad `id` (a DualSense's; other pads ignore it).
-    public func setPadLight(id: Int32, red: UInt8, green: UInt8, blue: UInt8) {
-        shared.withLock { $0.padFeedback.append(.light(id: id, red: red, green: green, blue: blue)) }
-        wake()
-    }
-
-    enum PadFeedback: Sendable {
-        case rumble(id: Int32, low: UInt16, high: UInt16, milliseconds: UInt32)
-        case light(id: Int32, red: UInt8, green: UInt8, blue: UInt8)
     }
 
     /// Closes the window from the protocol side (the session is over).

@@ -419,16 +419,11 @@ final class WindowLoop {
     // MARK: - From the protocol side
 
     private func takeShared() {
-        let (cursor, clipboard, status, screens, close, asked, rumbles) = owner.shared.withLock { s in
+        let (cursor, clipboard, status, screens, close, asked, padFeedback) = owner.shared.withLock { s in
             defer { s.cursor = nil; s.cursorChanged = false; s.clipboard = nil; s.status = nil; s.screens = nil; s.question = nil; s.padFeedback = [] }
             return (s.cursorChanged ? s.cursor : nil, s.clipboard, s.status, s.screens, s.closeRequested, s.question, s.padFeedback)
         }
-        for r in rumbles {
-            switch r {
-            case let .rumble(id, low, high, ms): gamepads?.rumble(id: id, low: low, high: high, milliseconds: ms)
-            case let .light(id, red, green, blue): gamepads?.setLight(id: id, red: red, green: green, blue: blue)
-            }
-        }
+        for (pad, feedback) in padFeedback { gamepads?.apply(feedback, toPad: pad) }
         if let asked {
             if overlays.text == nil {
                 // Nothing to draw the question with: the person would type blind.

@@ -18,7 +18,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
             Sound plays on --audio-device (ALSA's default device unless named; none for silence): the host's Opus through a jitter ring that conceals what is late or lost, 5.1 and 7.1 folded to stereo. When the default device does not open, the stream plays without sound and says so.
 
-            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (another mode, the bitrate a quarter down or up, the statistics overlay, full screen, disconnect). --mic sends a microphone (20 ms Opus frames). The first game controller connected is forwarded (buttons and sticks as they change, arrival and removal), and the host's rumble and light-bar colour come back to it.
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (another mode, the bitrate a quarter down or up, the statistics overlay, full screen, disconnect). --mic sends a microphone (20 ms Opus frames). The first game controller connected is forwarded (buttons and sticks, as whole states when the host takes them; its touchpad and motion sensors; arrival and removal), and the host's rumble, trigger motors, light-bar colour, player LEDs and DualSense adaptive triggers come back to it.
 
             --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
 
@@ -182,12 +182,20 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         case Rumble.tag:
                             let pad = forwardedPad.load(ordering: .relaxed)
                             if pad >= 0, let r = Rumble(datagram: datagram), r.pad == 0 {
-                                window.rumble(id: pad, low: r.low, high: r.high, milliseconds: UInt32(r.timeToLiveMilliseconds ?? 1000))
+                                let ms = UInt32(r.timeToLiveMilliseconds ?? 1000)
+                                window.send(.rumble(low: r.low, high: r.high, milliseconds: ms), toPad: pad)
+                                if let left = r.leftTrigger, let right = r.rightTrigger {
+                                    window.send(.triggerRumble(left: left, right: right, milliseconds: ms), toPad: pad)
+                                }
                             }
                         case HIDOutput.tag:
                             let pad = forwardedPad.load(ordering: .relaxed)
-                            if pad >= 0, case .lightbar(0, let red, let green, let blue)? = HIDOutput(datagram: datagram) {
-                                window.setPadLight(id: pad, red: red, green: green, blue: blue)
+                            guard pad >= 0 else { break }
+                            switch HIDOutput(datagram: datagram) {
+                            case .lightbar(0, let red, let green, let blue)?: window.send(.light(red: red, green: green, blue: blue), toPad: pad)
+                            case .playerLEDs(0, let bits)?: window.send(.playerLights(bits), toPad: pad)
+                            case .trigger(0, let which, _, let raw)? where which <= 1: window.send(.triggerEffect(right: which == 1, block: raw), toPad: pad)
+                            default: break
                             }
                         default: break
                         }
@@ -249,7 +257,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             // What the person does in the window, to the host.
             let closed = Atomic<Bool>(false)
             let inputTask = Task {
-                var mapper = PunktfunkInputMapper(gamepadType: gamepad)
+                var mapper = PunktfunkInputMapper(gamepadType: gamepad,
+                                                  wholePadState: session.welcome.hostCaps & PadForwarder.wholeStateCapability != 0)
                 for await event in window.input {
                     switch event {
                     case .closed, .command(.disconnect):
@@ -264,8 +273,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         }
                     default:
                         let size = streamSize.withLock { $0 }
-                        for input in mapper.map(event, streamWidth: size.width, streamHeight: size.height) {
-                            client.send(datagram: input.datagram)
+                        for datagram in mapper.map(event, streamWidth: size.width, streamHeight: size.height) {
+                            client.send(datagram: datagram)
                         }
                         forwardedPad.store(mapper.forwardedPad ?? -1, ordering: .relaxed)
                     }
@@ -452,12 +461,20 @@ struct PunktfunkInputMapper {
     /// The window's pad forwarded as the host's pad 0 (the first to arrive; the next one after it leaves).
     private(set) var forwardedPad: Int32?
     private let gamepadType: PunktfunkConnectCommand.Gamepad
+    private var pad: PadForwarder
 
-    init(gamepadType: PunktfunkConnectCommand.Gamepad = .auto) {
+    init(gamepadType: PunktfunkConnectCommand.Gamepad = .auto, wholePadState: Bool = false) {
         self.gamepadType = gamepadType
+        pad = PadForwarder(pad: 0, sendsWholeState: wholePadState)
     }
 
-    mutating func map(_ input: ViewerInput, streamWidth: Int, streamHeight: Int) -> [InputEvent] {
+    /// The datagrams that carry `input` to the host.
+    mutating func map(_ input: ViewerInput, streamWidth: Int, streamHeight: Int) -> [[UInt8]] {
+        if case .gamepad(let event) = input { return gamepad(event) }
+        return events(input, streamWidth: streamWidth, streamHeight: streamHeight).map(\.datagram)
+    }
+
+    private mutating func events(_ input: ViewerInput, streamWidth: Int, streamHeight: Int) -> [InputEvent] {
         switch input {
         case .key(let key, let down, let usage):
             let vk = usage.flatMap { KeyMap.virtualKey(usbUsage: $0) } ?? {
@@ -481,16 +498,15 @@ struct PunktfunkInputMapper {
         case .command(.pressKeys(let keysyms)):
             let vks = keysyms.compactMap { KeyMap.virtualKey(keysym: $0) }
             return vks.flatMap { press($0, down: true) } + vks.reversed().flatMap { press($0, down: false) }
-        case .gamepad(let event):
-            return gamepad(event)
-        case .clipboard, .resizeRemote, .command, .closed:
+        case .gamepad, .clipboard, .resizeRemote, .command, .closed:
             return []
         }
     }
 
-    /// One forwarded pad: arrival (with the type the host should emulate), buttons and axes as
-    /// they change (sticks with y up, as XInput has them; triggers 0…255), removal.
-    private mutating func gamepad(_ event: ViewerGamepadEvent) -> [InputEvent] {
+    /// One forwarded pad (`PadForwarder`): arrival with the type the host should emulate,
+    /// buttons and axes (sticks with y up, as XInput has them; triggers 0…255), the touchpad,
+    /// motion, removal.
+    private mutating func gamepad(_ event: ViewerGamepadEvent) -> [[UInt8]] {
         guard gamepadType != .off else { return [] }
         switch event {
         case .arrived(let id, _, let kind):
@@ -508,23 +524,34 @@ struct PunktfunkInputMapper {
                 case .xbox360, .nintendo, .other: type = 1
                 }
             }
-            return [.gamepadArrival(pad: 0, type: type)]
+            return pad.datagrams(for: .arrival(type: type))
         case .removed(let id):
             guard id == forwardedPad else { return [] }
             forwardedPad = nil
-            return [.gamepadRemove(pad: 0, sequence: 0)]
+            return pad.datagrams(for: .removal)
         case .button(let id, let button, let down):
             guard id == forwardedPad, let bit = Self.bit(button) else { return [] }
-            return [.gamepadButton(pad: 0, button: bit, pressed: down)]
+            return pad.datagrams(for: .button(bit, pressed: down))
         case .axis(let id, let axis, let value):
             guard id == forwardedPad else { return [] }
+            let report: PadForwarder.Report
             switch axis {
-            case .leftX: return [.gamepadAxis(pad: 0, axis: .leftStickX, value: Int32(value))]
-            case .leftY: return [.gamepadAxis(pad: 0, axis: .leftStickY, value: Int32(-max(-32767, Int32(value))))]
-            case .rightX: return [.gamepadAxis(pad: 0, axis: .rightStickX, value: Int32(value))]
-            case .rightY: return [.gamepadAxis(pad: 0, axis: .rightStickY, value: Int32(-max(-32767, Int32(value))))]
-            case .leftTrigger: return [.gamepadAxis(pad: 0, axis: .leftTrigger, value: Int32(max(0, value)) * 255 / 32767)]
-            case .rightTrigger: return [.gamepadAxis(pad: 0, axis: .rightTrigger, value: Int32(max(0, value)) * 255 / 32767)]
+            case .leftX: report = .axis(.leftStickX, Int32(value))
+            case .leftY: report = .axis(.leftStickY, -max(-32767, Int32(value)))
+            case .rightX: report = .axis(.rightStickX, Int32(value))
+            case .rightY: report = .axis(.rightStickY, -max(-32767, Int32(value)))
+            case .leftTrigger: report = .axis(.leftTrigger, Int32(max(0, value)) * 255 / 32767)
+            case .rightTrigger: report = .axis(.rightTrigger, Int32(max(0, value)) * 255 / 32767)
+            }
+            return pad.datagrams(for: report)
+        case .touch(let id, let finger, let down, let x, let y):
+            guard id == forwardedPad, (0...255).contains(finger) else { return [] }
+            return pad.datagrams(for: .touch(finger: UInt8(finger), active: down, x: Double(x), y: Double(y)))
+        case .sensor(let id, let sensor, let x, let y, let z):
+            guard id == forwardedPad else { return [] }
+            switch sensor {
+            case .gyro: return pad.datagrams(for: .gyro(x: Double(x), y: Double(y), z: Double(z)))
+            case .accelerometer: return pad.datagrams(for: .accelerometer(x: Double(x), y: Double(y), z: Double(z)))
             }
         }
     }

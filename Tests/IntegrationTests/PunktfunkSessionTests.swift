@@ -217,10 +217,19 @@ struct PunktfunkSessionTests {
         let datagrams = received.withLock { $0 }
         let audio = datagrams.filter { $0.first == 0xC9 }
         #expect(audio.count > 150, "about 200 Opus frames a second")
-        let rumble = datagrams.filter { $0.first == 0xCA }
-        #expect(rumble.count == 5 && rumble.allSatisfy { $0.count == 10 })
-        let hid = datagrams.filter { $0.first == 0xCD }
-        #expect(hid.count == 2)
+        // The burst: five 10-byte rumbles, one 14-byte one with the trigger motors; the light bar,
+        // player LEDs and an R2 adaptive-trigger block.
+        let rumble = datagrams.filter { $0.first == 0xCA }.compactMap(Rumble.init(datagram:))
+        #expect(rumble.count == 6 && rumble.prefix(5).allSatisfy { $0.timeToLiveMilliseconds == 100 && $0.leftTrigger == nil })
+        #expect(rumble.last.map { ($0.leftTrigger, $0.rightTrigger) } ?? (nil, nil) == (7000, 9000))
+        let hid = datagrams.filter { $0.first == 0xCD }.compactMap(HIDOutput.init(datagram:))
+        #expect(hid.count == 3)
+        #expect(hid.first == .lightbar(pad: 0, red: 255, green: 64, blue: 0))
+        if hid.count == 3 {
+            #expect(hid[1] == .playerLEDs(pad: 0, bits: 0b10101))
+            guard case .trigger(0, 1, .zonedFeedback(let zones), _) = hid[2] else { Issue.record("\(hid[2])"); return }
+            #expect(zones == [0, 0, 0] + Array(repeating: 5.0 / 8, count: 7))
+        }
         socket.stop()
         client.close()
         #expect(socket.punchesSent >= 5)

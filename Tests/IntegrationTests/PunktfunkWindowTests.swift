@@ -301,21 +301,31 @@ struct PunktfunkWindowTests {
     /// No physical pad can be plugged in here (no input devices, no uinput), so the pad is SDL's
     /// virtual controller inside farcast's window, driven by a script (FARCAST_VIRTUAL_GAMEPAD;
     /// see Sources/Viewer/WindowGamepads.swift); everything from SDL's game-controller events on
-    /// is the path a real pad takes.
-    @Test func aControllerDrivesTheHostsPadAndTheHostsRumbleAndLightComeBackToIt() throws {
+    /// is the path a real pad takes. Returns the input datagrams the host logged, the rich-input
+    /// ones, and the feedback the pad received.
+    func drivePad(script: String, hostArguments: [String]) throws -> (inputs: [InputEvent], rich: [RichInput], feedback: String) {
         let screen = try ViewerScreen()
-        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode, "--feedback-at", "2.5"], folder: folder)
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode, "--feedback-at", "2.5"] + hostArguments,
+                                            folder: folder)
         defer { host.stop() }
-        let script = folder.path + "/pad.txt"
-        try "800 button a down\n900 button a up\n1000 axis leftX 16000\n1100 axis leftY -20000\n1200 axis rightTrigger 32767\n1300 button dpadUp down\n"
-            .write(toFile: script, atomically: true, encoding: .utf8)
-        _ = try watch(host, on: screen, seconds: 5, environment: ["FARCAST_VIRTUAL_GAMEPAD": script]) { window in
+        let scriptFile = folder.path + "/pad-\(UUID().uuidString.prefix(6)).txt"
+        try script.write(toFile: scriptFile, atomically: true, encoding: .utf8)
+        _ = try watch(host, on: screen, seconds: 5, environment: ["FARCAST_VIRTUAL_GAMEPAD": scriptFile]) { window in
             try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
         }
         let inputs = host.events("input").compactMap { ($0["hex"] as? String).flatMap { InputEvent(datagram: Self.bytes(hex: $0)) } }
+        let rich = host.events("rich_input").compactMap { ($0["hex"] as? String).flatMap { RichInput(datagram: Self.bytes(hex: $0)) } }
+        return (inputs, rich, (try? String(contentsOfFile: scriptFile + ".feedback", encoding: .utf8)) ?? "")
+    }
+
+    static let padScript = "800 button a down\n900 button a up\n1000 axis leftX 16000\n1100 axis leftY -20000\n1200 axis rightTrigger 32767\n1300 button dpadUp down\n"
+
+    /// Toward a host without host_caps 0x01, each change goes as its own button or axis event.
+    @Test func aControllerDrivesTheHostsPadAndTheHostsRumbleAndLightsComeBackToIt() throws {
+        let (inputs, _, feedback) = try drivePad(script: Self.padScript, hostArguments: ["--host-caps", "0"])
         let pad = inputs.filter {
             switch $0 {
-            case .gamepadArrival, .gamepadButton, .gamepadAxis, .gamepadRemove: true
+            case .gamepadArrival, .gamepadButton, .gamepadAxis, .gamepadRemove, .gamepadState: true
             default: false
             }
         }
@@ -328,10 +338,49 @@ struct PunktfunkWindowTests {
             .gamepadAxis(pad: 0, axis: .leftStickX, value: 16000), .gamepadAxis(pad: 0, axis: .leftStickY, value: 20000),
             .gamepadAxis(pad: 0, axis: .rightTrigger, value: 255), .gamepadButton(pad: 0, button: .dpadUp, pressed: true),
         ], "\(pad)")
-        // The host's five rumble commands (1000/2000 … 5000/10000) reached the pad's motors, and
-        // its light-bar colour (255, 64, 0) the pad's light.
-        let feedback = (try? String(contentsOfFile: script + ".feedback", encoding: .utf8)) ?? ""
+        // The host's five rumble commands (1000/2000 … 5000/10000) reached the pad's motors, the
+        // 14-byte one's trigger motors too, its light-bar colour (255, 64, 0) the pad's light, and
+        // its three player LEDs (0b10101) the pad as player 3 (SDL's index 2).
         for i in 1...5 { #expect(feedback.contains("rumble \(1000 * i) \(2000 * i)\n"), "\(feedback)") }
+        #expect(feedback.contains("triggers 7000 9000\n"), "\(feedback)")
+        #expect(feedback.contains("led 255 64 0\n"), "\(feedback)")
+        #expect(feedback.contains("player 2\n"), "\(feedback)")
+        #expect(!feedback.contains("effect "), "an Xbox pad got a DualSense effect: \(feedback)")
+    }
+
+    /// Toward a host with host_caps 0x01 (the stand-in's default) the pad goes as whole states
+    /// with a sequence number; a DualSense's touchpad and motion go as rich input, and the host's
+    /// player LEDs and adaptive trigger come back as DualSense effect blocks.
+    @Test func aDualSenseSendsWholeStatesTouchAndMotionAndGetsItsTriggerAndPlayerLights() throws {
+        let script = "type dualsense\n" + Self.padScript
+            + "1400 touch 0 down 0.25 0.75\n1500 touch 0 up 0.25 0.75\n1600 accel 0 9.80665 0\n1700 gyro 0.5 0 -0.25\n"
+        let (inputs, rich, feedback) = try drivePad(script: script, hostArguments: [])
+        let pad = inputs.filter {
+            switch $0 {
+            case .gamepadArrival, .gamepadButton, .gamepadAxis, .gamepadRemove, .gamepadState: true
+            default: false
+            }
+        }
+        func state(_ sequence: UInt8, _ buttons: GamepadButtons, lx: Int16 = 0, ly: Int16 = 0, rt: UInt8 = 0) -> InputEvent {
+            .gamepadState(GamepadState(pad: 0, sequence: sequence, buttons: buttons, leftStickX: lx, leftStickY: ly, rightTrigger: rt))
+        }
+        #expect(Array(pad.prefix(7)) == [
+            .gamepadArrival(pad: 0, type: 2),
+            state(1, .a), state(2, []), state(3, [], lx: 16000), state(4, [], lx: 16000, ly: 20000),
+            state(5, [], lx: 16000, ly: 20000, rt: 255), state(6, .dpadUp, lx: 16000, ly: 20000, rt: 255),
+        ], "\(pad)")
+        // 0.25/0.75 of the pad → 16384/49151 of 65535; 1 g up; 0.5 and −0.25 rad/s as 20 LSB per °/s.
+        #expect(rich == [
+            .touchpad(pad: 0, finger: 0, active: true, x: 16384, y: 49151),
+            .touchpad(pad: 0, finger: 0, active: false, x: 16384, y: 49151),
+            .motion(pad: 0, gyro: [0, 0, 0], accel: [0, 10000, 0]),
+            .motion(pad: 0, gyro: [573, 0, -286], accel: [0, 10000, 0]),
+        ], "\(rich)")
+        // Player LEDs 0b10101: enable bits byte 1 = 0x10, LEDs at byte 43.
+        #expect(feedback.contains("effect 0010" + String(repeating: "00", count: 41) + "15000000\n"), "\(feedback)")
+        // R2 (enable 0x04) with the host's block at bytes 10…20: zoned feedback, zones 3-9 at strength 5.
+        #expect(feedback.contains("effect 04" + String(repeating: "00", count: 9) + "21f80300489224" + String(repeating: "00", count: 4)
+                                  + String(repeating: "00", count: 26) + "\n"), "\(feedback)")
         #expect(feedback.contains("led 255 64 0\n"), "\(feedback)")
     }
 

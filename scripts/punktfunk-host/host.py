@@ -441,7 +441,7 @@ class VideoSession:
         body = MAGIC + struct.pack("<IHIIIBBHHB", WIRE_VERSION, self.udp_port, w, h, hz, 1, self.fec_percent,
                                    MAX_DATA_PER_BLOCK, WELCOME_SHARD, 1)
         body += self.key + self.salt + struct.pack("<I", 0)
-        body += bytes([0, 0]) + struct.pack("<I", self.args.bitrate_kbps) + bytes([8, 1, 1, 1, 0, 1, 2, 2, 0x01])
+        body += bytes([0, 0]) + struct.pack("<I", self.args.bitrate_kbps) + bytes([8, 1, 1, 1, 0, 1, 2, 2, self.args.host_caps])
         self.st.log.write("welcome", udp_port=self.udp_port, width=w, height=h, hz=hz, fec_percent=self.fec_percent)
         return body
 
@@ -642,8 +642,15 @@ class VideoSession:
                 for i in range(5):
                     rumble = bytes([0xCA]) + struct.pack("<HHHBH", 0, 1000 * (i + 1), 2000 * (i + 1), i, 100)
                     self.proto._loop.call_soon_threadsafe(self._send_quic_datagram, rumble)
+                # Impulse triggers: the 14-byte form (seq, ttl, then left/right trigger motors).
+                rumble = bytes([0xCA]) + struct.pack("<HHHBHHH", 0, 500, 600, 5, 100, 7000, 9000)
+                self.proto._loop.call_soon_threadsafe(self._send_quic_datagram, rumble)
                 self.proto._loop.call_soon_threadsafe(self._send_quic_datagram, bytes([0xCD, 1, 0, 255, 64, 0]))
                 self.proto._loop.call_soon_threadsafe(self._send_quic_datagram, bytes([0xCD, 2, 0, 0b10101]))
+                # R2 (which 1): zoned resistance (mode 0x21) in zones 3-9, strength 5 each.
+                forces = sum(4 << (3 * z) for z in range(3, 10))
+                trigger = bytes([0xCD, 3, 0, 1, 0x21]) + struct.pack("<HI", 0x3F8, forces) + bytes(4)
+                self.proto._loop.call_soon_threadsafe(self._send_quic_datagram, trigger)
             next_time += 0.005
             delay = next_time - time.monotonic()
             if delay > 0:
@@ -694,6 +701,8 @@ async def main():
                    help="benchmarks: send filler access units at this rate instead of HEVC (no AU log)")
     p.add_argument("--frames", type=int, default=0, help="stop video after this many AUs (0 = unbounded)")
     p.add_argument("--feedback-at", type=float, help="send a rumble + HID burst this many seconds into the stream")
+    p.add_argument("--host-caps", type=lambda v: int(v, 0), default=0x01,
+                   help="the Welcome's host_caps byte (default 0x01: takes whole gamepad states)")
     p.add_argument("--state-dir", required=True, help="certificate and paired clients live here")
     p.add_argument("--media-dir", required=True, help="cache of encoded test-pattern HEVC")
     p.add_argument("--prepare", action="append", default=[], help="also encode this mode before listening")
