@@ -101,7 +101,10 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         /// Access units held back after a loss until the next keyframe, refused by the decoder, or dropped behind it.
         var framesSkipped: Int
         var decodeErrors: Int
+        /// Access units dropped because the decoder fell behind.
         var decoderOverflow: Int
+        /// Access units still waiting for the decoder when a keyframe made them unnecessary.
+        var decoderSuperseded: Int
         var captureToPresentMsP50: Double?
         var captureToPresentMsP95: Double?
         var captureToReceiptMsP50: Double?
@@ -340,7 +343,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                               decoder: decoderName, renderer: window.statistics.renderer, seconds: elapsed,
                               framesSentByHost: frames.withLock { $0.span }, framesReceived: s.accessUnits, framesDecoded: q.pictures,
                               framesPresented: p.presented, framesReplaced: p.replaced, framesSkipped: q.skipped, decodeErrors: q.errors,
-                              decoderOverflow: q.overflowed,
+                              decoderOverflow: q.overflowed, decoderSuperseded: q.superseded,
                               captureToPresentMsP50: p.latencyP50Milliseconds, captureToPresentMsP95: p.latencyP95Milliseconds,
                               captureToReceiptMsP50: ms(s.latency.percentile(50)), captureToReceiptMsP95: ms(s.latency.percentile(95)),
                               clockOffsetUs: Double(s.clockOffsetNs) / 1000, fecRecoveredShards: s.receiver.fecRecoveredShards,

@@ -81,7 +81,7 @@ final class PunktfunkMicrophone: Sendable {
                 guard enabled.load(ordering: .relaxed) else { continue }
                 let opus = try box.encoder.encode(samples, frames: Self.frameSamples)
                 // Stamped with when its first sample was taken, on the host's clock.
-                let pts = UInt64(max(0, PunktfunkMicrophone.realtimeNs() - 20_000_000 + hostOffsetNs()))
+                let pts = UInt64(max(0, Int64(DataPlaneSocket.realtime()) - 20_000_000 + hostOffsetNs()))
                 send(AudioPacket(sequence: sequence, ptsNanoseconds: pts, opus: opus).microphoneDatagram)
                 sequence &+= 1
                 let overruns = box.capture.overruns
@@ -93,10 +93,4 @@ final class PunktfunkMicrophone: Sendable {
         }
     }
     #endif
-
-    static func realtimeNs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
 }

@@ -17,6 +17,8 @@ public final class VideoDecodeQueue: Sendable {
         public var errors = 0
         /// Units dropped because the decoder fell behind (the queue was full).
         public var overflowed = 0
+        /// Units still waiting when a keyframe arrived, dropped because it makes them unnecessary.
+        public var superseded = 0
         public var keyframeRequests = 0
         /// The first error the decoder reported, for the person.
         public var firstError: String?
@@ -69,7 +71,7 @@ public final class VideoDecodeQueue: Sendable {
                 return
             }
             // A keyframe makes what waits before it unnecessary.
-            if unit.isRandomAccessPoint { s.statistics.overflowed += s.queue.count; s.queue.removeAll() }
+            if unit.isRandomAccessPoint { s.statistics.superseded += s.queue.count; s.queue.removeAll() }
             s.queue.append(unit)
         }
         condition.lock()
