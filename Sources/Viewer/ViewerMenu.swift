@@ -25,6 +25,8 @@ public struct ViewerMenu: Sendable, Equatable {
         public var clipboardSync: Bool
         public var keyboardGrab: Bool
         public var hud: Bool
+        /// Where the statistics overlay sits when on.
+        public var hudCorner: ViewerCorner = .topLeft
         /// Send pointer deltas with the pointer captured (see `ViewerConfiguration.relativePointer`).
         public var relativePointer = false
     }
@@ -57,7 +59,7 @@ public struct ViewerMenu: Sendable, Equatable {
         case .clipboard: return "Clipboard sync: \(onOff(s.clipboardSync))"
         case .keyboardGrab: return "Grab keyboard: \(onOff(s.keyboardGrab))"
         case .relativePointer: return "Relative pointer: \(onOff(s.relativePointer))"
-        case .hud: return "Statistics overlay: \(onOff(s.hud))"
+        case .hud: return "Statistics overlay: " + (s.hud ? s.hudCorner.rawValue.replacingOccurrences(of: "-", with: " ") : "off")
         case .sendCtrlAltDel: return "Send Ctrl+Alt+Del"
         case .sendMenuKey: return "Send F8"
         case .reconnect: return "Reconnect"
@@ -84,7 +86,17 @@ public struct ViewerMenu: Sendable, Equatable {
         case .clipboard: s.clipboardSync.toggle()
         case .keyboardGrab: s.keyboardGrab.toggle()
         case .relativePointer: s.relativePointer.toggle()
-        case .hud: s.hud.toggle()
+        case .hud:
+            // off → top left → top right → bottom right → bottom left → off
+            let corners = ViewerCorner.allCases
+            if !s.hud {
+                s.hud = true
+                s.hudCorner = corners[0]
+            } else if let i = corners.firstIndex(of: s.hudCorner), i + 1 < corners.count {
+                s.hudCorner = corners[i + 1]
+            } else {
+                s.hud = false
+            }
         case .sendCtrlAltDel: return .command(.pressKeys([0xFFE3, 0xFFE9, 0xFFFF]))
         case .sendMenuKey: return .command(.pressKeys([0xFFC5]))
         case .reconnect: return .command(.reconnect)

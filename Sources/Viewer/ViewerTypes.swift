@@ -22,13 +22,15 @@ public struct ViewerConfiguration: Sendable {
     /// the pointer is absolute and keys still go to the remote side while the window has focus.
     public var captureOnClick = false
     /// Report game controllers (`ViewerInput.gamepad`) while the window has focus, and take
-    /// force feedback for them (`ViewerWindow.rumble`).
+    /// feedback for them (`ViewerWindow.send(_:toPad:)`).
     public var gamepads = false
     /// The window follows the remote desktop's size; with `resizeRemote` the remote desktop
     /// follows the window instead.
     public var resizeRemote = false
     /// Show the statistics overlay from the start.
     public var showHUD = false
+    /// Where the statistics overlay sits (the menu's Statistics item moves it on).
+    public var hudCorner: ViewerCorner = .topLeft
     /// Show only this monitor (index into the screens the remote side reports); nil shows all.
     public var monitor: Int?
     /// A TrueType font for the overlays (HUD, menu, status); nil looks for DejaVu Sans Mono.
@@ -168,4 +170,12 @@ public struct ViewerStatistics: Sendable, Equatable, Codable {
     public var latencyP50Milliseconds: Double?
     public var latencyP95Milliseconds: Double?
     public var renderer: String
+}
+
+/// A corner of the window, for an overlay.
+public enum ViewerCorner: String, Sendable, Equatable, CaseIterable {
+    case topLeft = "top-left", topRight = "top-right", bottomRight = "bottom-right", bottomLeft = "bottom-left"
+
+    var isRight: Bool { self == .topRight || self == .bottomRight }
+    var isBottom: Bool { self == .bottomLeft || self == .bottomRight }
 }

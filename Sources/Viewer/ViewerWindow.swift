@@ -144,7 +144,7 @@ public final class ViewerWindow: Sendable {
     }
 
     /// Asks the person for a line of text in the window (a password when `secret`: typed
-    /// characters show as dots): for when there is no terminal to prompt at. Returns nil when
+    /// characters show as dots; a prompt may run to several lines): for when there is no terminal to prompt at. Returns nil when
     /// they cancel (Esc), the window closes, or it is not open.
     public func ask(_ prompt: String, secret: Bool) async -> String? {
         await withCheckedContinuation { (answer: CheckedContinuation<String?, Never>) in

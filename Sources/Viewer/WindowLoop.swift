@@ -95,7 +95,7 @@ final class WindowLoop {
         presenter = WindowPresenter(window: window, renderer: renderer)
         input = WindowInput { [inputSink = owner.inputSink] in inputSink.yield($0) }
         settings = ViewerMenu.Settings(fullscreen: c.fullscreen, viewOnly: c.viewOnly, viewOnlyLocked: c.viewOnlyLocked, scale: c.scale,
-                                       monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD,
+                                       monitor: c.monitor, monitorCount: 1, clipboardSync: c.clipboardSync, keyboardGrab: c.grabKeyboard, hud: c.showHUD, hudCorner: c.hudCorner,
                                        relativePointer: c.relativePointer)
         overlays = WindowOverlays(fontPath: c.fontPath, menu: ViewerMenu(actions: c.menuActions, hidden: c.hiddenMenuItems))
         gamepads = c.gamepads ? WindowGamepads { [inputSink = owner.inputSink] in inputSink.yield($0) } : nil

@@ -136,7 +136,12 @@ final class WindowOverlays {
     func draw(on renderer: OpaquePointer, output: (width: Int, height: Int), status: ViewerStatus, hud: Bool, settings: ViewerMenu.Settings) {
         guard let text else { return }
         if question == nil { drawStatus(status, renderer, output, text) }
-        if hud { drawLines(hudLines, x: 8, y: 8, renderer, text) }
+        if hud, !hudLines.isEmpty {
+            let corner = settings.hudCorner
+            let width = hudLines.map { text.width(of: $0) }.max() ?? 0, height = text.lineHeight * Int32(hudLines.count)
+            drawLines(hudLines, x: corner.isRight ? max(8, Int32(output.width) - width - 8) : 8,
+                      y: corner.isBottom ? max(8, Int32(output.height) - height - 8) : 8, renderer, text)
+        }
         switch modal {
         case .none: break
         case .menu: drawMenu(settings, renderer, output, text)
@@ -185,7 +190,8 @@ final class WindowOverlays {
 
     private func drawQuestion(_ q: WindowQuestion, _ renderer: OpaquePointer, _ output: (width: Int, height: Int), _ text: TextOverlay) {
         let field = (q.secret ? String(repeating: "•", count: q.typed.count) : q.typed) + "▏"
-        let lines = [q.prompt, "", "> " + field, "", "Return: send   Esc: cancel   Ctrl+V: paste"]
+        let lines = q.prompt.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            + ["", "> " + field, "", "Return: send   Esc: cancel   Ctrl+V: paste"]
         let width = lines.map { text.width(of: $0) }.max() ?? 0
         let x = max(8, (Int32(output.width) - width) / 2), y = max(8, (Int32(output.height) - text.lineHeight * Int32(lines.count)) / 2)
         var box = SDL_Rect(x: x - 16, y: y - 12, w: width + 32, h: text.lineHeight * Int32(lines.count) + 24)

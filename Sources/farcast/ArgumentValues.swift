@@ -7,6 +7,8 @@ import Viewer
 
 extension ScaleMode: ExpressibleByArgument {}
 
+extension ViewerCorner: ExpressibleByArgument {}
+
 extension JPEGSubsampling: ExpressibleByArgument {}
 
 extension RFBEncoding: ExpressibleByArgument {

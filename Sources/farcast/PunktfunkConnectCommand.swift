@@ -18,9 +18,9 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
             Sound plays on --audio-device (ALSA's default device unless named; none for silence): the host's Opus through a jitter ring that conceals what is late or lost, 5.1 and 7.1 folded to stereo. When the default device does not open, the stream plays without sound and says so.
 
-            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (another mode, the bitrate a quarter down or up, the statistics overlay, full screen, disconnect). --mic sends a microphone (20 ms Opus frames). The first game controller connected is forwarded (buttons and sticks, as whole states when the host takes them; its touchpad and motion sensors; arrival and removal), and the host's rumble, trigger motors, light-bar colour, player LEDs and DualSense adaptive triggers come back to it.
+            Keyboard and mouse go to the host while the window has focus: keys as Windows virtual keys (by their position on a US keyboard), the pointer at its place in the picture, the wheel in WHEEL_DELTA steps. A click into the picture captures the mouse for games (relative motion, the keyboard grabbed, the click itself not sent); Ctrl+Alt+Shift+Z or leaving the window frees it, releasing on the host whatever was held. F8 opens the menu (another mode, the bitrate a quarter down or up, a speed test that offers the bitrate the link carries, the statistics overlay and its corner, full screen, disconnect). --mic sends a microphone (20 ms Opus frames). The first game controller connected is forwarded (buttons and sticks, as whole states when the host takes them; its touchpad and motion sensors; arrival and removal), and the host's rumble, trigger motors, light-bar colour, player LEDs and DualSense adaptive triggers come back to it.
 
-            --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, and the repair and loss counts.
+            --stats-json writes, when the window closes: frames_sent_by_host (by the stream's frame numbers), frames_received, frames_decoded, frames_presented, capture_to_present_ms_p50/p95 (corrected for the clock offset), capture_to_receipt_ms_p50/p95, the repair and loss counts, and the last speed test's result.
 
             Examples:
               farcast punktfunk connect gaming-pc
@@ -56,6 +56,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var fullscreen = false
     @Flag(help: "Show the statistics overlay from the start (F8 → Statistics toggles it).")
     var hud = false
+    @Option(name: .customLong("hud-corner"), help: ArgumentHelp("Where the statistics overlay sits: top-left, top-right, bottom-right or bottom-left (F8 → Statistics overlay moves it on).", valueName: "corner"))
+    var hudCorner: ViewerCorner = .topLeft
     @Option(help: ArgumentHelp("Disconnect after this many seconds (default: when the window closes).", valueName: "seconds"))
     var duration: Double?
     @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file when the stream ends.", valueName: "path"))
@@ -116,7 +118,18 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         var lastPresentedFrame: UInt32?
         var audio: PunktfunkAudioOutput.Statistics?
         var microphone: PunktfunkMicrophone.Statistics?
+        /// The last speed test run from the menu, if any.
+        var speedTest: SpeedTest?
         var ended: String
+
+        struct SpeedTest: Encodable {
+            var targetKbps: UInt32
+            var goodputKbps: Double
+            var linkLoss: Double
+            var recommendedKbps: UInt32
+            /// The bitrate asked for after it (nil: the person kept the one there was).
+            var appliedKbps: UInt32?
+        }
     }
 
     func run() async throws {
@@ -129,6 +142,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             configuration.title = "\(hostOptions.host) — farcast punktfunk"
             configuration.fullscreen = fullscreen
             configuration.showHUD = hud
+            configuration.hudCorner = hudCorner
             configuration.clipboardSync = false
             configuration.scale = .fit
             configuration.menuActions = StreamMenu.actions(current: streamMode) + (mic != nil ? [StreamMenu.microphone] : [])
@@ -138,7 +152,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let window = ViewerWindow(configuration: configuration)
             do { try await window.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
             window.setStatus(.connecting(hostOptions.host))
-            var hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: [], codecs: Self.codecBits(wanted))
+            var hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: [.probeSequence], codecs: Self.codecBits(wanted))
             hello.gamepad = gamepad == .xbox360 ? 1 : gamepad == .dualsense ? 2 : 0
             // The SDL pad forwarded as the host's pad 0 (rumble goes back to it).
             let forwardedPad = Atomic<Int32>(-1)
@@ -259,6 +273,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
             // What the person does in the window, to the host.
             let closed = Atomic<Bool>(false)
+            let speedTest = SpeedTestSlot()
             let inputTask = Task {
                 var mapper = PunktfunkInputMapper(gamepadType: gamepad,
                                                   wholePadState: session.welcome.hostCaps & PadForwarder.wholeStateCapability != 0)
@@ -268,6 +283,11 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         closed.store(true, ordering: .relaxed)
                     case .command(.action(StreamMenu.microphone)):
                         if let microphone { microphone.isEnabled.toggle() }
+                    case .command(.action(StreamMenu.speedTest)):
+                        guard speedTest.begin() else { break }
+                        Task {
+                            speedTest.end(with: await Self.runSpeedTest(client: client, stream: stream, window: window))
+                        }
                     case .command(.action(let label)):
                         switch StreamMenu.request(label, bitrateKbps: stream.statistics.bitrateKbps) {
                         case .reconfigure(let mode)?: client.send(.reconfigure(mode))
@@ -349,7 +369,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                               clockOffsetUs: Double(s.clockOffsetNs) / 1000, fecRecoveredShards: s.receiver.fecRecoveredShards,
                               unrecoverableFrames: s.receiver.framesLost, keyframeRequests: s.keyframeRequests + q.keyframeRequests,
                               lastPresentedFrame: p.lastPresentedFrame, audio: audio?.statistics,
-                              microphone: microphone?.statistics, ended: ended)
+                              microphone: microphone?.statistics, speedTest: speedTest.last, ended: ended)
             if let statsJSON {
                 do { try Data(jsonString(stats, pretty: true).utf8).write(to: URL(fileURLWithPath: statsJSON)) } catch {
                     throw CommandFailure(message: "cannot write \(statsJSON): \(error.localizedDescription)")
@@ -366,6 +386,47 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                              stats.captureToPresentMsP95.map { String(format: "%.1f", $0) } ?? "-"))
             }
         } }
+    }
+
+    /// F8 → Speed test: the host pauses the picture and bursts probe filler for two seconds at
+    /// four times the stream's bitrate (at least 200 Mbit/s); the window shows what arrived and
+    /// asks which bitrate to use, offering 70 % of the goodput. Nil when the host ran none.
+    static func runSpeedTest(client: PunktfunkClient, stream: VideoStreamSession, window: ViewerWindow) async -> Stats.SpeedTest? {
+        let current = stream.statistics.bitrateKbps
+        let target = StreamMenu.speedTestTargetKbps(current: current)
+        let result: SpeedTestResult
+        do {
+            result = try await client.speedTest(targetKbps: target, durationMs: 2000) {
+                let r = stream.statistics.receiver
+                return (r.probePackets, r.probeBytes)
+            }
+        } catch {
+            _ = await window.ask("The speed test failed: \(describe(error)).\nReturn or Esc to go on.", secret: false)
+            return nil
+        }
+        guard !result.isEmpty else {
+            _ = await window.ask("The host ran no speed test (it is busy, or runs them only for clients that ask with PROBE_SEQ).\nReturn or Esc to go on.", secret: false)
+            return nil
+        }
+        var outcome = Stats.SpeedTest(targetKbps: target, goodputKbps: result.goodputKbps, linkLoss: result.linkLoss,
+                                      recommendedKbps: result.recommendedKbps)
+        let prompt = String(format: "Speed test: %.0f Mbit/s arrived of %.0f sent, %.2f %% lost.\nBitrate in Mbit/s: Return for the recommended %.0f, Esc keeps %.0f.",
+                            result.goodputKbps / 1000, Double(target) / 1000, result.linkLoss * 100,
+                            Double(result.recommendedKbps) / 1000, Double(current) / 1000)
+        // Until the answer is a number in range (or cancelled).
+        var ask = prompt
+        while let answer = await window.ask(ask, secret: false) {
+            let text = answer.trimmingCharacters(in: .whitespaces)
+            let kbps: UInt32?
+            if text.isEmpty { kbps = max(1000, result.recommendedKbps) } else if let mbps = Double(text), mbps >= 1, mbps <= 3000 { kbps = UInt32(mbps * 1000) } else { kbps = nil }
+            if let kbps {
+                client.send(.setBitrate(kbps: kbps))
+                outcome.appliedKbps = kbps
+                break
+            }
+            ask = prompt + "\n'\(text)' is not a bitrate between 1 and 3000 Mbit/s."
+        }
+        return outcome
     }
 
     static func codecBits(_ codec: VideoCodec) -> Hello.Codecs {
@@ -399,11 +460,18 @@ enum StreamMenu {
     static let lower = "Bitrate: a quarter lower"
     static let higher = "Bitrate: a quarter higher"
     static let microphone = "Microphone on/off"
+    static let speedTest = "Speed test"
 
     static func label(_ mode: StreamMode) -> String { "Mode: \(mode)" }
 
     static func actions(current: StreamMode) -> [String] {
-        modes.filter { $0 != current }.map(label) + [lower, higher]
+        modes.filter { $0 != current }.map(label) + [lower, higher, speedTest]
+    }
+
+    /// What a speed test asks the host to send: four times the stream's bitrate, at least
+    /// 200 Mbit/s and at most the protocol's 3 Gbit/s, so the link's ceiling is what it finds.
+    static func speedTestTargetKbps(current: UInt32) -> UInt32 {
+        min(3_000_000, max(200_000, current.multipliedReportingOverflow(by: 4).overflow ? .max : current * 4))
     }
 
     /// What choosing the item labelled `label` asks the host for.
@@ -416,6 +484,16 @@ enum StreamMenu {
         default: return nil
         }
     }
+}
+
+/// One speed test at a time from the menu, and the last one's outcome.
+final class SpeedTestSlot: Sendable {
+    private let state = Mutex<(running: Bool, last: PunktfunkConnectCommand.Stats.SpeedTest?)>((false, nil))
+
+    /// False when one is already running.
+    func begin() -> Bool { state.withLock { s in defer { s.running = true }; return !s.running } }
+    func end(with outcome: PunktfunkConnectCommand.Stats.SpeedTest?) { state.withLock { $0 = (false, outcome ?? $0.last) } }
+    var last: PunktfunkConnectCommand.Stats.SpeedTest? { state.withLock { $0.last } }
 }
 
 /// The first and last frame number the stream delivered: how many frames the host sent in

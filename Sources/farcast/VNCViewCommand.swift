@@ -57,6 +57,9 @@ struct VNCViewCommand: AsyncParsableCommand {
     @Flag(help: "Show the statistics overlay (updates/s, Mbit/s, update→present latency, encoding, quality).")
     var hud = false
 
+    @Option(name: .customLong("hud-corner"), help: ArgumentHelp("Where the statistics overlay sits: top-left, top-right, bottom-right or bottom-left (F8 → Statistics overlay moves it on).", valueName: "corner"))
+    var hudCorner: ViewerCorner = .topLeft
+
     @Option(help: ArgumentHelp("Close the window after this many seconds (scripts, benchmarks).", valueName: "seconds"))
     var duration: Double?
 
@@ -113,6 +116,7 @@ struct VNCViewCommand: AsyncParsableCommand {
             viewerConfiguration.relativePointer = relativePointer
             viewerConfiguration.resizeRemote = resizeRemote
             viewerConfiguration.showHUD = hud
+            viewerConfiguration.hudCorner = hudCorner
             viewerConfiguration.monitor = monitor.map { $0 - 1 }
             let viewer = ViewerWindow(configuration: viewerConfiguration)
             do { try await viewer.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }

@@ -223,6 +223,46 @@ struct PunktfunkWindowTests {
         #expect(host.events("au").last?["width"] as? Int == 1280)
     }
 
+    /// F8 → Speed test: the host pauses the picture and bursts probe filler; the window shows
+    /// the result and asks for a bitrate; Return takes the recommended one, which goes to the
+    /// host as SetBitrate; the picture comes back.
+    @Test func aSpeedTestFromTheMenuMeasuresTheLinkAndSetsTheBitrateItRecommends() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        let run = try watch(host, on: screen, seconds: 9) { window in
+            try screen.x("xdotool", ["windowfocus", "--sync", window], package: "xdotool")
+            // F8, then down to "Speed test" (the fifteenth item: the eight built-in ones before the
+            // stream's, the four modes other than 640x360, the bitrate down and up, then it) and Return.
+            try screen.x("xdotool", ["key", "F8"], package: "xdotool")
+            try screen.x("xdotool", ["key", "--delay", "50"] + Array(repeating: "Down", count: 14) + ["Return"], package: "xdotool")
+            try host.waitFor("the probe's result") { e in e.contains { $0["event"] as? String == "probe_result" } }
+            // The result on the reliable stream, half a second's grace for filler in flight, then the question.
+            usleep(1_500_000)
+            try screen.x("xdotool", ["key", "Return"], package: "xdotool")
+        }
+        let request = try #require(host.control("probe_request").first, "\(host.events("control"))")
+        let result = try #require(run.stats["speed_test"] as? [String: Any], "\(run.stats)")
+        #expect(request["target_kbps"] as? Int == result["target_kbps"] as? Int && request["duration_ms"] as? Int == 2000)
+        // What arrived, measured against what the host says it sent in the same run.
+        let sent = try #require(host.events("probe_result").first)
+        let sentKbps = Double(sent["bytes_sent"] as? Int ?? 0) * 8 / Double(max(1, sent["duration_ms"] as? Int ?? 0))
+        let goodput = result["goodput_kbps"] as? Double ?? 0
+        #expect(goodput > 0 && goodput <= sentKbps * 1.02, "goodput \(goodput) kbit/s of \(sentKbps) sent")
+        #expect((result["link_loss"] as? Double ?? 1) < 0.2, "\(result)")
+        // Return took the recommendation (70 % of the goodput), and the host was asked for it.
+        let recommended = try #require(result["recommended_kbps"] as? Int)
+        #expect(recommended == Int(goodput * 0.7) || recommended == Int(goodput * 0.7) - 1, "\(result)")
+        #expect(result["applied_kbps"] as? Int == max(1000, recommended), "\(result)")
+        #expect(host.control("set_bitrate").map { $0["kbps"] as? Int } == [max(1000, recommended)], "\(host.events("control"))")
+        // The picture came back after the burst: the last capture is a clean picture sent after it.
+        let events = host.events()
+        let burstEnd = try #require(events.firstIndex { $0["event"] as? String == "probe_result" })
+        let after = Set(events[burstEnd...].filter { $0["event"] as? String == "au" }.compactMap { $0["picture"] as? Int })
+        guard case .success(let last)? = run.captures.last else { Issue.record("last capture: \(String(describing: run.captures.last))"); return }
+        #expect(after.contains(last), "picture \(last) was not sent after the burst")
+    }
+
     @Test func theStreamsToneReachesAnALSADeviceWithoutGaps() throws {
         let screen = try ViewerScreen()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)

@@ -274,6 +274,24 @@ struct ViewerMenuTests {
         #expect(relative.relativePointer && ViewerMenu.label(.relativePointer, relative) == "Relative pointer: on")
     }
 
+    @Test func theStatisticsItemWalksTheCornersThenTurnsTheOverlayOff() {
+        var s = settings
+        var seen: [String] = [ViewerMenu.label(.hud, s)]
+        for _ in 0..<5 {
+            guard case .changed(let next) = ViewerMenu.choose(.hud, s) else { Issue.record("hud"); return }
+            s = next
+            seen.append(ViewerMenu.label(.hud, s))
+        }
+        #expect(seen == ["Statistics overlay: off", "Statistics overlay: top left", "Statistics overlay: top right",
+                         "Statistics overlay: bottom right", "Statistics overlay: bottom left", "Statistics overlay: off"])
+        // Shown from the start in a corner of the command line's choosing, the walk goes on from there.
+        var started = settings
+        started.hud = true
+        started.hudCorner = .bottomRight
+        guard case .changed(let next) = ViewerMenu.choose(.hud, started) else { Issue.record("hud"); return }
+        #expect(next.hud && next.hudCorner == .bottomLeft)
+    }
+
     @Test func viewOnlyFromTheCommandLineStaysOn() {
         var locked = settings
         locked.viewOnly = true
