@@ -263,6 +263,32 @@ struct PunktfunkWindowTests {
         #expect(after.contains(last), "picture \(last) was not sent after the burst")
     }
 
+    /// The overlay's capture→receipt figures (the same numbers `--stats-json` writes) against the
+    /// host's own send log: on loopback a unit arrives as its last datagram leaves, so the two
+    /// distributions' p50 and p95 agree within 1 ms once the clock offset is applied.
+    @Test func theOverlaysLatencyAgreesWithTheHostsSendLogWithinOneMillisecond() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        let run = try watch(host, on: screen, seconds: 5, extra: ["--audio-device", "none", "--hud", "--hud-corner", "bottom-right"])
+        let events = host.events()
+        var pts: [Int: Int] = [:]
+        for e in events where e["event"] as? String == "au" { if let f = e["frame_index"] as? Int, let p = e["pts_ns"] as? Int { pts[f] = p } }
+        let sendNs = events.filter { $0["event"] as? String == "au_sent" }.compactMap { e -> Int? in
+            guard let f = e["frame_index"] as? Int, let p = pts[f], let t = e["t_ns"] as? Int else { return nil }
+            return t - p
+        }.sorted()
+        try #require(sendNs.count > 100, "\(sendNs.count) units in the send log")
+        // Nearest rank, as the client computes them.
+        func percentile(_ p: Double) -> Double { Double(sendNs[min(sendNs.count - 1, max(0, Int((p / 100 * Double(sendNs.count)).rounded(.up)) - 1))]) / 1e6 }
+        let p50 = try #require(run.stats["capture_to_receipt_ms_p50"] as? Double), p95 = try #require(run.stats["capture_to_receipt_ms_p95"] as? Double)
+        #expect(abs(p50 - percentile(50)) <= 1, "client p50 \(p50) ms, host's send log \(percentile(50)) ms")
+        #expect(abs(p95 - percentile(95)) <= 1, "client p95 \(p95) ms, host's send log \(percentile(95)) ms")
+        // With the overlay in the bottom-right corner the bar code along the top stays readable.
+        let corrupt = run.captures.compactMap { if case .failure(let c) = $0 { c.description } else { nil } }
+        #expect(corrupt.isEmpty && run.captures.count > 10, "\(corrupt) of \(run.captures.count)")
+    }
+
     @Test func theStreamsToneReachesAnALSADeviceWithoutGaps() throws {
         let screen = try ViewerScreen()
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)

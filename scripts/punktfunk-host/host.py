@@ -22,7 +22,7 @@ bit-true libraries where they exist on PyPI:
   * Speed test: ProbeRequest -> filler burst with the probe flags -> ProbeResult.
 
 Every control message and input datagram it receives, and every access unit it sends (with its
-SHA-256), is written as one JSON line to --log, so tests can assert what the client did.
+SHA-256, and an "au_sent" line when its last datagram has left), is written as one JSON line to --log, so tests can assert what the client did.
 Loss, reordering and delay on what it sends come from its own knobs (--loss, --reorder,
 --delay-ms, --rate-mbps). It only ever binds 127.0.0.1 (or --bind inside a test namespace).
 """
@@ -575,6 +575,9 @@ class VideoSession:
             for datagram in packetizer.packetize(au, frame_index, pts, WELCOME_SHARD, MAX_DATA_PER_BLOCK,
                                                  self.fec_percent, 0, 0, seq_state, self.sealer):
                 self.send_datagram(datagram)
+            if filler is None:
+                # the send log: t_ns is when the unit's last datagram left (capture->send = t_ns - pts_ns)
+                st.log.write("au_sent", frame_index=frame_index)
             frame_index += 1
             if self.args.frames and frame_index >= self.args.frames:
                 break
