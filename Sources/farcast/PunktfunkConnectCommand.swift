@@ -37,6 +37,14 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         case auto, xbox360, dualsense, off
     }
 
+    enum BitDepth: String, ExpressibleByArgument, CaseIterable {
+        case eight = "8", ten = "10"
+    }
+
+    enum Chroma: String, ExpressibleByArgument, CaseIterable {
+        case yuv420 = "420", yuv444 = "444"
+    }
+
     @OptionGroup var hostOptions: PunktfunkHostOptions
     @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
     var mode: String = "1920x1080x60"
@@ -46,6 +54,10 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var codec: String = "hevc"
     @Option(help: ArgumentHelp("Where video is decoded: auto (VA-API when it opens, else software), software, or vaapi (VA-API's default device; software with a warning when it does not open).", valueName: "auto|software|vaapi"))
     var decode: Decode = .auto
+    @Option(name: .customLong("bit-depth"), help: ArgumentHelp("Offer the host 10-bit video (less banding at the same bitrate). The window shows 8 bits (SDL 2 has no deeper textures).", valueName: "8|10"))
+    var bitDepth: BitDepth = .eight
+    @Option(help: ArgumentHelp("Offer the host 4:4:4 video (full-resolution colour, for text). The window shows it at 4:2:0 (SDL 2 has no 4:4:4 textures), so it costs bitrate for nothing yet.", valueName: "420|444"))
+    var chroma: Chroma = .yuv420
     @Option(name: .customLong("audio-device"), help: ArgumentHelp("The ALSA device for the stream's sound (see `aplay -L`), or none.", valueName: "device"))
     var audioDevice: String = "default"
     @Option(help: ArgumentHelp("Send this microphone to the host: alsa (the default capture device) or alsa:DEVICE (see `arecord -L`). Off unless given; F8 → Microphone on/off toggles it.", valueName: "alsa[:device]"))
@@ -75,6 +87,13 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         if let mic { guard micDevice(mic) != nil else { throw ValidationError("--mic is alsa or alsa:DEVICE (see `arecord -L`), not '\(mic)'") } }
     }
 
+    func videoCaps() -> Hello.VideoCaps {
+        var caps: Hello.VideoCaps = [.probeSequence]
+        if bitDepth == .ten { caps.insert(.tenBit) }
+        if chroma == .yuv444 { caps.insert(.yuv444) }
+        return caps
+    }
+
     func micDevice(_ text: String) -> String? {
         if text == "alsa" { return "default" }
         guard text.hasPrefix("alsa:"), text.count > 5 else { return nil }
@@ -92,6 +111,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         var mode: String
         var codec: String
         var decoder: String
+        /// The decoded pictures' format, and how the window shows it ("10-bit 4:2:0, shown at 8 bits").
+        var pictureFormat: String?
         var renderer: String
         var seconds: Double
         var framesSentByHost: UInt64
@@ -152,12 +173,13 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let window = ViewerWindow(configuration: configuration)
             do { try await window.open() } catch let error as ViewerError { throw CommandFailure(message: error.description) }
             window.setStatus(.connecting(hostOptions.host))
-            var hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: [.probeSequence], codecs: Self.codecBits(wanted))
+            var hello = Hello(mode: streamMode, bitrateKbps: try bitrateKbps(), name: hostOptions.name, videoCaps: videoCaps(), codecs: Self.codecBits(wanted))
             hello.gamepad = gamepad == .xbox360 ? 1 : gamepad == .dualsense ? 2 : 0
             // The SDL pad forwarded as the host's pad 0 (rumble goes back to it).
             let forwardedPad = Atomic<Int32>(-1)
             let pipeline = Mutex<(stream: VideoStreamSession, queue: VideoDecodeQueue, decoder: String)?>(nil)
             let clockOffsetNs = Atomic<Int64>(0)
+            let pictureFormat = Mutex<PictureLayout?>(nil)
             let frames = Mutex(FrameNumbers())
             let hardware: FFmpegVideoDecoder.Hardware = decode == .software ? .software : decode == .vaapi ? .vaapi(device: nil) : .automatic
             let decodeChoice = decode
@@ -218,7 +240,10 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         }
                     }
                     let description = decoder.description
-                    let queue = VideoDecodeQueue(decoder: decoder, onPicture: { picture in
+                    let queue = VideoDecodeQueue(decoder: decoder, onPicture: { decoded in
+                        // What the window cannot take as it is (10-bit, 4:4:4) is brought to 8-bit 4:2:0 here, on the decode thread.
+                        let picture: DecodedPicture = decoded.layout.isEightBit420 ? decoded : EightBitPicture(decoded)
+                        pictureFormat.withLock { $0 = decoded.layout }
                         window.show(StreamPicture(picture), frameNumber: picture.frameIndex,
                                     capturedAtRealtimeNs: Int64(bitPattern: picture.ptsNanoseconds) - clockOffsetNs.load(ordering: .relaxed))
                     }, requestKeyframe: { client.send(.requestKeyframe) })
@@ -342,7 +367,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                     let span = max(0.001, elapsed - hudBase.time)
                     let rate = (fps: Double(p.presented - hudBase.presented) / span, mbps: Double(s.receiver.bytes - hudBase.bytes) * 8 / span / 1e6)
                     hudBase = (elapsed, p.presented, s.receiver.bytes)
-                    window.setHUDExtra(Self.hudLines(s, queue.statistics, p, decoder: decoderName, rate: rate))
+                    let format = pictureFormat.withLock { $0 }.map(Self.formatDescription)
+                    window.setHUDExtra(Self.hudLines(s, queue.statistics, p, decoder: decoderName + (format.map { ", " + $0 } ?? ""), rate: rate))
                 }
                 try? await Task.sleep(nanoseconds: 50_000_000)
             }
@@ -360,7 +386,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let s = stream.statistics, q = queue.statistics, p = window.pictureStatistics
             func ms(_ ns: Int64?) -> Double? { ns.map { Double($0) / 1e6 } }
             let stats = Stats(host: options.peerKey, mode: (s.lastMode ?? session.welcome.mode).description, codec: stream.codec.rawValue,
-                              decoder: decoderName, renderer: window.statistics.renderer, seconds: elapsed,
+                              decoder: decoderName, pictureFormat: pictureFormat.withLock { $0 }.map(Self.formatDescription),
+                              renderer: window.statistics.renderer, seconds: elapsed,
                               framesSentByHost: frames.withLock { $0.span }, framesReceived: s.accessUnits, framesDecoded: q.pictures,
                               framesPresented: p.presented, framesReplaced: p.replaced, framesSkipped: q.skipped, decodeErrors: q.errors,
                               decoderOverflow: q.overflowed, decoderSuperseded: q.superseded,
@@ -438,6 +465,16 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     }
 
     /// The stream's lines in the statistics overlay (F8 → Statistics, or --hud), below the window's own.
+    /// What the pictures are and how the window shows them (it takes only 8-bit 4:2:0).
+    static func formatDescription(_ layout: PictureLayout) -> String {
+        switch layout {
+        case .i420, .nv12: return "8-bit 4:2:0"
+        case .i420p10, .p010: return "10-bit 4:2:0, shown at 8 bits"
+        case .i444: return "8-bit 4:4:4, shown at 4:2:0"
+        case .i444p10: return "10-bit 4:4:4, shown at 8-bit 4:2:0"
+        }
+    }
+
     static func hudLines(_ s: VideoStreamSession.Statistics, _ q: VideoDecodeQueue.Statistics, _ p: PictureStatistics, decoder: String,
                          rate: (fps: Double, mbps: Double)) -> [String] {
         func ms(_ ns: Int64?) -> String { ns.map { String(format: "%.1f", Double($0) / 1e6) } ?? "–" }

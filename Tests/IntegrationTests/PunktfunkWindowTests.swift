@@ -24,23 +24,30 @@ struct PunktfunkWindowTests {
         // The strip is bar_rows(360) = 22 rows of the 360 (scaled with the window): 16 cells across.
         let rows = Double(image.height) * 22 / 360
         let top = Int(rows * 0.25), bottom = Int(rows * 0.75)
+        func luma(cell: Int, row: Int) -> Int {
+            let x = Int((Double(cell) + 0.5) * Double(image.width) / 16)
+            let p = image.pixels[row * image.width + x]
+            let sum = Int((p >> 16) & 0xFF) + Int((p >> 8) & 0xFF) + Int(p & 0xFF)
+            return sum / 3
+        }
         var number = 0
         for bit in 0..<16 {
-            let x = Int((Double(bit) + 0.5) * Double(image.width) / 16)
-            func luma(_ y: Int) -> Int {
-                let p = image.pixels[y * image.width + x]
-                return Int((p >> 16) & 0xFF + (p >> 8) & 0xFF + p & 0xFF) / 3
-            }
-            let a = luma(top), b = luma(bottom)
+            let a = luma(cell: bit, row: top), b = luma(cell: bit, row: bottom)
             guard (a > 190 && b < 65) || (a < 65 && b > 190) else {
-                return .failure(Corrupt(description: "cell \(bit) reads \(a) over \(b)"))
+                // A window still black all along the strip has no picture yet.
+                let blank = (0..<16).allSatisfy { luma(cell: $0, row: top) < 65 && luma(cell: $0, row: bottom) < 65 }
+                return .failure(Corrupt(description: "cell \(bit) reads \(a) over \(b)", blank: blank))
             }
             if a > 128 { number |= 1 << bit }
         }
         return .success(number)
     }
 
-    struct Corrupt: Error, CustomStringConvertible { var description: String }
+    struct Corrupt: Error, CustomStringConvertible {
+        var description: String
+        /// Black all along the strip: no picture shown yet (only allowed before the first one).
+        var blank = false
+    }
 
     /// Runs `connect` against `host` on `screen`, capturing the window every 150 ms while it runs.
     func watch(_ host: PunktfunkStandInHost, on screen: ViewerScreen, seconds: Int, extra: [String] = ["--audio-device", "none"],
@@ -64,6 +71,10 @@ struct PunktfunkWindowTests {
             usleep(150_000)
         }
         #expect(viewer.waitForExit(timeout: 20) && viewer.terminationStatus == 0, "\(viewer.log)")
+        // Before the first picture the window is black: those captures say nothing yet.
+        if let first = captures.firstIndex(where: { if case .failure(let c) = $0 { !c.blank } else { true } }) {
+            captures.removeFirst(first)
+        }
         let data = try Data(contentsOf: URL(fileURLWithPath: statsFile))
         let stats = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         return (captures, sizes, stats, viewer.log)
@@ -120,6 +131,25 @@ struct PunktfunkWindowTests {
             if loss == "5" { #expect((s["fec_recovered_shards"] as? Int ?? 0) > 0, "\(s)") }
             #expect(s["capture_to_present_ms_p50"] as? Double != nil, "\(s)")
         }
+    }
+
+    /// A client that offers 10-bit or 4:4:4 gets it from a host told to send it (Main 10,
+    /// Main 4:4:4); the window, which takes only 8-bit 4:2:0, shows every picture clean and in order.
+    @Test(arguments: [("10", "420", "10-bit 4:2:0, shown at 8 bits"), ("8", "444", "8-bit 4:4:4, shown at 4:2:0")])
+    func tenBitAndFourFourFourPicturesAreShownCleanAndInOrder(bitDepth: String, chroma: String, format: String) throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode, "--bit-depth", bitDepth, "--chroma", chroma],
+                                            folder: folder)
+        defer { host.stop() }
+        let run = try watch(host, on: screen, seconds: 5, extra: ["--audio-device", "none", "--bit-depth", bitDepth, "--chroma", chroma])
+        let welcome = try #require(host.events("welcome").first)
+        #expect(welcome["bit_depth"] as? Int == Int(bitDepth) && welcome["chroma_format_idc"] as? Int == (chroma == "444" ? 3 : 1), "\(welcome)")
+        #expect(run.stats["picture_format"] as? String == format, "\(run.stats)")
+        let shown = run.captures.compactMap { try? $0.get() }
+        let corrupt = run.captures.compactMap { if case .failure(let c) = $0 { c.description } else { nil } }
+        #expect(corrupt.isEmpty && shown.count >= 10, "corrupt: \(corrupt) of \(run.captures.count)")
+        _ = Self.expectInSendingOrder(shown, Self.sentPictures(host), "\(bitDepth)-bit \(chroma)")
+        #expect(Set(shown).count >= 8 && run.stats["decode_errors"] as? Int == 0, "\(shown) \(run.stats)")
     }
 
     @Test func afterAnUnrecoverableLossTheWindowFreezesThenRecoversAtTheNextKeyframe() throws {

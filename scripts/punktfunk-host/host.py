@@ -417,6 +417,11 @@ class VideoSession:
         self.args = st.args
         self.mode = tuple(mode)
         self.hello = hello
+        # 10-bit and 4:4:4 only when the host is told to offer them and the client's Hello takes them.
+        caps = hello.get("video_caps", 0)
+        self.bit_depth = 10 if self.args.bit_depth == 10 and caps & 0x01 else 8
+        self.chroma_idc = 3 if self.args.chroma == "444" and caps & 0x04 else 1
+        self.pix_fmt = {(8, 1): "yuv420p", (10, 1): "yuv420p10le", (8, 3): "yuv444p", (10, 3): "yuv444p10le"}[(self.bit_depth, self.chroma_idc)]
         self.key = os.urandom(16)
         self.salt = os.urandom(4)
         family = socket.AF_INET6 if ":" in self.args.bind else socket.AF_INET
@@ -441,8 +446,9 @@ class VideoSession:
         body = MAGIC + struct.pack("<IHIIIBBHHB", WIRE_VERSION, self.udp_port, w, h, hz, 1, self.fec_percent,
                                    MAX_DATA_PER_BLOCK, WELCOME_SHARD, 1)
         body += self.key + self.salt + struct.pack("<I", 0)
-        body += bytes([0, 0]) + struct.pack("<I", self.args.bitrate_kbps) + bytes([8, 1, 1, 1, 0, 1, 2, 2, self.args.host_caps])
-        self.st.log.write("welcome", udp_port=self.udp_port, width=w, height=h, hz=hz, fec_percent=self.fec_percent)
+        body += bytes([0, 0]) + struct.pack("<I", self.args.bitrate_kbps) + bytes([self.bit_depth, 1, 1, 1, 0, self.chroma_idc, 2, 2, self.args.host_caps])
+        self.st.log.write("welcome", udp_port=self.udp_port, width=w, height=h, hz=hz, fec_percent=self.fec_percent,
+                          bit_depth=self.bit_depth, chroma_format_idc=self.chroma_idc)
         return body
 
     def start(self, client_port):
@@ -540,7 +546,7 @@ class VideoSession:
             filler = bytes((i * 131) & 0xFF for i in range(size))
             stream = media.Stream([filler])
         else:
-            stream = st.library.stream(*self.mode)
+            stream = st.library.stream(*self.mode, pix_fmt=self.pix_fmt)
         position = 0
         frame_index = 0
         frame_interval = 1.0 / self.mode[2]
@@ -551,7 +557,7 @@ class VideoSession:
                 probe, self.probe_request = self.probe_request, None
             if reconfig and filler is None:
                 self.mode = reconfig
-                stream = st.library.stream(*self.mode)
+                stream = st.library.stream(*self.mode, pix_fmt=self.pix_fmt)
                 position = 0
                 frame_interval = 1.0 / self.mode[2]
                 st.log.write("mode", width=reconfig[0], height=reconfig[1], hz=reconfig[2])
@@ -704,6 +710,10 @@ async def main():
                    help="benchmarks: send filler access units at this rate instead of HEVC (no AU log)")
     p.add_argument("--frames", type=int, default=0, help="stop video after this many AUs (0 = unbounded)")
     p.add_argument("--feedback-at", type=float, help="send a rumble + HID burst this many seconds into the stream")
+    p.add_argument("--bit-depth", type=int, choices=(8, 10), default=8,
+                   help="stream 10-bit (Main 10) to clients whose Hello offers it (default 8)")
+    p.add_argument("--chroma", choices=("420", "444"), default="420",
+                   help="stream 4:4:4 to clients whose Hello offers it (default 420)")
     p.add_argument("--host-caps", type=lambda v: int(v, 0), default=0x01,
                    help="the Welcome's host_caps byte (default 0x01: takes whole gamepad states)")
     p.add_argument("--state-dir", required=True, help="certificate and paired clients live here")
@@ -726,6 +736,9 @@ async def main():
     st = HostState(args, fp)
     if not args.filler_mbps:
         st.library.stream(*args.mode)
+        offered = {(8, "420"): None, (10, "420"): "yuv420p10le", (8, "444"): "yuv444p", (10, "444"): "yuv444p10le"}[(args.bit_depth, args.chroma)]
+        if offered:
+            st.library.stream(*args.mode, pix_fmt=offered)
     for m in args.prepare:
         st.library.stream(*(int(x) for x in m.lower().split("x")))
     HostProtocol.state = st

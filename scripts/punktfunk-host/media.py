@@ -73,28 +73,32 @@ class MediaLibrary:
         self.lock = threading.Lock()
         os.makedirs(directory, exist_ok=True)
 
-    def path(self, w, h, hz):
-        return pattern_path(self.directory, w, h, hz, self.bitrate_kbps)
+    def path(self, w, h, hz, pix_fmt="yuv420p"):
+        return pattern_path(self.directory, w, h, hz, self.bitrate_kbps, pix_fmt=pix_fmt)
 
-    def stream(self, w, h, hz):
+    def stream(self, w, h, hz, pix_fmt="yuv420p"):
         with self.lock:
-            key = (w, h, hz)
+            key = (w, h, hz, pix_fmt)
             if key in self.cache:
                 return self.cache[key]
-            path = encode(self.directory, w, h, hz, self.bitrate_kbps)
+            path = encode(self.directory, w, h, hz, self.bitrate_kbps, pix_fmt=pix_fmt)
             with open(path, "rb") as f:
                 units = split_access_units(f.read())
             self.cache[key] = Stream(units)
             return self.cache[key]
 
 
-def pattern_path(directory, w, h, hz, bitrate_kbps, seconds=SECONDS):
-    return os.path.join(directory, "numbered-%dx%dx%d-%dk-%ds.h265" % (w, h, hz, bitrate_kbps, seconds))
+def pattern_path(directory, w, h, hz, bitrate_kbps, seconds=SECONDS, pix_fmt="yuv420p"):
+    # 8-bit 4:2:0 keeps its old name; other formats (offered by --bit-depth/--chroma) add theirs.
+    suffix = "" if pix_fmt == "yuv420p" else "-" + pix_fmt
+    return os.path.join(directory, "numbered-%dx%dx%d-%dk-%ds%s.h265" % (w, h, hz, bitrate_kbps, seconds, suffix))
 
 
-def encode(directory, w, h, hz, bitrate_kbps, seconds=SECONDS):
+def encode(directory, w, h, hz, bitrate_kbps, seconds=SECONDS, pix_fmt="yuv420p"):
+    """The numbered test pattern as HEVC in `pix_fmt` (yuv420p, or yuv420p10le / yuv444p /
+    yuv444p10le: Main 10, Main 4:4:4, Main 4:4:4 10), cached."""
     os.makedirs(directory, exist_ok=True)
-    path = pattern_path(directory, w, h, hz, bitrate_kbps, seconds)
+    path = pattern_path(directory, w, h, hz, bitrate_kbps, seconds, pix_fmt)
     if os.path.exists(path) and os.path.getsize(path) > 0:
         return path
     tmp = path + ".tmp"
@@ -106,7 +110,7 @@ def encode(directory, w, h, hz, bitrate_kbps, seconds=SECONDS):
            "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=%d" % (w, h, hz),
            "-f", "lavfi", "-i", bar,
            "-filter_complex", "[0:v][1:v]overlay=0:0:shortest=1",
-           "-frames:v", str(seconds * hz), "-pix_fmt", "yuv420p",
+           "-frames:v", str(seconds * hz), "-pix_fmt", pix_fmt,
            "-c:v", "libx265", "-preset", "ultrafast", "-tune", "zerolatency",
            "-x265-params", "keyint=-1:repeat-headers=1:bframes=0:scenecut=0:log-level=error",
            "-b:v", "%dk" % bitrate_kbps, "-f", "hevc", tmp]

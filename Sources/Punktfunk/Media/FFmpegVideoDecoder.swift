@@ -145,10 +145,14 @@ public final class FFmpegVideoDecoder: VideoDecoder {
         switch kept.pointee.format {
         case AV_PIX_FMT_YUV420P.rawValue, AV_PIX_FMT_YUVJ420P.rawValue: layout = .i420
         case AV_PIX_FMT_NV12.rawValue: layout = .nv12
+        case AV_PIX_FMT_YUV420P10LE.rawValue: layout = .i420p10
+        case AV_PIX_FMT_P010LE.rawValue: layout = .p010
+        case AV_PIX_FMT_YUV444P.rawValue, AV_PIX_FMT_YUVJ444P.rawValue: layout = .i444
+        case AV_PIX_FMT_YUV444P10LE.rawValue: layout = .i444p10
         default:
             let name = av_get_pix_fmt_name(AVPixelFormat(rawValue: kept.pointee.format)).map { String(cString: $0) } ?? "format \(kept.pointee.format)"
             av_frame_free(&owned)
-            throw .unsupportedPicture("\(name) (8-bit 4:2:0 is shown; 10-bit and 4:4:4 are not yet)")
+            throw .unsupportedPicture("\(name) (4:2:0 and 4:4:4 at 8 or 10 bits are shown)")
         }
         var colour = colourFallback
         switch kept.pointee.colorspace {
@@ -160,7 +164,7 @@ public final class FFmpegVideoDecoder: VideoDecoder {
         switch kept.pointee.color_range {
         case AVCOL_RANGE_JPEG: colour.fullRange = true
         case AVCOL_RANGE_MPEG: colour.fullRange = false
-        default: if kept.pointee.format == AV_PIX_FMT_YUVJ420P.rawValue { colour.fullRange = true }
+        default: if [AV_PIX_FMT_YUVJ420P.rawValue, AV_PIX_FMT_YUVJ444P.rawValue].contains(kept.pointee.format) { colour.fullRange = true }
         }
         return FFmpegPicture(frame: kept, layout: layout, colour: colour, frameIndex: frameIndex, ptsNanoseconds: ptsNanoseconds)
     }
@@ -210,7 +214,7 @@ final class FFmpegPicture: DecodedPicture, @unchecked Sendable {
     }
 
     func withPlanes<R>(_ body: ([UnsafePointer<UInt8>], [Int]) throws -> R) rethrows -> R {
-        let count = layout == .i420 ? 3 : 2
+        let count = layout.planeCount
         let data = frame.pointee.data, pitch = frame.pointee.linesize
         let all = [data.0, data.1, data.2]
         let pitches = [pitch.0, pitch.1, pitch.2]

@@ -38,11 +38,25 @@ public enum VideoDecodeError: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 /// How a decoded picture's samples lie in memory.
-public enum PictureLayout: String, Sendable, Equatable {
+public enum PictureLayout: String, Sendable, Equatable, CaseIterable {
     /// 8-bit 4:2:0, three planes (Y, then U and V at half size).
     case i420
     /// 8-bit 4:2:0, Y then interleaved UV (what hardware decoders give).
     case nv12
+    /// 10-bit 4:2:0 in three planes of 16-bit little-endian samples (values 0…1023).
+    case i420p10
+    /// 10-bit 4:2:0, Y then interleaved UV, 16-bit samples with the value in the top ten bits
+    /// (a hardware decoder's 10-bit output).
+    case p010
+    /// 8-bit 4:4:4, three full-size planes.
+    case i444
+    /// 10-bit 4:4:4, three full-size planes of 16-bit little-endian samples.
+    case i444p10
+
+    /// Planes in memory: 2 for the interleaved layouts, 3 otherwise.
+    public var planeCount: Int { self == .nv12 || self == .p010 ? 2 : 3 }
+    /// 8-bit 4:2:0: what a window can take as it is.
+    public var isEightBit420: Bool { self == .i420 || self == .nv12 }
 }
 
 /// The colour the samples mean: the matrix from YUV to RGB and the range of the values.
@@ -78,7 +92,7 @@ public protocol DecodedPicture: AnyObject, Sendable {
     var frameIndex: UInt32 { get }
     /// Host capture time (CLOCK_REALTIME nanoseconds, the host's clock).
     var ptsNanoseconds: UInt64 { get }
-    /// The planes' first bytes and row pitches (3 for i420, 2 for nv12), valid during `body`.
+    /// The planes' first bytes and row pitches in bytes (`layout.planeCount` of each), valid during `body`.
     func withPlanes<R>(_ body: (_ planes: [UnsafePointer<UInt8>], _ pitches: [Int]) throws -> R) rethrows -> R
 }
 

@@ -15,10 +15,21 @@ import Testing
     /// The picture's planes packed without row padding, as ffmpeg's framemd5 hashes them.
     static func md5(_ picture: DecodedPicture) -> String {
         var hash = Insecure.MD5()
+        let (w, h) = (picture.width, picture.height), (cw, ch) = ((picture.width + 1) / 2, (picture.height + 1) / 2)
+        // Bytes per row and rows of each plane.
+        let sizes: [(Int, Int)]
+        switch picture.layout {
+        case .i420: sizes = [(w, h), (cw, ch), (cw, ch)]
+        case .nv12: sizes = [(w, h), (2 * cw, ch)]
+        case .i420p10: sizes = [(2 * w, h), (2 * cw, ch), (2 * cw, ch)]
+        case .p010: sizes = [(2 * w, h), (4 * cw, ch)]
+        case .i444: sizes = [(w, h), (w, h), (w, h)]
+        case .i444p10: sizes = [(2 * w, h), (2 * w, h), (2 * w, h)]
+        }
         picture.withPlanes { planes, pitches in
             for (index, plane) in planes.enumerated() {
-                let (w, h) = index == 0 ? (picture.width, picture.height) : ((picture.width + 1) / 2, (picture.height + 1) / 2)
-                for row in 0..<h { hash.update(bufferPointer: UnsafeRawBufferPointer(start: plane + row * pitches[index], count: w)) }
+                let (bytes, rows) = sizes[index]
+                for row in 0..<rows { hash.update(bufferPointer: UnsafeRawBufferPointer(start: plane + row * pitches[index], count: bytes)) }
             }
         }
         return hash.finalize().map { String(format: "%02x", $0) }.joined()
@@ -42,6 +53,23 @@ import Testing
             got.append(Self.md5(p))
         }
         #expect(got == expected)
+    }
+
+    /// What a host sends a client that offers 10-bit or 4:4:4: decoded in its own layout, each
+    /// picture ffmpeg's, and brought to 8-bit 4:2:0 for the window.
+    @Test(arguments: [("testsrc-main10.hevc", PictureLayout.i420p10), ("testsrc-444.hevc", .i444)])
+    func decodesTenBitAndFourFourFourAsTheyAre(name: String, layout: PictureLayout) throws {
+        let units = try AccessUnitTests.accessUnits(name)
+        let decoder = try FFmpegVideoDecoder(codec: .hevc, hardware: .software)
+        var got: [String] = []
+        for (index, unit) in units.enumerated() {
+            let p = try #require(try unit.bytes.withUnsafeBytes { try decoder.decode($0, frameIndex: UInt32(index), ptsNanoseconds: 0) })
+            #expect(p.layout == layout && p.width == 128 && p.height == 72)
+            got.append(Self.md5(p))
+            let shown = EightBitPicture(p)
+            #expect(shown.layout == .i420 && shown.source == layout && shown.width == 128 && shown.height == 72)
+        }
+        #expect(got == (try Self.expectedMD5(name)))
     }
 
     @Test func picturesOutliveTheNextDecode() throws {
