@@ -13,7 +13,7 @@
 
 static const char *const library_names[2] = {"libSDL2-2.0.so.0", "libSDL2_ttf-2.0.so.0"};
 static void *libraries[2];
-static const char *const symbol_names[84] = {
+static const char *const symbol_names[85] = {
     "SDL_CreateColorCursor",
     "SDL_CreateRGBSurfaceWithFormatFrom",
     "SDL_CreateRenderer",
@@ -46,6 +46,7 @@ static const char *const symbol_names[84] = {
     "SDL_GetRendererOutputSize",
     "SDL_GetTicks",
     "SDL_GetWindowDisplayIndex",
+    "SDL_GetWindowDisplayMode",
     "SDL_GetWindowPosition",
     "SDL_GetWindowSize",
     "SDL_GetWindowSurface",
@@ -99,11 +100,11 @@ static const char *const symbol_names[84] = {
     "TTF_SizeUTF8",
     "TTF_WasInit",
 };
-static void *symbols[84];
+static void *symbols[85];
 static farcast_lazy_library group = {
     .what = "SDL2",
     .library_count = 2, .library_names = library_names, .libraries = libraries,
-    .symbol_count = 84, .symbol_names = symbol_names, .symbols = symbols,
+    .symbol_count = 85, .symbol_names = symbol_names, .symbols = symbols,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -271,264 +272,269 @@ int SDL_GetWindowDisplayIndex(SDL_Window * a0) {
     return ((__typeof__(&SDL_GetWindowDisplayIndex))symbols[31])(a0);
 }
 
-void SDL_GetWindowPosition(SDL_Window * a0, int * a1, int * a2) {
+int SDL_GetWindowDisplayMode(SDL_Window * a0, SDL_DisplayMode * a1) {
     if (symbols[32] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_GetWindowPosition))symbols[32])(a0, a1, a2);
+    return ((__typeof__(&SDL_GetWindowDisplayMode))symbols[32])(a0, a1);
+}
+
+void SDL_GetWindowPosition(SDL_Window * a0, int * a1, int * a2) {
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GetWindowPosition))symbols[33])(a0, a1, a2);
 }
 
 void SDL_GetWindowSize(SDL_Window * a0, int * a1, int * a2) {
-    if (symbols[33] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_GetWindowSize))symbols[33])(a0, a1, a2);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_GetWindowSize))symbols[34])(a0, a1, a2);
 }
 
 SDL_Surface * SDL_GetWindowSurface(SDL_Window * a0) {
-    if (symbols[34] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_GetWindowSurface))symbols[34])(a0);
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_GetWindowSurface))symbols[35])(a0);
 }
 
 SDL_bool SDL_HasClipboardText(void) {
-    if (symbols[35] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_HasClipboardText))symbols[35])();
+    if (symbols[36] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_HasClipboardText))symbols[36])();
 }
 
 int SDL_Init(Uint32 a0) {
-    if (symbols[36] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_Init))symbols[36])(a0);
+    if (symbols[37] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_Init))symbols[37])(a0);
 }
 
 int SDL_InitSubSystem(Uint32 a0) {
-    if (symbols[37] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_InitSubSystem))symbols[37])(a0);
+    if (symbols[38] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_InitSubSystem))symbols[38])(a0);
 }
 
 int SDL_JoystickAttachVirtualEx(const SDL_VirtualJoystickDesc * a0) {
-    if (symbols[38] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickAttachVirtualEx))symbols[38])(a0);
+    if (symbols[39] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickAttachVirtualEx))symbols[39])(a0);
 }
 
 void SDL_JoystickClose(SDL_Joystick * a0) {
-    if (symbols[39] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_JoystickClose))symbols[39])(a0);
+    if (symbols[40] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_JoystickClose))symbols[40])(a0);
 }
 
 SDL_JoystickID SDL_JoystickInstanceID(SDL_Joystick * a0) {
-    if (symbols[40] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickInstanceID))symbols[40])(a0);
+    if (symbols[41] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickInstanceID))symbols[41])(a0);
 }
 
 SDL_Joystick * SDL_JoystickOpen(int a0) {
-    if (symbols[41] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickOpen))symbols[41])(a0);
+    if (symbols[42] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickOpen))symbols[42])(a0);
 }
 
 int SDL_JoystickSetVirtualAxis(SDL_Joystick * a0, int a1, Sint16 a2) {
-    if (symbols[42] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickSetVirtualAxis))symbols[42])(a0, a1, a2);
+    if (symbols[43] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickSetVirtualAxis))symbols[43])(a0, a1, a2);
 }
 
 int SDL_JoystickSetVirtualButton(SDL_Joystick * a0, int a1, Uint8 a2) {
-    if (symbols[43] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_JoystickSetVirtualButton))symbols[43])(a0, a1, a2);
+    if (symbols[44] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_JoystickSetVirtualButton))symbols[44])(a0, a1, a2);
 }
 
 int SDL_PeepEvents(SDL_Event * a0, int a1, SDL_eventaction a2, Uint32 a3, Uint32 a4) {
-    if (symbols[44] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_PeepEvents))symbols[44])(a0, a1, a2, a3, a4);
+    if (symbols[45] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PeepEvents))symbols[45])(a0, a1, a2, a3, a4);
 }
 
 int SDL_PollEvent(SDL_Event * a0) {
-    if (symbols[45] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_PollEvent))symbols[45])(a0);
+    if (symbols[46] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PollEvent))symbols[46])(a0);
 }
 
 int SDL_PushEvent(SDL_Event * a0) {
-    if (symbols[46] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_PushEvent))symbols[46])(a0);
+    if (symbols[47] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_PushEvent))symbols[47])(a0);
 }
 
 void SDL_Quit(void) {
-    if (symbols[47] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_Quit))symbols[47])();
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_Quit))symbols[48])();
 }
 
 void SDL_QuitSubSystem(Uint32 a0) {
-    if (symbols[48] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_QuitSubSystem))symbols[48])(a0);
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_QuitSubSystem))symbols[49])(a0);
 }
 
 void SDL_RaiseWindow(SDL_Window * a0) {
-    if (symbols[49] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_RaiseWindow))symbols[49])(a0);
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_RaiseWindow))symbols[50])(a0);
 }
 
 Uint32 SDL_RegisterEvents(int a0) {
-    if (symbols[50] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RegisterEvents))symbols[50])(a0);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RegisterEvents))symbols[51])(a0);
 }
 
 int SDL_RenderClear(SDL_Renderer * a0) {
-    if (symbols[51] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderClear))symbols[51])(a0);
+    if (symbols[52] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderClear))symbols[52])(a0);
 }
 
 int SDL_RenderCopy(SDL_Renderer * a0, SDL_Texture * a1, const SDL_Rect * a2, const SDL_Rect * a3) {
-    if (symbols[52] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderCopy))symbols[52])(a0, a1, a2, a3);
+    if (symbols[53] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderCopy))symbols[53])(a0, a1, a2, a3);
 }
 
 int SDL_RenderFillRect(SDL_Renderer * a0, const SDL_Rect * a1) {
-    if (symbols[53] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderFillRect))symbols[53])(a0, a1);
+    if (symbols[54] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderFillRect))symbols[54])(a0, a1);
 }
 
 int SDL_RenderFlush(SDL_Renderer * a0) {
-    if (symbols[54] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_RenderFlush))symbols[54])(a0);
+    if (symbols[55] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_RenderFlush))symbols[55])(a0);
 }
 
 void SDL_RenderPresent(SDL_Renderer * a0) {
-    if (symbols[55] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_RenderPresent))symbols[55])(a0);
+    if (symbols[56] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_RenderPresent))symbols[56])(a0);
 }
 
 int SDL_SetClipboardText(const char * a0) {
-    if (symbols[56] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetClipboardText))symbols[56])(a0);
+    if (symbols[57] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetClipboardText))symbols[57])(a0);
 }
 
 void SDL_SetCursor(SDL_Cursor * a0) {
-    if (symbols[57] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetCursor))symbols[57])(a0);
+    if (symbols[58] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetCursor))symbols[58])(a0);
 }
 
 SDL_bool SDL_SetHint(const char * a0, const char * a1) {
-    if (symbols[58] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetHint))symbols[58])(a0, a1);
+    if (symbols[59] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetHint))symbols[59])(a0, a1);
 }
 
 int SDL_SetRelativeMouseMode(SDL_bool a0) {
-    if (symbols[59] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetRelativeMouseMode))symbols[59])(a0);
+    if (symbols[60] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRelativeMouseMode))symbols[60])(a0);
 }
 
 int SDL_SetRenderDrawBlendMode(SDL_Renderer * a0, SDL_BlendMode a1) {
-    if (symbols[60] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetRenderDrawBlendMode))symbols[60])(a0, a1);
+    if (symbols[61] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRenderDrawBlendMode))symbols[61])(a0, a1);
 }
 
 int SDL_SetRenderDrawColor(SDL_Renderer * a0, Uint8 a1, Uint8 a2, Uint8 a3, Uint8 a4) {
-    if (symbols[61] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetRenderDrawColor))symbols[61])(a0, a1, a2, a3, a4);
+    if (symbols[62] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetRenderDrawColor))symbols[62])(a0, a1, a2, a3, a4);
 }
 
 int SDL_SetTextureScaleMode(SDL_Texture * a0, SDL_ScaleMode a1) {
-    if (symbols[62] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetTextureScaleMode))symbols[62])(a0, a1);
+    if (symbols[63] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetTextureScaleMode))symbols[63])(a0, a1);
 }
 
 int SDL_SetWindowFullscreen(SDL_Window * a0, Uint32 a1) {
-    if (symbols[63] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_SetWindowFullscreen))symbols[63])(a0, a1);
+    if (symbols[64] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_SetWindowFullscreen))symbols[64])(a0, a1);
 }
 
 void SDL_SetWindowKeyboardGrab(SDL_Window * a0, SDL_bool a1) {
-    if (symbols[64] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowKeyboardGrab))symbols[64])(a0, a1);
+    if (symbols[65] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowKeyboardGrab))symbols[65])(a0, a1);
 }
 
 void SDL_SetWindowPosition(SDL_Window * a0, int a1, int a2) {
-    if (symbols[65] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowPosition))symbols[65])(a0, a1, a2);
+    if (symbols[66] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowPosition))symbols[66])(a0, a1, a2);
 }
 
 void SDL_SetWindowSize(SDL_Window * a0, int a1, int a2) {
-    if (symbols[66] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowSize))symbols[66])(a0, a1, a2);
+    if (symbols[67] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowSize))symbols[67])(a0, a1, a2);
 }
 
 void SDL_SetWindowTitle(SDL_Window * a0, const char * a1) {
-    if (symbols[67] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetWindowTitle))symbols[67])(a0, a1);
+    if (symbols[68] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetWindowTitle))symbols[68])(a0, a1);
 }
 
 void SDL_SetYUVConversionMode(SDL_YUV_CONVERSION_MODE a0) {
-    if (symbols[68] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_SetYUVConversionMode))symbols[68])(a0);
+    if (symbols[69] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_SetYUVConversionMode))symbols[69])(a0);
 }
 
 int SDL_ShowCursor(int a0) {
-    if (symbols[69] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_ShowCursor))symbols[69])(a0);
+    if (symbols[70] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_ShowCursor))symbols[70])(a0);
 }
 
 void SDL_StartTextInput(void) {
-    if (symbols[70] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_StartTextInput))symbols[70])();
+    if (symbols[71] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_StartTextInput))symbols[71])();
 }
 
 int SDL_UpdateNVTexture(SDL_Texture * a0, const SDL_Rect * a1, const Uint8 * a2, int a3, const Uint8 * a4, int a5) {
-    if (symbols[71] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateNVTexture))symbols[71])(a0, a1, a2, a3, a4, a5);
+    if (symbols[72] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateNVTexture))symbols[72])(a0, a1, a2, a3, a4, a5);
 }
 
 int SDL_UpdateTexture(SDL_Texture * a0, const SDL_Rect * a1, const void * a2, int a3) {
-    if (symbols[72] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateTexture))symbols[72])(a0, a1, a2, a3);
+    if (symbols[73] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateTexture))symbols[73])(a0, a1, a2, a3);
 }
 
 int SDL_UpdateWindowSurfaceRects(SDL_Window * a0, const SDL_Rect * a1, int a2) {
-    if (symbols[73] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[73])(a0, a1, a2);
+    if (symbols[74] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateWindowSurfaceRects))symbols[74])(a0, a1, a2);
 }
 
 int SDL_UpdateYUVTexture(SDL_Texture * a0, const SDL_Rect * a1, const Uint8 * a2, int a3, const Uint8 * a4, int a5, const Uint8 * a6, int a7) {
-    if (symbols[74] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_UpdateYUVTexture))symbols[74])(a0, a1, a2, a3, a4, a5, a6, a7);
+    if (symbols[75] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_UpdateYUVTexture))symbols[75])(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 int SDL_WaitEventTimeout(SDL_Event * a0, int a1) {
-    if (symbols[75] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&SDL_WaitEventTimeout))symbols[75])(a0, a1);
+    if (symbols[76] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&SDL_WaitEventTimeout))symbols[76])(a0, a1);
 }
 
 void SDL_free(void * a0) {
-    if (symbols[76] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&SDL_free))symbols[76])(a0);
+    if (symbols[77] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&SDL_free))symbols[77])(a0);
 }
 
 void TTF_CloseFont(TTF_Font * a0) {
-    if (symbols[77] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&TTF_CloseFont))symbols[77])(a0);
+    if (symbols[78] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&TTF_CloseFont))symbols[78])(a0);
 }
 
 int TTF_FontLineSkip(const TTF_Font * a0) {
-    if (symbols[78] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_FontLineSkip))symbols[78])(a0);
+    if (symbols[79] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_FontLineSkip))symbols[79])(a0);
 }
 
 int TTF_Init(void) {
-    if (symbols[79] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_Init))symbols[79])();
+    if (symbols[80] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_Init))symbols[80])();
 }
 
 TTF_Font * TTF_OpenFont(const char * a0, int a1) {
-    if (symbols[80] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_OpenFont))symbols[80])(a0, a1);
+    if (symbols[81] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_OpenFont))symbols[81])(a0, a1);
 }
 
 SDL_Surface * TTF_RenderUTF8_Blended(TTF_Font * a0, const char * a1, SDL_Color a2) {
-    if (symbols[81] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[81])(a0, a1, a2);
+    if (symbols[82] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_RenderUTF8_Blended))symbols[82])(a0, a1, a2);
 }
 
 int TTF_SizeUTF8(TTF_Font * a0, const char * a1, int * a2, int * a3) {
-    if (symbols[82] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_SizeUTF8))symbols[82])(a0, a1, a2, a3);
+    if (symbols[83] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_SizeUTF8))symbols[83])(a0, a1, a2, a3);
 }
 
 int TTF_WasInit(void) {
-    if (symbols[83] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&TTF_WasInit))symbols[83])();
+    if (symbols[84] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&TTF_WasInit))symbols[84])();
 }
 
 #pragma GCC visibility pop

@@ -42,6 +42,8 @@ public struct PictureStatistics: Sendable, Equatable, Codable {
     public var presented = 0
     /// Replaced by a newer one before the window could show them (it drops, never queues).
     public var replaced = 0
+    /// The most pictures shown per second (the display's refresh rate, or a lower configured limit).
+    public var cadence: Double?
     /// The frame number of the picture shown last.
     public var lastPresentedFrame: UInt32?
     /// Capture→present latency of the shown pictures (milliseconds), when the producer gave capture times.
@@ -84,6 +86,15 @@ public final class PictureSlot: Sendable {
             s.pending = entry
             return replaced
         }
+    }
+
+    /// A picture waits to be shown.
+    var hasPending: Bool { state.withLock { $0.pending != nil } }
+
+    /// The window's present cadence, for the statistics.
+    var cadence: Double? {
+        get { state.withLock { $0.statistics.cadence } }
+        set { state.withLock { $0.statistics.cadence = newValue } }
     }
 
     /// The picture to show next, if a new one came (window thread).

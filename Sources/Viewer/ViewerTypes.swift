@@ -29,6 +29,9 @@ public struct ViewerConfiguration: Sendable {
     public var resizeRemote = false
     /// Show the statistics overlay from the start.
     public var showHUD = false
+    /// A video stream's pictures are shown at most this often (per second) — and never more often
+    /// than the display refreshes; nil: the display's rate.
+    public var maximumPictureRate: Double?
     /// Where the statistics overlay sits (the menu's Statistics item moves it on).
     public var hudCorner: ViewerCorner = .topLeft
     /// Show only this monitor (index into the screens the remote side reports); nil shows all.

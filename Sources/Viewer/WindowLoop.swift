@@ -41,6 +41,8 @@ final class WindowLoop {
     private var pendingRemoteResize: (due: Double, width: Int, height: Int)?
     private var lastRequestedRemoteSize: (width: Int, height: Int)?
     private var running = true
+    /// When a stream's next picture may be shown (`ViewerConfiguration.maximumPictureRate`, else the display's refresh).
+    private var pacer = PresentPacer(rate: nil)
 
     init(owner: ViewerWindow) throws {
         self.owner = owner
@@ -106,6 +108,17 @@ final class WindowLoop {
         let type = SDL_RegisterEvents(1)
         owner.shared.withLock { [rendererName = presenter.rendererName] in $0.statistics.renderer = rendererName }
         owner.wakeEventType.store(type == UInt32.max ? 0 : type, ordering: .releasing)
+        updateCadence()
+    }
+
+    /// The pacer's rate: the display's refresh rate (60 when it does not say), or the configured
+    /// limit when that is lower.
+    private func updateCadence() {
+        var mode = SDL_DisplayMode()
+        let display = SDL_GetWindowDisplayMode(presenter.window, &mode) == 0 && mode.refresh_rate > 0 ? Double(mode.refresh_rate) : 60
+        let rate = min(display, owner.configuration.maximumPictureRate ?? display)
+        pacer = PresentPacer(rate: rate)
+        owner.pictures.cadence = rate
     }
 
     /// True when an OpenGL renderer runs on a software rasterizer (llvmpipe, softpipe, swrast):
@@ -169,8 +182,11 @@ final class WindowLoop {
             let alone = pictureAlone
             let (latencyStart, resized) = presenter.upload(from: owner.frames, settings, pictureAlone: alone)
             if resized { pictureResized() }
-            // A video stream's newest picture, shown once; one not uploaded is still counted as taken.
-            let picture = owner.pictures.take()
+            // A video stream's newest picture, shown once and at most at the pacer's cadence (one
+            // not yet due stays in the slot, where a newer one replaces it); one not uploaded is
+            // still counted as taken.
+            let picture = now >= pacer.due ? owner.pictures.take() : nil
+            if picture != nil { pacer.presented(at: now) }
             if let picture, presenter.upload(picture: picture.picture) == true { pictureResized() }
             if settings.hud && now >= overlays.nextHUDRefresh { refreshHUD(now); presenter.needsRedraw = true }
             if presenter.hasWork {
@@ -200,6 +216,7 @@ final class WindowLoop {
         if settings.hud { due = min(due, overlays.nextHUDRefresh) }
         if settings.clipboardSync && focused { due = min(due, nextClipboardPoll) }
         if let next = gamepads?.advance(now: now) { due = min(due, next) }
+        if owner.pictures.hasPending { due = min(due, pacer.due) }
         return Int32(max(1, min(1000, (due - now) * 1000)))
     }
 
@@ -251,6 +268,8 @@ final class WindowLoop {
             presenter.needsRedraw = true
         case SDL_WINDOWEVENT_LEAVE.rawValue:
             input.flushMotion()
+        case SDL_WINDOWEVENT_DISPLAY_CHANGED.rawValue:
+            updateCadence()
         default:
             break
         }

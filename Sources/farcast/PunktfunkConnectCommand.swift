@@ -64,6 +64,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var mic: String?
     @Option(help: ArgumentHelp("The controller the host should emulate: auto (as the pad in hand is), xbox360, dualsense; off forwards none.", valueName: "auto|xbox360|dualsense|off"))
     var gamepad: Gamepad = .auto
+    @Option(name: .customLong("max-fps"), help: ArgumentHelp("Show at most this many pictures a second (the others are dropped, not queued). Default: as many as the display refreshes.", valueName: "fps"))
+    var maxFPS: Double?
     @Flag(help: "Start full screen (F8 → Full screen leaves it).")
     var fullscreen = false
     @Flag(help: "Show the statistics overlay from the start (F8 → Statistics toggles it).")
@@ -83,6 +85,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         guard (try? bitrateKbps()) != nil else { throw ValidationError("--bitrate is auto or Mbit/s above 0 and at most 3000") }
         guard VideoCodec(rawValue: codec.lowercased()) != nil else { throw ValidationError("--codec is hevc, h264 or av1") }
         guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
+        if let maxFPS { guard maxFPS >= 1, maxFPS <= 1000 else { throw ValidationError("--max-fps must be within 1…1000") } }
         if let duration { guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be within 0…86400 seconds") } }
         if let mic { guard micDevice(mic) != nil else { throw ValidationError("--mic is alsa or alsa:DEVICE (see `arecord -L`), not '\(mic)'") } }
     }
@@ -119,6 +122,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
         var framesReceived: UInt64
         var framesDecoded: Int
         var framesPresented: Int
+        /// The most pictures the window showed per second: the display's refresh rate, or --max-fps.
+        var presentCadenceHz: Double?
         /// Decoded pictures a newer one replaced before the window showed them.
         var framesReplaced: Int
         /// Access units held back after a loss until the next keyframe, refused by the decoder, or dropped behind it.
@@ -164,6 +169,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             configuration.fullscreen = fullscreen
             configuration.showHUD = hud
             configuration.hudCorner = hudCorner
+            configuration.maximumPictureRate = maxFPS
             configuration.clipboardSync = false
             configuration.scale = .fit
             configuration.menuActions = StreamMenu.actions(current: streamMode) + (mic != nil ? [StreamMenu.microphone] : [])
@@ -389,7 +395,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                               decoder: decoderName, pictureFormat: pictureFormat.withLock { $0 }.map(Self.formatDescription),
                               renderer: window.statistics.renderer, seconds: elapsed,
                               framesSentByHost: frames.withLock { $0.span }, framesReceived: s.accessUnits, framesDecoded: q.pictures,
-                              framesPresented: p.presented, framesReplaced: p.replaced, framesSkipped: q.skipped, decodeErrors: q.errors,
+                              framesPresented: p.presented, presentCadenceHz: p.cadence, framesReplaced: p.replaced, framesSkipped: q.skipped, decodeErrors: q.errors,
                               decoderOverflow: q.overflowed, decoderSuperseded: q.superseded,
                               captureToPresentMsP50: p.latencyP50Milliseconds, captureToPresentMsP95: p.latencyP95Milliseconds,
                               captureToReceiptMsP50: ms(s.latency.percentile(50)), captureToReceiptMsP95: ms(s.latency.percentile(95)),

@@ -130,6 +130,8 @@ struct PunktfunkWindowTests {
             #expect(abs(sentByHost - sent.count) <= 5, "stats say \(sentByHost) sent, the host logged \(sent.count)")
             if loss == "5" { #expect((s["fec_recovered_shards"] as? Int ?? 0) > 0, "\(s)") }
             #expect(s["capture_to_present_ms_p50"] as? Double != nil, "\(s)")
+            // Without --max-fps the cadence is the display's (Xvfb does not say: 60).
+            #expect(s["present_cadence_hz"] as? Double == 60, "\(s)")
         }
     }
 
@@ -150,6 +152,27 @@ struct PunktfunkWindowTests {
         #expect(corrupt.isEmpty && shown.count >= 10, "corrupt: \(corrupt) of \(run.captures.count)")
         _ = Self.expectInSendingOrder(shown, Self.sentPictures(host), "\(bitDepth)-bit \(chroma)")
         #expect(Set(shown).count >= 8 && run.stats["decode_errors"] as? Int == 0, "\(shown) \(run.stats)")
+    }
+
+    /// The present pacer: at --max-fps 10 a 30 fps stream is shown ten times a second, the
+    /// pictures in between replaced in the slot (dropped, never queued), every capture clean.
+    @Test func aPresentCadenceBelowTheStreamsRateShowsThatManyPicturesAndDropsTheRest() throws {
+        let screen = try ViewerScreen()
+        let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", Self.mode], folder: folder)
+        defer { host.stop() }
+        let run = try watch(host, on: screen, seconds: 6, extra: ["--audio-device", "none", "--max-fps", "10"])
+        let s = run.stats
+        #expect(s["present_cadence_hz"] as? Double == 10, "\(s)")
+        let presented = s["frames_presented"] as? Int ?? 0, decoded = s["frames_decoded"] as? Int ?? 0, replaced = s["frames_replaced"] as? Int ?? 0
+        let seconds = s["seconds"] as? Double ?? 0
+        // Ten a second from the first picture on (the stream starts within the first second or so;
+        // the second picture may come half a period early, the pacer's tolerance).
+        #expect(presented <= Int(seconds * 10) + 2 && presented >= Int((seconds - 2) * 10), "\(presented) shown in \(seconds) s: \(s)")
+        // Every picture decoded was shown or replaced (the last one may still wait).
+        #expect(decoded >= 2 * presented && abs(decoded - presented - replaced) <= 1, "decoded \(decoded), shown \(presented), replaced \(replaced)")
+        let corrupt = run.captures.compactMap { if case .failure(let c) = $0 { c.description } else { nil } }
+        #expect(corrupt.isEmpty, "\(corrupt)")
+        _ = Self.expectInSendingOrder(run.captures.compactMap { try? $0.get() }, Self.sentPictures(host), "at 10 fps")
     }
 
     @Test func afterAnUnrecoverableLossTheWindowFreezesThenRecoversAtTheNextKeyframe() throws {
