@@ -1,6 +1,8 @@
 // ALSA for the Sendspin output: a few helpers over alsa-lib's C API, so Swift needs none of its
 // allocation macros (snd_pcm_*_alloca) and gets one call per step.
 #include <alsa/asoundlib.h>
+#include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -14,24 +16,94 @@ static inline void calsa_quiet_errors(void) { snd_lib_error_set_handler(calsa_di
 /// Opens a PCM for `stream`. With `config` (ALSA configuration text), `name` resolves in that
 /// text alone, on top of alsa-lib's own plugin definitions — tests use it to reach a private
 /// sound server without touching the machine's configuration.
-static inline int calsa_open(snd_pcm_t **pcm, const char *name, const char *config, snd_pcm_stream_t stream) {
-    if (config == NULL) return snd_pcm_open(pcm, name, stream, 0);
-    // A private copy of the global tree plus the text; it stays allocated for the life of the
-    // process (the PCM may refer into it), a few kilobytes per open.
-    snd_config_t *global = NULL, *tree = NULL;
+/// A private copy of the global configuration tree plus `config`'s text. It stays allocated for
+/// the life of the process (what is opened with it may refer into it), a few kilobytes.
+static inline int calsa_private_tree(const char *config, snd_config_t **tree) {
+    snd_config_t *global = NULL;
     snd_input_t *input = NULL;
     int err = snd_config_update_ref(&global);
     if (err < 0) return err;
-    err = snd_config_copy(&tree, global);
+    err = snd_config_copy(tree, global);
     snd_config_unref(global);
     if (err < 0) return err;
     err = snd_input_buffer_open(&input, config, (ssize_t)strlen(config));
     if (err >= 0) {
-        err = snd_config_load(tree, input);
+        err = snd_config_load(*tree, input);
         snd_input_close(input);
     }
+    return err;
+}
+
+static inline int calsa_open(snd_pcm_t **pcm, const char *name, const char *config, snd_pcm_stream_t stream) {
+    if (config == NULL) return snd_pcm_open(pcm, name, stream, 0);
+    snd_config_t *tree = NULL;
+    int err = calsa_private_tree(config, &tree);
     if (err >= 0) err = snd_pcm_open_lconf(pcm, name, stream, 0, tree);
     return err;
+}
+
+/// Opens the mixer of control device `device` (with `config` as for `calsa_open`) and finds its
+/// simple element `control`,`index` with a playback volume. -ENOENT when there is none.
+static inline int calsa_mixer_open(snd_mixer_t **mixer, snd_mixer_elem_t **elem, const char *device, const char *config,
+                                   const char *control, unsigned index) {
+    snd_ctl_t *ctl = NULL;
+    snd_hctl_t *hctl = NULL;
+    snd_mixer_selem_id_t *id = NULL;
+    int err;
+    *mixer = NULL;
+    if (config == NULL) {
+        err = snd_ctl_open(&ctl, device, 0);
+    } else {
+        snd_config_t *tree = NULL;
+        err = calsa_private_tree(config, &tree);
+        if (err >= 0) err = snd_ctl_open_lconf(&ctl, device, 0, tree);
+    }
+    if (err < 0) return err;
+    if ((err = snd_hctl_open_ctl(&hctl, ctl)) < 0) { snd_ctl_close(ctl); return err; }
+    if ((err = snd_mixer_open(mixer, 0)) < 0) { snd_hctl_close(hctl); return err; }
+    if ((err = snd_mixer_attach_hctl(*mixer, hctl)) < 0) { snd_hctl_close(hctl); goto fail; }
+    if ((err = snd_mixer_selem_register(*mixer, NULL, NULL)) < 0) goto fail;
+    if ((err = snd_mixer_load(*mixer)) < 0) goto fail;
+    if ((err = snd_mixer_selem_id_malloc(&id)) < 0) goto fail;
+    snd_mixer_selem_id_set_name(id, control);
+    snd_mixer_selem_id_set_index(id, index);
+    *elem = snd_mixer_find_selem(*mixer, id);
+    snd_mixer_selem_id_free(id);
+    if (*elem == NULL || !snd_mixer_selem_has_playback_volume(*elem)) { err = -ENOENT; goto fail; }
+    return 0;
+fail:
+    snd_mixer_close(*mixer);
+    *mixer = NULL;
+    return err;
+}
+
+/// Sets the element to `percent` (0…100) on the curve the player's software volume uses
+/// (amplitude (percent/100)^1.5, i.e. 30·log10(percent/100) dB) when it says its range in dB,
+/// else linearly over its raw range (what amixer shows as percent); `muted` through its playback
+/// switch, or as the lowest volume when it has none. Returns 1 when the dB curve was used.
+static inline int calsa_mixer_set(snd_mixer_elem_t *elem, int percent, int muted) {
+    long min = 0, max = 0, dbmin = 0, dbmax = 0;
+    int err, db = 0;
+    if (percent < 0) percent = 0;
+    if (percent > 100) percent = 100;
+    if (snd_mixer_selem_get_playback_dB_range(elem, &dbmin, &dbmax) == 0 && dbmin < dbmax) {
+        long target = percent == 0 ? dbmin : (long)(3000.0 * log10(percent / 100.0));
+        if (target < dbmin) target = dbmin;
+        if (target > dbmax) target = dbmax;
+        err = snd_mixer_selem_set_playback_dB_all(elem, target, 0);
+        db = 1;
+    } else {
+        if ((err = snd_mixer_selem_get_playback_volume_range(elem, &min, &max)) < 0) return err;
+        err = snd_mixer_selem_set_playback_volume_all(elem, min + (long)((double)(max - min) * percent / 100.0 + 0.5));
+    }
+    if (err < 0) return err;
+    if (snd_mixer_selem_has_playback_switch(elem)) {
+        err = snd_mixer_selem_set_playback_switch_all(elem, muted ? 0 : 1);
+    } else if (muted) {
+        snd_mixer_selem_get_playback_volume_range(elem, &min, &max);
+        err = snd_mixer_selem_set_playback_volume_all(elem, min);
+    }
+    return err < 0 ? err : db;
 }
 
 static inline int calsa_open_playback(snd_pcm_t **pcm, const char *name, const char *config) {

@@ -10,17 +10,39 @@
 
 static const char *const library_names[1] = {"libasound.so.2"};
 static void *libraries[1];
-static const char *const symbol_names[52] = {
+static const char *const symbol_names[74] = {
     "snd_config_copy",
     "snd_config_load",
     "snd_config_unref",
     "snd_config_update_ref",
+    "snd_ctl_close",
+    "snd_ctl_open",
+    "snd_ctl_open_lconf",
     "snd_device_name_free_hint",
     "snd_device_name_get_hint",
     "snd_device_name_hint",
+    "snd_hctl_close",
+    "snd_hctl_open_ctl",
     "snd_input_buffer_open",
     "snd_input_close",
     "snd_lib_error_set_handler",
+    "snd_mixer_attach_hctl",
+    "snd_mixer_close",
+    "snd_mixer_find_selem",
+    "snd_mixer_load",
+    "snd_mixer_open",
+    "snd_mixer_selem_get_playback_dB_range",
+    "snd_mixer_selem_get_playback_volume_range",
+    "snd_mixer_selem_has_playback_switch",
+    "snd_mixer_selem_has_playback_volume",
+    "snd_mixer_selem_id_free",
+    "snd_mixer_selem_id_malloc",
+    "snd_mixer_selem_id_set_index",
+    "snd_mixer_selem_id_set_name",
+    "snd_mixer_selem_register",
+    "snd_mixer_selem_set_playback_dB_all",
+    "snd_mixer_selem_set_playback_switch_all",
+    "snd_mixer_selem_set_playback_volume_all",
     "snd_pcm_close",
     "snd_pcm_drain",
     "snd_pcm_drop",
@@ -64,11 +86,11 @@ static const char *const symbol_names[52] = {
     "snd_pcm_writei",
     "snd_strerror",
 };
-static void *symbols[52];
+static void *symbols[74];
 static farcast_lazy_library group = {
     .what = "ALSA",
     .library_count = 1, .library_names = library_names, .libraries = libraries,
-    .symbol_count = 52, .symbol_names = symbol_names, .symbols = symbols,
+    .symbol_count = 74, .symbol_names = symbol_names, .symbols = symbols,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -96,244 +118,354 @@ int snd_config_update_ref(snd_config_t ** a0) {
     return ((__typeof__(&snd_config_update_ref))symbols[3])(a0);
 }
 
-int snd_device_name_free_hint(void ** a0) {
+int snd_ctl_close(snd_ctl_t * a0) {
     if (symbols[4] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_device_name_free_hint))symbols[4])(a0);
+    return ((__typeof__(&snd_ctl_close))symbols[4])(a0);
+}
+
+int snd_ctl_open(snd_ctl_t ** a0, const char * a1, int a2) {
+    if (symbols[5] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_ctl_open))symbols[5])(a0, a1, a2);
+}
+
+int snd_ctl_open_lconf(snd_ctl_t ** a0, const char * a1, int a2, snd_config_t * a3) {
+    if (symbols[6] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_ctl_open_lconf))symbols[6])(a0, a1, a2, a3);
+}
+
+int snd_device_name_free_hint(void ** a0) {
+    if (symbols[7] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_device_name_free_hint))symbols[7])(a0);
 }
 
 char * snd_device_name_get_hint(const void * a0, const char * a1) {
-    if (symbols[5] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_device_name_get_hint))symbols[5])(a0, a1);
+    if (symbols[8] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_device_name_get_hint))symbols[8])(a0, a1);
 }
 
 int snd_device_name_hint(int a0, const char * a1, void *** a2) {
-    if (symbols[6] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_device_name_hint))symbols[6])(a0, a1, a2);
+    if (symbols[9] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_device_name_hint))symbols[9])(a0, a1, a2);
+}
+
+int snd_hctl_close(snd_hctl_t * a0) {
+    if (symbols[10] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_hctl_close))symbols[10])(a0);
+}
+
+int snd_hctl_open_ctl(snd_hctl_t ** a0, snd_ctl_t * a1) {
+    if (symbols[11] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_hctl_open_ctl))symbols[11])(a0, a1);
 }
 
 int snd_input_buffer_open(snd_input_t ** a0, const char * a1, ssize_t a2) {
-    if (symbols[7] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_input_buffer_open))symbols[7])(a0, a1, a2);
+    if (symbols[12] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_input_buffer_open))symbols[12])(a0, a1, a2);
 }
 
 int snd_input_close(snd_input_t * a0) {
-    if (symbols[8] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_input_close))symbols[8])(a0);
+    if (symbols[13] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_input_close))symbols[13])(a0);
 }
 
 int snd_lib_error_set_handler(snd_lib_error_handler_t a0) {
-    if (symbols[9] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_lib_error_set_handler))symbols[9])(a0);
+    if (symbols[14] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_lib_error_set_handler))symbols[14])(a0);
+}
+
+int snd_mixer_attach_hctl(snd_mixer_t * a0, snd_hctl_t * a1) {
+    if (symbols[15] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_attach_hctl))symbols[15])(a0, a1);
+}
+
+int snd_mixer_close(snd_mixer_t * a0) {
+    if (symbols[16] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_close))symbols[16])(a0);
+}
+
+snd_mixer_elem_t * snd_mixer_find_selem(snd_mixer_t * a0, const snd_mixer_selem_id_t * a1) {
+    if (symbols[17] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_find_selem))symbols[17])(a0, a1);
+}
+
+int snd_mixer_load(snd_mixer_t * a0) {
+    if (symbols[18] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_load))symbols[18])(a0);
+}
+
+int snd_mixer_open(snd_mixer_t ** a0, int a1) {
+    if (symbols[19] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_open))symbols[19])(a0, a1);
+}
+
+int snd_mixer_selem_get_playback_dB_range(snd_mixer_elem_t * a0, long * a1, long * a2) {
+    if (symbols[20] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_get_playback_dB_range))symbols[20])(a0, a1, a2);
+}
+
+int snd_mixer_selem_get_playback_volume_range(snd_mixer_elem_t * a0, long * a1, long * a2) {
+    if (symbols[21] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_get_playback_volume_range))symbols[21])(a0, a1, a2);
+}
+
+int snd_mixer_selem_has_playback_switch(snd_mixer_elem_t * a0) {
+    if (symbols[22] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_has_playback_switch))symbols[22])(a0);
+}
+
+int snd_mixer_selem_has_playback_volume(snd_mixer_elem_t * a0) {
+    if (symbols[23] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_has_playback_volume))symbols[23])(a0);
+}
+
+void snd_mixer_selem_id_free(snd_mixer_selem_id_t * a0) {
+    if (symbols[24] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_mixer_selem_id_free))symbols[24])(a0);
+}
+
+int snd_mixer_selem_id_malloc(snd_mixer_selem_id_t ** a0) {
+    if (symbols[25] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_id_malloc))symbols[25])(a0);
+}
+
+void snd_mixer_selem_id_set_index(snd_mixer_selem_id_t * a0, unsigned int a1) {
+    if (symbols[26] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_mixer_selem_id_set_index))symbols[26])(a0, a1);
+}
+
+void snd_mixer_selem_id_set_name(snd_mixer_selem_id_t * a0, const char * a1) {
+    if (symbols[27] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_mixer_selem_id_set_name))symbols[27])(a0, a1);
+}
+
+int snd_mixer_selem_register(snd_mixer_t * a0, struct snd_mixer_selem_regopt * a1, snd_mixer_class_t ** a2) {
+    if (symbols[28] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_register))symbols[28])(a0, a1, a2);
+}
+
+int snd_mixer_selem_set_playback_dB_all(snd_mixer_elem_t * a0, long a1, int a2) {
+    if (symbols[29] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_set_playback_dB_all))symbols[29])(a0, a1, a2);
+}
+
+int snd_mixer_selem_set_playback_switch_all(snd_mixer_elem_t * a0, int a1) {
+    if (symbols[30] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_set_playback_switch_all))symbols[30])(a0, a1);
+}
+
+int snd_mixer_selem_set_playback_volume_all(snd_mixer_elem_t * a0, long a1) {
+    if (symbols[31] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_mixer_selem_set_playback_volume_all))symbols[31])(a0, a1);
 }
 
 int snd_pcm_close(snd_pcm_t * a0) {
-    if (symbols[10] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_close))symbols[10])(a0);
+    if (symbols[32] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_close))symbols[32])(a0);
 }
 
 int snd_pcm_drain(snd_pcm_t * a0) {
-    if (symbols[11] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_drain))symbols[11])(a0);
+    if (symbols[33] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_drain))symbols[33])(a0);
 }
 
 int snd_pcm_drop(snd_pcm_t * a0) {
-    if (symbols[12] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_drop))symbols[12])(a0);
+    if (symbols[34] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_drop))symbols[34])(a0);
 }
 
 int snd_pcm_hw_free(snd_pcm_t * a0) {
-    if (symbols[13] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_free))symbols[13])(a0);
+    if (symbols[35] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_free))symbols[35])(a0);
 }
 
 int snd_pcm_hw_params(snd_pcm_t * a0, snd_pcm_hw_params_t * a1) {
-    if (symbols[14] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params))symbols[14])(a0, a1);
+    if (symbols[36] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params))symbols[36])(a0, a1);
 }
 
 int snd_pcm_hw_params_any(snd_pcm_t * a0, snd_pcm_hw_params_t * a1) {
-    if (symbols[15] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_any))symbols[15])(a0, a1);
+    if (symbols[37] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_any))symbols[37])(a0, a1);
 }
 
 void snd_pcm_hw_params_free(snd_pcm_hw_params_t * a0) {
-    if (symbols[16] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_hw_params_free))symbols[16])(a0);
+    if (symbols[38] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_hw_params_free))symbols[38])(a0);
 }
 
 int snd_pcm_hw_params_get_buffer_size(const snd_pcm_hw_params_t * a0, snd_pcm_uframes_t * a1) {
-    if (symbols[17] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_get_buffer_size))symbols[17])(a0, a1);
+    if (symbols[39] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_get_buffer_size))symbols[39])(a0, a1);
 }
 
 int snd_pcm_hw_params_get_period_size(const snd_pcm_hw_params_t * a0, snd_pcm_uframes_t * a1, int * a2) {
-    if (symbols[18] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_get_period_size))symbols[18])(a0, a1, a2);
+    if (symbols[40] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_get_period_size))symbols[40])(a0, a1, a2);
 }
 
 int snd_pcm_hw_params_malloc(snd_pcm_hw_params_t ** a0) {
-    if (symbols[19] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_malloc))symbols[19])(a0);
+    if (symbols[41] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_malloc))symbols[41])(a0);
 }
 
 int snd_pcm_hw_params_set_access(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, snd_pcm_access_t a2) {
-    if (symbols[20] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_access))symbols[20])(a0, a1, a2);
+    if (symbols[42] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_access))symbols[42])(a0, a1, a2);
 }
 
 int snd_pcm_hw_params_set_buffer_time_near(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, unsigned int * a2, int * a3) {
-    if (symbols[21] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_buffer_time_near))symbols[21])(a0, a1, a2, a3);
+    if (symbols[43] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_buffer_time_near))symbols[43])(a0, a1, a2, a3);
 }
 
 int snd_pcm_hw_params_set_channels(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, unsigned int a2) {
-    if (symbols[22] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_channels))symbols[22])(a0, a1, a2);
+    if (symbols[44] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_channels))symbols[44])(a0, a1, a2);
 }
 
 int snd_pcm_hw_params_set_format(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, snd_pcm_format_t a2) {
-    if (symbols[23] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_format))symbols[23])(a0, a1, a2);
+    if (symbols[45] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_format))symbols[45])(a0, a1, a2);
 }
 
 int snd_pcm_hw_params_set_period_time_near(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, unsigned int * a2, int * a3) {
-    if (symbols[24] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_period_time_near))symbols[24])(a0, a1, a2, a3);
+    if (symbols[46] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_period_time_near))symbols[46])(a0, a1, a2, a3);
 }
 
 int snd_pcm_hw_params_set_rate(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, unsigned int a2, int a3) {
-    if (symbols[25] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_rate))symbols[25])(a0, a1, a2, a3);
+    if (symbols[47] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_rate))symbols[47])(a0, a1, a2, a3);
 }
 
 int snd_pcm_hw_params_set_rate_resample(snd_pcm_t * a0, snd_pcm_hw_params_t * a1, unsigned int a2) {
-    if (symbols[26] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_hw_params_set_rate_resample))symbols[26])(a0, a1, a2);
+    if (symbols[48] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_hw_params_set_rate_resample))symbols[48])(a0, a1, a2);
 }
 
 int snd_pcm_open(snd_pcm_t ** a0, const char * a1, snd_pcm_stream_t a2, int a3) {
-    if (symbols[27] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_open))symbols[27])(a0, a1, a2, a3);
+    if (symbols[49] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_open))symbols[49])(a0, a1, a2, a3);
 }
 
 int snd_pcm_open_lconf(snd_pcm_t ** a0, const char * a1, snd_pcm_stream_t a2, int a3, snd_config_t * a4) {
-    if (symbols[28] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_open_lconf))symbols[28])(a0, a1, a2, a3, a4);
+    if (symbols[50] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_open_lconf))symbols[50])(a0, a1, a2, a3, a4);
 }
 
 int snd_pcm_prepare(snd_pcm_t * a0) {
-    if (symbols[29] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_prepare))symbols[29])(a0);
+    if (symbols[51] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_prepare))symbols[51])(a0);
 }
 
 snd_pcm_sframes_t snd_pcm_readi(snd_pcm_t * a0, void * a1, snd_pcm_uframes_t a2) {
-    if (symbols[30] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_readi))symbols[30])(a0, a1, a2);
+    if (symbols[52] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_readi))symbols[52])(a0, a1, a2);
 }
 
 int snd_pcm_recover(snd_pcm_t * a0, int a1, int a2) {
-    if (symbols[31] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_recover))symbols[31])(a0, a1, a2);
+    if (symbols[53] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_recover))symbols[53])(a0, a1, a2);
 }
 
 int snd_pcm_start(snd_pcm_t * a0) {
-    if (symbols[32] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_start))symbols[32])(a0);
+    if (symbols[54] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_start))symbols[54])(a0);
 }
 
 int snd_pcm_status(snd_pcm_t * a0, snd_pcm_status_t * a1) {
-    if (symbols[33] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status))symbols[33])(a0, a1);
+    if (symbols[55] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status))symbols[55])(a0, a1);
 }
 
 void snd_pcm_status_free(snd_pcm_status_t * a0) {
-    if (symbols[34] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_status_free))symbols[34])(a0);
+    if (symbols[56] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_status_free))symbols[56])(a0);
 }
 
 snd_pcm_uframes_t snd_pcm_status_get_avail(const snd_pcm_status_t * a0) {
-    if (symbols[35] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_get_avail))symbols[35])(a0);
+    if (symbols[57] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_get_avail))symbols[57])(a0);
 }
 
 snd_pcm_sframes_t snd_pcm_status_get_delay(const snd_pcm_status_t * a0) {
-    if (symbols[36] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_get_delay))symbols[36])(a0);
+    if (symbols[58] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_get_delay))symbols[58])(a0);
 }
 
 void snd_pcm_status_get_htstamp(const snd_pcm_status_t * a0, snd_htimestamp_t * a1) {
-    if (symbols[37] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_status_get_htstamp))symbols[37])(a0, a1);
+    if (symbols[59] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_status_get_htstamp))symbols[59])(a0, a1);
 }
 
 snd_pcm_state_t snd_pcm_status_get_state(const snd_pcm_status_t * a0) {
-    if (symbols[38] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_get_state))symbols[38])(a0);
+    if (symbols[60] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_get_state))symbols[60])(a0);
 }
 
 int snd_pcm_status_malloc(snd_pcm_status_t ** a0) {
-    if (symbols[39] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_status_malloc))symbols[39])(a0);
+    if (symbols[61] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_status_malloc))symbols[61])(a0);
 }
 
 int snd_pcm_sw_params(snd_pcm_t * a0, snd_pcm_sw_params_t * a1) {
-    if (symbols[40] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params))symbols[40])(a0, a1);
+    if (symbols[62] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params))symbols[62])(a0, a1);
 }
 
 int snd_pcm_sw_params_current(snd_pcm_t * a0, snd_pcm_sw_params_t * a1) {
-    if (symbols[41] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_current))symbols[41])(a0, a1);
+    if (symbols[63] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_current))symbols[63])(a0, a1);
 }
 
 void snd_pcm_sw_params_free(snd_pcm_sw_params_t * a0) {
-    if (symbols[42] == NULL) farcast_lazy_require(&group);
-    ((__typeof__(&snd_pcm_sw_params_free))symbols[42])(a0);
+    if (symbols[64] == NULL) farcast_lazy_require(&group);
+    ((__typeof__(&snd_pcm_sw_params_free))symbols[64])(a0);
 }
 
 int snd_pcm_sw_params_get_boundary(const snd_pcm_sw_params_t * a0, snd_pcm_uframes_t * a1) {
-    if (symbols[43] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_get_boundary))symbols[43])(a0, a1);
+    if (symbols[65] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_get_boundary))symbols[65])(a0, a1);
 }
 
 int snd_pcm_sw_params_malloc(snd_pcm_sw_params_t ** a0) {
-    if (symbols[44] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_malloc))symbols[44])(a0);
+    if (symbols[66] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_malloc))symbols[66])(a0);
 }
 
 int snd_pcm_sw_params_set_avail_min(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_uframes_t a2) {
-    if (symbols[45] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_avail_min))symbols[45])(a0, a1, a2);
+    if (symbols[67] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_avail_min))symbols[67])(a0, a1, a2);
 }
 
 int snd_pcm_sw_params_set_start_threshold(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_uframes_t a2) {
-    if (symbols[46] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_start_threshold))symbols[46])(a0, a1, a2);
+    if (symbols[68] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_start_threshold))symbols[68])(a0, a1, a2);
 }
 
 int snd_pcm_sw_params_set_tstamp_mode(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_tstamp_t a2) {
-    if (symbols[47] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_mode))symbols[47])(a0, a1, a2);
+    if (symbols[69] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_mode))symbols[69])(a0, a1, a2);
 }
 
 int snd_pcm_sw_params_set_tstamp_type(snd_pcm_t * a0, snd_pcm_sw_params_t * a1, snd_pcm_tstamp_type_t a2) {
-    if (symbols[48] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_type))symbols[48])(a0, a1, a2);
+    if (symbols[70] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_sw_params_set_tstamp_type))symbols[70])(a0, a1, a2);
 }
 
 int snd_pcm_wait(snd_pcm_t * a0, int a1) {
-    if (symbols[49] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_wait))symbols[49])(a0, a1);
+    if (symbols[71] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_wait))symbols[71])(a0, a1);
 }
 
 snd_pcm_sframes_t snd_pcm_writei(snd_pcm_t * a0, const void * a1, snd_pcm_uframes_t a2) {
-    if (symbols[50] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_pcm_writei))symbols[50])(a0, a1, a2);
+    if (symbols[72] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_pcm_writei))symbols[72])(a0, a1, a2);
 }
 
 const char * snd_strerror(int a0) {
-    if (symbols[51] == NULL) farcast_lazy_require(&group);
-    return ((__typeof__(&snd_strerror))symbols[51])(a0);
+    if (symbols[73] == NULL) farcast_lazy_require(&group);
+    return ((__typeof__(&snd_strerror))symbols[73])(a0);
 }
 
 #pragma GCC visibility pop

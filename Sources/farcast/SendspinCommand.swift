@@ -48,6 +48,18 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(name: .customLong("dac-ppm"), help: ArgumentHelp("Make the software DAC's clock run this many ppm fast (negative: slow), to exercise sync correction.", valueName: "ppm"))
     var dacPPM: Double = 0
 
+    @Option(help: ArgumentHelp("Apply the server's volume and mute to an ALSA mixer control instead of scaling the samples (bit-perfect output): alsa:CONTROL on the default card's mixer, or alsa:CONTROL@DEVICE (e.g. alsa:PCM@hw:1; `amixer -D DEVICE scontrols` lists controls). When the control is not there the samples are scaled, with a note.", valueName: "alsa:control[@device]"))
+    var mixer: String?
+
+    /// `--mixer`'s control and mixer device.
+    var mixerControl: (control: String, device: String)? {
+        guard let mixer, mixer.hasPrefix("alsa:"), mixer.count > 5 else { return nil }
+        let spec = mixer.dropFirst(5)
+        guard let at = spec.firstIndex(of: "@") else { return (String(spec), "default") }
+        let control = String(spec[..<at]), device = String(spec[spec.index(after: at)...])
+        return control.isEmpty || device.isEmpty ? nil : (control, device)
+    }
+
     @Option(help: ArgumentHelp("Take the artwork role and keep the current picture of each channel here as channel-N.jpg or .png (replaced atomically when it changes at its scheduled time, removed when cleared), for a photo frame or a status bar to watch. Made if missing.", valueName: "dir"))
     var artwork: String?
 
@@ -76,6 +88,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+        if mixer != nil && mixerControl == nil { throw ValidationError("--mixer is alsa:CONTROL or alsa:CONTROL@DEVICE, e.g. alsa:Master or alsa:PCM@hw:1") }
         if artwork == nil && !artworkChannelSpecs.isEmpty { throw ValidationError("--artwork-channel needs --artwork DIR (where the pictures go)") }
         guard artworkChannelSpecs.count <= 4 else { throw ValidationError("--artwork-channel: at most 4 channels") }
         _ = try artworkChannels
@@ -131,6 +144,20 @@ struct SendspinPlayerOptions: ParsableArguments {
                 throw CommandFailure(message: "--pairing-window needs a static pairing code: set one with `farcast sendspin pair code`", exitCode: 2)
             }
             options.pairingWindow = .seconds(300)
+        }
+        if let (control, device) = mixerControl {
+            #if canImport(CALSA)
+            do {
+                let mixer = try ALSAMixer(control: control, device: device)
+                options.hardwareVolume = mixer
+                logger.notice("volume and mute on \(mixer.description), the samples unscaled")
+            } catch let error as SendspinError {
+                // A convenience, not a reason to stay silent: the samples are scaled instead.
+                logger.notice("--mixer: \(error.description); scaling the samples instead")
+            }
+            #else
+            throw ValidationError("--mixer: ALSA exists on Linux only")
+            #endif
         }
         let sink = try makeSink()
         let player = SendspinPlayer(options: options)

@@ -10,14 +10,19 @@ public final class PlayerCore: Sendable {
         var filter = TimeFilter()
         var volume = 100
         var muted = false
+        /// Why the hardware volume stopped working (the samples are scaled again since).
+        var hardwareFailure: String?
         /// Filter offsets sampled once a second: (client time µs, offset µs).
         var offsetSamples: [(Int64, Double)] = []
     }
 
     private let state: Mutex<State>
+    /// Volume and mute applied here instead of to the samples, while it works.
+    public let hardwareVolume: (any HardwareVolume)?
 
-    public init(settings: PlaybackEngine.Settings) {
+    public init(settings: PlaybackEngine.Settings, hardwareVolume: (any HardwareVolume)? = nil) {
         state = Mutex(State(engine: PlaybackEngine(settings: settings)))
+        self.hardwareVolume = hardwareVolume
     }
 
     static func mapping(_ filter: TimeFilter) -> ClockMapping {
@@ -70,15 +75,33 @@ public final class PlayerCore: Sendable {
 
     public func offsetSamples() -> [(Int64, Double)] { state.withLock { $0.offsetSamples } }
 
-    /// Applies volume/mute to the output gain: amplitude = (volume/100)^1.5, 0 when muted.
+    /// Applies volume/mute: to the hardware volume when there is one (the samples keep unity
+    /// gain), else to the output gain, amplitude = (volume/100)^1.5, 0 when muted. A hardware
+    /// volume that fails is given up for the rest of the run (`hardwareVolumeFailure`).
     public func setVolume(_ volume: Int?, muted: Bool?) -> (volume: Int, muted: Bool) {
-        state.withLock { s in
+        let (v, m, onHardware) = state.withLock { s in
             if let volume { s.volume = min(max(volume, 0), 100) }
             if let muted { s.muted = muted }
-            s.engine.targetGain = s.muted ? 0 : pow(Double(s.volume) / 100, 1.5)
-            return (s.volume, s.muted)
+            let onHardware = hardwareVolume != nil && s.hardwareFailure == nil
+            s.engine.targetGain = onHardware ? 1 : Self.gain(s)
+            return (s.volume, s.muted, onHardware)
         }
+        if onHardware, let hardwareVolume {
+            // Outside the lock: the DAC thread renders under it.
+            do { try hardwareVolume.apply(volume: v, muted: m) } catch {
+                state.withLock { s in
+                    s.hardwareFailure = "\(error)"
+                    s.engine.targetGain = Self.gain(s)
+                }
+            }
+        }
+        return (v, m)
     }
+
+    private static func gain(_ s: State) -> Double { s.muted ? 0 : pow(Double(s.volume) / 100, 1.5) }
+
+    /// Why the hardware volume was given up (nil while it works, or when there is none).
+    public var hardwareVolumeFailure: String? { state.withLock { $0.hardwareFailure } }
 
     /// Volume, mute and output delay (ms) as the core applies them now.
     var playerSettings: (volume: Int, muted: Bool, outputDelayMs: Int) {

@@ -57,6 +57,7 @@ final class Runtime: Sendable {
     // @unchecked-free: the decoder class is only touched inside the lock.
     private let state: Mutex<State>
     let core: PlayerCore
+    private let hardwareFailureNoted = Atomic<Bool>(false)
     let logger: Logger
     /// Where pairings made on this connection are kept.
     let store: PlayerStore?
@@ -389,14 +390,22 @@ final class Runtime: Sendable {
         }
     }
 
+    /// Says once that the hardware volume failed and the samples are scaled instead.
+    private func noteHardwareVolumeFailure() {
+        guard let failure = core.hardwareVolumeFailure, !hardwareFailureNoted.exchange(true, ordering: .relaxed) else { return }
+        logger.warning("volume: \(failure); scaling the samples instead")
+    }
+
     private func apply(_ command: PlayerCommand) {
         switch PlayerControls.effect(of: command) {
         case .volume(let volume)?:
             let (v, _) = core.setVolume(volume, muted: nil)
             state.withLock { $0.volume = v }
+            noteHardwareVolumeFailure()
         case .muted(let mute)?:
             let (_, m) = core.setVolume(nil, muted: mute)
             state.withLock { $0.muted = m }
+            noteHardwareVolumeFailure()
         case .outputDelayMs(let delay)?:
             state.withLock { $0.outputDelayMs = delay }
             core.withEngine { $0.outputDelayUs = Int64(delay) * 1000 }

@@ -50,6 +50,8 @@ public final class SendspinPlayer: Sendable {
         /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
         /// answer to client/init, the encrypted handshake and the answer to client/hello.
         public var openTimeout: Duration = .seconds(10)
+        /// Volume and mute on a mixer control instead of scaling samples (`ALSAMixer`).
+        public var hardwareVolume: (any HardwareVolume)?
         public init() {}
     }
 
@@ -159,7 +161,7 @@ public final class SendspinPlayer: Sendable {
         var engineSettings = options.engine
         engineSettings.bufferCapacity = options.bufferCapacity
         engineSettings.tracing = engineSettings.tracing || tracing
-        let core = PlayerCore(settings: engineSettings)
+        let core = PlayerCore(settings: engineSettings, hardwareVolume: options.hardwareVolume)
         _ = core.setVolume(settings.volume, muted: settings.muted)
         core.withEngine { $0.outputDelayUs = Int64(settings.outputDelayMs) * 1000 }
         return core

@@ -1,3 +1,4 @@
+import Foundation
 @testable import Sendspin
 import Testing
 
@@ -30,5 +31,48 @@ struct PlayerControlsTests {
         for name in PlayerControls.supportedCommands {
             #expect(PlayerControls.effect(of: Self.command(name, volume: 1, mute: false, delay: 1)) != nil, "\(name) is listed but not taken")
         }
+    }
+}
+
+/// `PlayerCore` with a hardware volume (`--mixer`): the server's volume and mute go to it and the
+/// samples keep unity gain; when it fails the samples are scaled again, for the rest of the run.
+/// The hardware here is a double that records or refuses: the ALSA mixer itself is tested
+/// against PulseAudio's control in the integration tests (SendspinMixerTests).
+@Suite struct HardwareVolumeTests {
+    final class Recorder: HardwareVolume, @unchecked Sendable {
+        let lock = NSLock()
+        var applied: [(Int, Bool)] = []
+        var refuse = false
+        var description: String { "recorder" }
+        func apply(volume: Int, muted: Bool) throws {
+            lock.lock()
+            defer { lock.unlock() }
+            if refuse { throw SendspinError.audioDevice("the control went away") }
+            applied.append((volume, muted))
+        }
+    }
+
+    @Test func volumeAndMuteGoToTheHardwareAndTheSamplesStayUntouched() {
+        let hardware = Recorder()
+        let core = PlayerCore(settings: PlaybackEngine.Settings(), hardwareVolume: hardware)
+        _ = core.setVolume(40, muted: nil)
+        #expect(core.withEngine { $0.targetGain } == 1)
+        _ = core.setVolume(nil, muted: true)
+        #expect(core.withEngine { $0.targetGain } == 1, "muted on the hardware, not by silencing the samples")
+        #expect(hardware.applied.map { "\($0.0) \($0.1)" } == ["40 false", "40 true"])
+        #expect(core.hardwareVolumeFailure == nil)
+    }
+
+    @Test func aFailingHardwareVolumeFallsBackToScalingTheSamples() {
+        let hardware = Recorder()
+        let core = PlayerCore(settings: PlaybackEngine.Settings(), hardwareVolume: hardware)
+        hardware.refuse = true
+        _ = core.setVolume(25, muted: false)
+        #expect(abs(core.withEngine { $0.targetGain } - 0.125) < 1e-9, "(25/100)^1.5 on the samples")
+        #expect(core.hardwareVolumeFailure?.contains("the control went away") == true)
+        // Given up for the run: later commands are not tried on it again.
+        hardware.refuse = false
+        _ = core.setVolume(100, muted: nil)
+        #expect(hardware.applied.isEmpty && core.withEngine { $0.targetGain } == 1)
     }
 }
