@@ -48,6 +48,9 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(name: .customLong("dac-ppm"), help: ArgumentHelp("Make the software DAC's clock run this many ppm fast (negative: slow), to exercise sync correction.", valueName: "ppm"))
     var dacPPM: Double = 0
 
+    @Flag(help: "Show what plays on the terminal, redrawn as it goes: title, artist, album, progress, volume and mute, repeat, shuffle, group, sync. Keys: space play/pause, n next, p previous, +/- volume, m mute, r repeat, s shuffle, q quit (commands through the controller role). Needs a terminal; without --tui telemetry lines go to stderr.")
+    var tui = false
+
     @Option(help: ArgumentHelp("Apply the server's volume and mute to an ALSA mixer control instead of scaling the samples (bit-perfect output): alsa:CONTROL on the default card's mixer, or alsa:CONTROL@DEVICE (e.g. alsa:PCM@hw:1; `amixer -D DEVICE scontrols` lists controls). When the control is not there the samples are scaled, with a note.", valueName: "alsa:control[@device]"))
     var mixer: String?
 
@@ -118,7 +121,8 @@ struct SendspinPlayerOptions: ParsableArguments {
     /// goodbye), writes the stats and trace, and prints the summary.
     func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false, openTimeout: Duration = .seconds(10),
              _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
-        let logger = global.makeLogger(label: "farcast.sendspin")
+        // The display owns the terminal: only warnings and errors are written beside it.
+        let logger = global.makeLogger(label: "farcast.sendspin", defaultLevel: tui ? .warning : .notice)
         var options = SendspinPlayer.Options()
         options.name = name
         options.formats = SendspinPlayer.formats(preferring: codec)
@@ -160,7 +164,19 @@ struct SendspinPlayerOptions: ParsableArguments {
             #endif
         }
         let sink = try makeSink()
+        let terminal = tui ? try NowPlayingTerminal() : nil
+        defer { terminal?.stop() }
+        if let terminal {
+            var observer = options.observer ?? SendspinPlayer.SessionObserver()
+            observer.metadata = { metadata in terminal.update { $0.metadata = metadata } }
+            observer.controller = { state in
+                terminal.update { $0.controller = state }
+                return nil
+            }
+            options.observer = observer
+        }
         let player = SendspinPlayer(options: options)
+        terminal?.start(player: player)
         let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
         defer { signals.cancel() }
         var traceWriter: (@Sendable ([ChunkTrace]) -> Void)?
@@ -168,19 +184,24 @@ struct SendspinPlayerOptions: ParsableArguments {
             traceWriter = { records in writeTrace(records, to: trace, logger: logger) }
         }
         var telemetry: (@Sendable (SendspinPlayer.Telemetry) -> Void)?
-        if !global.quiet && !global.json {
+        if let terminal {
+            telemetry = { line in terminal.update { $0.apply(line) } }
+        } else if !global.quiet && !global.json {
             telemetry = { line in FileHandleOutput.stderr(telemetryLine(line) + "\n") }
         }
         let report: SendspinPlayer.Report
         do {
             report = try await body(player, sink, logger, traceWriter, telemetry)
         } catch let failure as SendspinPlayer.PlayerFailure {
+            terminal?.stop()
             if let statsJSON { try? writeStats(failure.report, to: statsJSON) }
             // What was played before the failure is still worth a line (not in --json: one
             // object on stdout, and a failure has only its line on stderr).
             if !global.json && failure.report.chunksReceived > 0 { printSummary(failure.report, describe: describe) }
             throw CommandFailure(message: failure.description)
         }
+        // The terminal back before the summary is printed on it.
+        terminal?.stop()
         if let statsJSON { try writeStats(report, to: statsJSON) }
         if global.json {
             try printJSON(report)
