@@ -105,7 +105,7 @@ struct JellyfinStandInConformanceTests {
             "--mode", "positive", "--max-examples", "20", "--seed", "7", "--workers", "1",
             "--exclude-operation-id", "ReportSessionEnded",
             "--request-timeout", "20", "--no-shrink", "--suppress-health-check", "all",
-        ], environment: ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"]) { $1 }, timeout: 400)
+        ], environment: ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"]) { $1 }, timeout: 450)
         #expect(result.status == 0, "schemathesis:\n\(result.stdout.suffix(6000))\n\(result.stderr.suffix(2000))")
         // It really exercised the operations (not a run that tested nothing).
         let tested = result.stdout.range(of: #"Tested: (\d+)"#, options: .regularExpression).map { Int(result.stdout[$0].dropFirst(8)) ?? 0 } ?? 0
