@@ -9,19 +9,12 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SendspinArtworkTests {
     @Test func picturesArriveWholeOnTimeAndAreClearedAsTheServerSays() throws {
-        guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || SendspinServer.onlyLoopback() else {
-            throw PeerFailed(name: "artwork Sendspin server", log: "run the integration tests with scripts/test (it uses unshare -n)")
-        }
-        let venv = ProcessInfo.processInfo.environment["FARCAST_VENV"] ?? packageRoot.appendingPathComponent(".venv").path
-        guard FileManager.default.isExecutableFile(atPath: venv + "/bin/python") else { throw MissingPeer(what: "aiosendspin[server]==10.2.1 in \(venv)") }
         let folder = try TemporaryFolder()
         let record = folder.path + "/sent", shown = folder.path + "/shown"
         let port = SendspinServer.reservePort()
-        let server = try BackgroundProcess(venv + "/bin/python", [packageRoot.appendingPathComponent("scripts/lib/sendspin_artwork_server.py").path,
-                                                                   "--port", "\(port)", "--record", record, "--settle", "2", "--step", "2.5", "--lead", "2.5"],
-                                           logName: "sendspin-artwork-server")
+        let server = try SendspinServer.script("sendspin_artwork_server.py", port: port, ["--record", record, "--settle", "2", "--step", "2.5", "--lead", "2.5"],
+                                               logName: "sendspin-artwork-server")
         defer { server.stop() }
-        try waitForTCPPort(port, timeout: 60, process: server)
         let player = try BackgroundProcess(try farcastBinary(), ["sendspin", "play", "ws://127.0.0.1:\(port)/sendspin", "--output", "null", "--duration", "14",
                                                                  "--artwork", shown, "--artwork-channel", "album:jpeg:64x32", "--artwork-channel", "none",
                                                                  "--artwork-channel", "artist:png:16x16", "-v"],

@@ -9,11 +9,6 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SendspinMixerTests {
     @Test func theServersVolumeAndMuteMoveTheMixerControl() throws {
-        guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || SendspinServer.onlyLoopback() else {
-            throw PeerFailed(name: "volume Sendspin server", log: "run the integration tests with scripts/test (it uses unshare -n)")
-        }
-        let venv = ProcessInfo.processInfo.environment["FARCAST_VENV"] ?? packageRoot.appendingPathComponent(".venv").path
-        guard FileManager.default.isExecutableFile(atPath: venv + "/bin/python") else { throw MissingPeer(what: "aiosendspin[server]==10.2.1 in \(venv)") }
         let pactl = try requireExecutable("pactl", package: "pulseaudio-utils")
         let folder = try TemporaryFolder()
         let dac = try PulseAudioDAC(folder: folder.path + "/pulse", seconds: 30)
@@ -46,11 +41,9 @@ struct SendspinMixerTests {
 
         let port = SendspinServer.reservePort()
         let log = folder.path + "/steps"
-        let server = try BackgroundProcess(venv + "/bin/python", [packageRoot.appendingPathComponent("scripts/lib/sendspin_volume_server.py").path,
-                                                                   "--port", "\(port)", "--log", log, "--settle", "1.5", "--step", "1.5"],
-                                           logName: "sendspin-volume-server")
+        let server = try SendspinServer.script("sendspin_volume_server.py", port: port, ["--log", log, "--settle", "1.5", "--step", "1.5"],
+                                               logName: "sendspin-volume-server")
         defer { server.stop() }
-        try waitForTCPPort(port, timeout: 60, process: server)
         let player = try BackgroundProcess(try farcastBinary(), ["sendspin", "play", "ws://127.0.0.1:\(port)/sendspin", "--output", "null", "--duration", "12",
                                                                  "--mixer", "alsa:Master@farcastmix"], environment: environment, logName: "farcast-mixer")
         defer { player.stop() }

@@ -8,19 +8,12 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SendspinNowPlayingTests {
     @Test func theTerminalShowsTheTrackAndItsKeysReachTheServerAsControllerCommands() throws {
-        guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || SendspinServer.onlyLoopback() else {
-            throw PeerFailed(name: "now-playing Sendspin server", log: "run the integration tests with scripts/test (it uses unshare -n)")
-        }
-        let venv = ProcessInfo.processInfo.environment["FARCAST_VENV"] ?? packageRoot.appendingPathComponent(".venv").path
-        guard FileManager.default.isExecutableFile(atPath: venv + "/bin/python") else { throw MissingPeer(what: "aiosendspin[server]==10.2.1 in \(venv)") }
         let tmux = try requireExecutable("tmux", package: "tmux")
         let folder = try TemporaryFolder()
         let port = SendspinServer.reservePort()
         let commands = folder.path + "/commands"
-        let server = try BackgroundProcess(venv + "/bin/python", [packageRoot.appendingPathComponent("scripts/lib/sendspin_nowplaying_server.py").path,
-                                                                   "--port", "\(port)", "--log", commands], logName: "sendspin-nowplaying-server")
+        let server = try SendspinServer.script("sendspin_nowplaying_server.py", port: port, ["--log", commands], logName: "sendspin-nowplaying-server")
         defer { server.stop() }
-        try waitForTCPPort(port, timeout: 60, process: server)
 
         let socket = folder.path + "/tmux.sock"
         func tmuxRun(_ arguments: [String]) throws -> String {

@@ -13,7 +13,7 @@ The server scales and encodes each picture for each channel itself (letterboxed,
 or PNG); every encoded picture it hands to a client's channel is saved as
 DIR/sent-<n>-channel<c>.<jpg|png|clear> with a line in DIR/log: `<n> channel <c> <bytes>
 <server time µs when due> <server time µs when handed over>`. Then it keeps serving until
-stopped. Every client is approved for unpaired playback, as `sendspin serve` does.
+stopped (sendspin_first_client.py: every client approved for unpaired playback).
 
 Run only on loopback inside a network namespace; it binds 127.0.0.1.
 """
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import signal
 from pathlib import Path
 from typing import Any
+
+import sendspin_first_client  # this directory
 
 
 def picture(kind: str) -> Any:
@@ -60,32 +60,20 @@ def install_recorder(folder: Path, clock: Any) -> None:
     ArtworkV1Role.send_artwork = send_artwork  # type: ignore[method-assign]
 
 
-async def run(args: argparse.Namespace) -> None:
-    from aiosendspin.noise import Identity
-    from aiosendspin.server import SendspinServer
-    from aiosendspin.server.server import ClientAddedEvent
-    from sendspin_recording_server import make_pairing_store  # this directory: every client approved
-
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--name", default="artwork-server")
+    p.add_argument("--record", required=True, help="directory for the pictures sent and their log")
+    p.add_argument("--settle", type=float, default=2.0, help="seconds between a client joining and the first picture")
+    p.add_argument("--step", type=float, default=2.0, help="seconds between the timeline's steps")
+    p.add_argument("--lead", type=float, default=2.0, help="how far ahead the scheduled picture is due, in seconds")
+    args = p.parse_args()
     folder = Path(args.record)
     folder.mkdir(parents=True, exist_ok=True)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    server = SendspinServer(loop, Identity.generate(), args.name, pairing_store=make_pairing_store())
-    install_recorder(folder, server.clock)
-    joined: asyncio.Queue[str] = asyncio.Queue()
 
-    def on_event(_server: Any, event: Any) -> None:
-        if isinstance(event, ClientAddedEvent):
-            joined.put_nowait(event.client_id)
-
-    server.add_event_listener(on_event)
-    await server.start_server(port=args.port, host="127.0.0.1", advertise_addresses=[], discover_clients=False)
-    logging.getLogger("artwork-server").info("listening on ws://127.0.0.1:%d%s", args.port, server.API_PATH)
-
-    async def timeline() -> None:
-        client = server.get_client(await joined.get())
+    async def timeline(server: Any, client: Any) -> None:
+        install_recorder(folder, server.clock)
         await asyncio.sleep(args.settle)
         artwork = client.group.group_role("artwork")
         await artwork.set_album_artwork(picture("A"))
@@ -97,23 +85,7 @@ async def run(args: argparse.Namespace) -> None:
         await artwork.set_album_artwork(picture("C"), timestamp_us=due)
         (folder / "done").write_text(f"{due}\n")
 
-    task = asyncio.create_task(timeline())
-    await stop.wait()
-    task.cancel()
-    await asyncio.wait_for(server.close(), timeout=5)
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--name", default="artwork-server")
-    p.add_argument("--record", required=True, help="directory for the pictures sent and their log")
-    p.add_argument("--settle", type=float, default=2.0, help="seconds between a client joining and the first picture")
-    p.add_argument("--step", type=float, default=2.0, help="seconds between the timeline's steps")
-    p.add_argument("--lead", type=float, default=2.0, help="how far ahead the scheduled picture is due, in seconds")
-    args = p.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run(args))
+    sendspin_first_client.run(args.port, args.name, timeline)
 
 
 if __name__ == "__main__":

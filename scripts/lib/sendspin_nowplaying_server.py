@@ -5,7 +5,7 @@ When a client joins, the server sets the group's metadata (--title, --artist, --
 --progress-ms of --duration-ms at normal speed) and offers every controller command; then it
 appends one JSON line to --log for each controller command the client sends (as aiosendspin's
 group reports it: {"command": "next"}, {"command": "volume", "volume": 95}, ...). It keeps serving
-until stopped. Every client is approved for unpaired playback, as `sendspin serve` does.
+until stopped (sendspin_first_client.py: every client approved for unpaired playback).
 
 Run only on loopback inside a network namespace; it binds 127.0.0.1.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
-import signal
 from typing import Any
+
+import sendspin_first_client  # this directory
 
 
 def command_of(event: Any) -> dict[str, Any] | None:
@@ -36,31 +36,22 @@ def command_of(event: Any) -> dict[str, Any] | None:
     return None
 
 
-async def run(args: argparse.Namespace) -> None:
-    from aiosendspin.models.types import MediaCommand
-    from aiosendspin.noise import Identity
-    from aiosendspin.server import SendspinServer
-    from aiosendspin.server.server import ClientAddedEvent
-    from sendspin_recording_server import make_pairing_store  # this directory: every client approved
-
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    server = SendspinServer(loop, Identity.generate(), args.name, pairing_store=make_pairing_store())
-    joined: asyncio.Queue[str] = asyncio.Queue()
-
-    def on_server_event(_server: Any, event: Any) -> None:
-        if isinstance(event, ClientAddedEvent):
-            joined.put_nowait(event.client_id)
-
-    server.add_event_listener(on_server_event)
-    await server.start_server(port=args.port, host="127.0.0.1", advertise_addresses=[], discover_clients=False)
-    logging.getLogger("nowplaying-server").info("listening on ws://127.0.0.1:%d%s", args.port, server.API_PATH)
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--name", default="nowplaying-server")
+    p.add_argument("--log", required=True, help="file the client's controller commands are appended to (JSON lines)")
+    p.add_argument("--title", default="Farcast Test Song")
+    p.add_argument("--artist", default="The Loopbacks")
+    p.add_argument("--album", default="Private Namespace")
+    p.add_argument("--progress-ms", type=int, default=12_000)
+    p.add_argument("--duration-ms", type=int, default=180_000)
+    args = p.parse_args()
     log = open(args.log, "a", buffering=1)
 
-    async def serve_first() -> None:
-        client = server.get_client(await joined.get())
+    async def timeline(_server: Any, client: Any) -> None:
+        from aiosendspin.models.types import MediaCommand
+
         for _ in range(100):  # the roles are up once the client's hello is handled
             if client.group.group_role("metadata") and client.group.group_role("controller"):
                 break
@@ -78,25 +69,7 @@ async def run(args: argparse.Namespace) -> None:
                                                    playback_speed=1000)
         log.write(json.dumps({"ready": True}) + "\n")
 
-    task = asyncio.create_task(serve_first())
-    await stop.wait()
-    task.cancel()
-    await asyncio.wait_for(server.close(), timeout=5)
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--name", default="nowplaying-server")
-    p.add_argument("--log", required=True, help="file the client's controller commands are appended to (JSON lines)")
-    p.add_argument("--title", default="Farcast Test Song")
-    p.add_argument("--artist", default="The Loopbacks")
-    p.add_argument("--album", default="Private Namespace")
-    p.add_argument("--progress-ms", type=int, default=12_000)
-    p.add_argument("--duration-ms", type=int, default=180_000)
-    args = p.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run(args))
+    sendspin_first_client.run(args.port, args.name, timeline)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,21 @@ final class SendspinServer: @unchecked Sendable {
         process.log.split(separator: "\n").filter { $0.contains("non-compliant") }.map(String.init)
     }
 
+    /// Starts one of the small aiosendspin servers in scripts/lib (SCRIPT with `arguments`, on
+    /// `port`) and waits until it listens. Refused outside a private network namespace (they are
+    /// run by scripts/test under unshare -n); the venv missing is a missing peer.
+    static func script(_ script: String, port: Int, _ arguments: [String], logName: String) throws -> BackgroundProcess {
+        guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || onlyLoopback() else {
+            throw PeerFailed(name: logName, log: "run the integration tests with scripts/test (it uses unshare -n)")
+        }
+        let venv = ProcessInfo.processInfo.environment["FARCAST_VENV"] ?? packageRoot.appendingPathComponent(".venv").path
+        guard FileManager.default.isExecutableFile(atPath: venv + "/bin/python") else { throw MissingPeer(what: "aiosendspin[server]==10.2.1 in \(venv)") }
+        let server = try BackgroundProcess(venv + "/bin/python", [packageRoot.appendingPathComponent("scripts/lib/" + script).path, "--port", "\(port)"] + arguments,
+                                           logName: logName)
+        do { try waitForTCPPort(port, timeout: 60, process: server) } catch { server.stop(); throw error }
+        return server
+    }
+
     /// True when this process's network namespace has only the loopback interface.
     static func onlyLoopback() -> Bool {
         guard let table = try? String(contentsOfFile: "/proc/self/net/dev", encoding: .utf8) else { return false }
