@@ -121,6 +121,9 @@ struct SendspinPlayerOptions: ParsableArguments {
     /// goodbye), writes the stats and trace, and prints the summary.
     func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false, openTimeout: Duration = .seconds(10),
              _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
+        if tui && (global.json || global.quiet) {
+            throw CommandFailure(message: "--tui draws on the terminal; it does not go with --json or --quiet", exitCode: 2)
+        }
         // The display owns the terminal: only warnings and errors are written beside it.
         let logger = global.makeLogger(label: "farcast.sendspin", defaultLevel: tui ? .warning : .notice)
         var options = SendspinPlayer.Options()
