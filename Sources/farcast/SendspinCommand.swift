@@ -69,6 +69,39 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(name: .customLong("artwork-channel"), help: ArgumentHelp("With --artwork: the picture wanted on the next channel (repeat for up to 4): SOURCE[:FORMAT[:WIDTHxHEIGHT]], SOURCE album, artist or none, FORMAT jpeg or png. Default: one channel, album:jpeg:300x300.", valueName: "spec"))
     var artworkChannelSpecs: [String] = []
 
+    @Option(name: .customLong("visualizer-json"), help: ArgumentHelp("Take the visualizer role and write each frame here as a JSON line when its sound plays (- for stdout), for LED controllers and displays: type (loudness, beat, f_peak, spectrum, peak) with its values, server_us, due_us and delivered_us (client monotonic raw clock, as --trace); a `stream` line gives the server's setup.", valueName: "path"))
+    var visualizerJSON: String?
+
+    @Option(name: .customLong("visualizer-types"), help: ArgumentHelp("With --visualizer-json: the kinds wanted, comma-separated, of loudness, beat, f_peak, spectrum and peak (beats come only from a server that knows them).", valueName: "list"))
+    var visualizerTypes = "all"
+
+    @Option(name: .customLong("visualizer-rate"), help: ArgumentHelp("With --visualizer-json: the most loudness, f_peak and spectrum frames a second (1–120; beats and peaks come as they happen).", valueName: "hz"))
+    var visualizerRate = 30
+
+    @Option(name: .customLong("visualizer-spectrum"), help: ArgumentHelp("With --visualizer-json: the spectrum's bands, BINS[:SCALE[:FMIN-FMAX]] (SCALE lin, log or mel; Hz).", valueName: "spec"))
+    var visualizerSpectrum = "32:log:40-16000"
+
+    @Option(name: .customLong("color-json"), help: ArgumentHelp("Take the color role and write each palette the server derives from what plays here as a JSON line from its time (- for stdout): background_dark, background_light, primary, accent, on_dark, on_light as [r, g, b], `cleared` when it has none.", valueName: "path"))
+    var colorJSON: String?
+
+    /// The visualizer request (nil without --visualizer-json).
+    var visualizerRequest: VisualizerRequest? {
+        get throws {
+            guard visualizerJSON != nil else { return nil }
+            let kinds: [VisualizerKind]
+            switch VisualizerRequest.parseKinds(visualizerTypes) {
+            case .success(let parsed): kinds = parsed
+            case .failure(let error): throw ValidationError("--visualizer-types: \(error)")
+            }
+            let spectrum: SpectrumLayout
+            switch SpectrumLayout.parse(visualizerSpectrum) {
+            case .success(let parsed): spectrum = parsed
+            case .failure(let error): throw ValidationError("--visualizer-spectrum: \(error)")
+            }
+            return VisualizerRequest(kinds: kinds, rateMax: visualizerRate, spectrum: spectrum)
+        }
+    }
+
     /// The artwork channels asked for (none without --artwork).
     var artworkChannels: [ArtworkChannel] {
         get throws {
@@ -95,11 +128,15 @@ struct SendspinPlayerOptions: ParsableArguments {
         if artwork == nil && !artworkChannelSpecs.isEmpty { throw ValidationError("--artwork-channel needs --artwork DIR (where the pictures go)") }
         guard artworkChannelSpecs.count <= 4 else { throw ValidationError("--artwork-channel: at most 4 channels") }
         _ = try artworkChannels
+        guard (1...VisualizerRequest.maximumRate).contains(visualizerRate) else { throw ValidationError("--visualizer-rate must be 1–\(VisualizerRequest.maximumRate)") }
+        _ = try visualizerRequest
         // Files written during or after playing are checked now, not after the session.
         do {
             if output.hasPrefix("wav:") { try OutputPath.check(String(output.dropFirst(4)), what: "WAV output") }
             if let statsJSON { try OutputPath.check(statsJSON, what: "stats file") }
             if let trace { try OutputPath.check(trace, what: "trace file") }
+            if let visualizerJSON, visualizerJSON != "-" { try OutputPath.check(visualizerJSON, what: "visualizer file") }
+            if let colorJSON, colorJSON != "-" { try OutputPath.check(colorJSON, what: "color file") }
         } catch let failure as CommandFailure { throw ValidationError(failure.message) }
     }
 
@@ -124,6 +161,11 @@ struct SendspinPlayerOptions: ParsableArguments {
         if tui && (global.json || global.quiet) {
             throw CommandFailure(message: "--tui draws on the terminal; it does not go with --json or --quiet", exitCode: 2)
         }
+        if visualizerJSON == "-" || colorJSON == "-" {
+            guard !global.json && !tui else {
+                throw CommandFailure(message: "--visualizer-json - and --color-json - write to stdout; it does not go with --json or --tui (name a file instead)", exitCode: 2)
+            }
+        }
         // The display owns the terminal: only warnings and errors are written beside it.
         let logger = global.makeLogger(label: "farcast.sendspin", defaultLevel: tui ? .warning : .notice)
         var options = SendspinPlayer.Options()
@@ -143,6 +185,7 @@ struct SendspinPlayerOptions: ParsableArguments {
             }
             options.observer = observer
         }
+        try addTimedOutputs(to: &options, logger: logger)
         let store = PlayerStore(directory: try StateDirectory.resolve())
         options.store = store
         options.staticPairingCode = store.staticPairingCode()
@@ -213,12 +256,41 @@ struct SendspinPlayerOptions: ParsableArguments {
         }
     }
 
+    /// `--visualizer-json` and `--color-json`: the roles offered and their lines written as
+    /// each frame or palette is delivered (one writer when both name the same place).
+    private func addTimedOutputs(to options: inout SendspinPlayer.Options, logger: Logger) throws {
+        guard visualizerJSON != nil || colorJSON != nil else { return }
+        var observer = options.observer ?? SendspinPlayer.SessionObserver()
+        let report: @Sendable (String) -> Void = { logger.warning("\($0)") }
+        var visualizerOutput: JSONLinesOutput?
+        if let visualizerJSON {
+            let output = try JSONLinesOutput(path: visualizerJSON, what: "visualizer file")
+            visualizerOutput = output
+            options.visualizer = try visualizerRequest
+            observer.visualizerStream = { stream in
+                output.write(stream.map(VisualizerLine.init(stream:)) ?? VisualizerLine(type: "stream_end"), onFailure: report)
+            }
+            observer.visualizer = { frames, timing in output.write(frames.map { VisualizerLine($0, timing) }, onFailure: report) }
+        }
+        if let colorJSON {
+            let output = try visualizerOutput.flatMap { colorJSON == visualizerJSON ? $0 : nil } ?? JSONLinesOutput(path: colorJSON, what: "color file")
+            options.color = true
+            observer.color = { palette, timing in output.write(ColorLine(palette, timing), onFailure: report) }
+        }
+        options.observer = observer
+    }
+
     private func printSummary(_ report: SendspinPlayer.Report, describe: String) {
         let buffered = max(0, report.chunksReceived - report.chunksPlayed - report.chunksLate - report.chunksDropped)
         var notes = ["\(report.chunksLate) late", "\(report.chunksDropped) dropped"]
         if buffered > 0 { notes.append("\(buffered) still buffered ahead when playback stopped") }
         print("played \(report.chunksPlayed) of \(report.chunksReceived) chunks (\(notes.joined(separator: ", "))): \(String(format: "%.1f", report.secondsPlayed)) s of \(report.codec ?? "no") audio from \(report.serverName ?? describe)")
         if let sd = report.offsetStddevUs { print(String(format: "clock offset stddev %.1f µs, largest output error %.1f µs", sd, report.maxOutputErrorUs)) }
+        if let v = report.visualization {
+            var dropped = ["\(v.framesLate) late", "\(v.framesOverflowed) over the buffer", "\(v.malformed) unreadable"]
+            if v.framesLate + v.framesOverflowed + v.malformed == 0 { dropped = ["none dropped"] }
+            print("visualizer: \(v.framesDelivered) frames and \(v.palettesApplied) palettes written on time (\(dropped.joined(separator: ", ")); latest \(v.maxDeliveryLateUs) µs after its sound)")
+        }
         // Out before any failure line that follows on stderr.
         fflush(nil)
     }

@@ -57,6 +57,16 @@ public final class PlayerCore: Sendable {
 
     public var filter: TimeFilter { state.withLock { $0.filter } }
 
+    /// When audio stamped `serverTime` leaves the output (client clock, µs), by the rule the
+    /// engine plays by (output delay and sink latency applied); nil while the clock is not
+    /// synchronised.
+    public func playTime(forServerTime serverTime: Int64) -> Int64? {
+        state.withLock { s in
+            guard s.filter.isSynchronized else { return nil }
+            return s.engine.idealStart(serverTime, Self.mapping(s.filter))
+        }
+    }
+
     /// Another server took over: its clock is unknown and nothing queued belongs to it.
     func resetForNewServer() {
         state.withLock { s in

@@ -62,9 +62,16 @@ final class Runtime: Sendable {
     /// Where pairings made on this connection are kept.
     let store: PlayerStore?
     let observer: SendspinPlayer.SessionObserver?
+    /// visualizer@v1 frames and color@v1 palettes on their way to the observer, each when its
+    /// sound plays (nil when the observer takes none).
+    private let visualizerDelivery: TimedDelivery<VisualizerFrame>?
+    private let colorDelivery: TimedDelivery<ColorPalette>?
+    private let visualization: VisualizationLedger
+    private let loggedMalformed = Atomic<Int>(0)
 
     init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil,
-         observer: SendspinPlayer.SessionObserver? = nil, admission: Admission? = nil) {
+         observer: SendspinPlayer.SessionObserver? = nil, visualization: VisualizationLedger,
+         admission: Admission? = nil) {
         // The session reports and later persists what the core plays with (the remembered
         // volume, mute and output delay), not the defaults.
         var initial = State(session: session, admitted: admission == nil)
@@ -75,6 +82,26 @@ final class Runtime: Sendable {
         self.core = core
         self.logger = logger
         self.admission = admission
+        self.visualization = visualization
+        let roles = session.configuration.roles
+        let playTime: @Sendable (Int64) -> Int64? = { [core] in core.playTime(forServerTime: $0) }
+        if roles.contains("visualizer@v1"), let show = observer?.visualizer {
+            visualizerDelivery = TimedDelivery(name: "farcast-visualizer", capacity: session.configuration.visualizerBufferCapacity, dropLate: true,
+                                               playTime: playTime) { frames, timing in
+                visualization.delivered(frames.count, timing, palette: false)
+                show(frames, timing)
+            }
+        } else {
+            visualizerDelivery = nil
+        }
+        if roles.contains("color@v1"), let apply = observer?.color {
+            colorDelivery = TimedDelivery(name: "farcast-color", capacity: .max, dropLate: false, playTime: playTime) { palettes, timing in
+                visualization.delivered(palettes.count, timing, palette: true)
+                for palette in palettes { apply(palette, timing) }
+            }
+        } else {
+            colorDelivery = nil
+        }
     }
 
     var isAdmitted: Bool { state.withLock { $0.admitted } }
@@ -127,6 +154,8 @@ final class Runtime: Sendable {
             return (Array(s.pendingTimes.values), s.shownArtwork)
         }
         for w in waiters { w.resume(returning: nil) }
+        visualizerDelivery?.stop()
+        colorDelivery?.stop()
         // Without a server there is no current picture: what was shown is cleared.
         for channel in shown.sorted() { showArtwork(ArtworkImage(channel: channel, timestamp: 0, data: [])) }
     }
@@ -360,6 +389,29 @@ final class Runtime: Sendable {
                 return s.shownArtwork
             }
             for channel in shown.sorted() { showArtwork(ArtworkImage(channel: channel, timestamp: 0, data: [])) }
+        case .visualizerStream(let stream):
+            logger.info("visualizer: \(stream)")
+            observer?.visualizerStream?(stream)
+        case .visualizer(let frame):
+            guard isAdmitted, let delivery = visualizerDelivery else { return }
+            switch delivery.enqueue(frame, serverTime: frame.timestamp, bytes: frame.wireSize) {
+            case .queued, .stopped: break
+            case .late: visualization.record { $0.framesLate += 1 }
+            case .overflow: visualization.record { $0.framesOverflowed += 1 }
+            }
+        case .visualizerCleared:
+            visualizerDelivery?.clear()
+        case .visualizerEnded:
+            visualizerDelivery?.clear()
+            logger.info("visualizer stream ended")
+            observer?.visualizerStream?(nil)
+        case .malformedVisualization(let reason):
+            visualization.record { $0.malformed += 1 }
+            if loggedMalformed.add(1, ordering: .relaxed).newValue <= 3 { logger.warning("dropped: \(reason)") }
+        case .color(let palette):
+            logger.debug("color palette", metadata: ["timestamp": "\(palette.timestamp)", "cleared": "\(palette.isClear)"])
+            guard isAdmitted else { return }
+            colorDelivery?.enqueue(palette, serverTime: palette.timestamp, bytes: 0, replacingPending: true)
         case .metadata(let metadata):
             observer?.metadata?(metadata)
             let title = [metadata.artist, metadata.title].compactMap { $0 }.filter { !$0.isEmpty }

@@ -45,6 +45,11 @@ public final class SendspinPlayer: Sendable {
         /// artwork@v1: the pictures wanted, one per channel (at most 4); each reaches
         /// `SessionObserver.artwork` when it is due.
         public var artworkChannels: [ArtworkChannel] = []
+        /// visualizer@v1: what to ask for (nil: the role is not offered); each frame reaches
+        /// `SessionObserver.visualizer` when its sound plays.
+        public var visualizer: VisualizerRequest?
+        /// color@v1: offer the role; each palette reaches `SessionObserver.color` from its time.
+        public var color = false
         /// Sees what each session receives (for recording tools such as the conformance adapter).
         public var observer: SessionObserver?
         /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
@@ -121,6 +126,23 @@ public final class SendspinPlayer: Sendable {
         public var outputDevice: String? = nil
         /// Underruns the sound device reported (and the player recovered from).
         public var outputUnderruns: Int = 0
+        /// visualizer@v1 and color@v1 deliveries (nil when neither role was taken).
+        public var visualization: VisualizationStatistics? = nil
+    }
+
+    /// What the visualizer and color roles delivered and dropped over a run.
+    public struct VisualizationStatistics: Sendable, Codable, Equatable {
+        public var framesDelivered = 0
+        /// Frames whose sound had already played when they arrived (dropped).
+        public var framesLate = 0
+        /// Frames beyond the buffer announced to the server (dropped).
+        public var framesOverflowed = 0
+        /// Visualizer or color messages that did not read (dropped).
+        public var malformed = 0
+        public var palettesApplied = 0
+        /// Largest time (µs) a frame or palette went out after it was due.
+        public var maxDeliveryLateUs: Int64 = 0
+        public init() {}
     }
 
     private let options: Options
@@ -137,6 +159,13 @@ public final class SendspinPlayer: Sendable {
         /// artwork@v1: a channel's picture when it is due to be shown (empty data: cleared; the
         /// artwork stream ending clears every channel that showed one).
         public var artwork: (@Sendable (ArtworkImage) -> Void)?
+        /// visualizer@v1: the stream as the server set it up; nil when it ended.
+        public var visualizerStream: (@Sendable (VisualizerStream?) -> Void)?
+        /// visualizer@v1: the frames for one instant (one of each kind the server computed),
+        /// called on the delivery thread when their sound plays.
+        public var visualizer: (@Sendable ([VisualizerFrame], DeliveryTiming) -> Void)?
+        /// color@v1: a palette, called on the delivery thread from its time.
+        public var color: (@Sendable (ColorPalette, DeliveryTiming) -> Void)?
         /// Controller state; a command returned is sent to the server.
         public var controller: (@Sendable (ControllerState) -> ControllerCommand?)?
         /// The connection ended (either side).
@@ -179,6 +208,11 @@ public final class SendspinPlayer: Sendable {
             configuration.artworkChannels = Array(options.artworkChannels.prefix(4))
             if !configuration.roles.contains("artwork@v1") { configuration.roles.append("artwork@v1") }
         }
+        if let visualizer = options.visualizer {
+            configuration.visualizer = visualizer
+            if !configuration.roles.contains("visualizer@v1") { configuration.roles.append("visualizer@v1") }
+        }
+        if options.color && !configuration.roles.contains("color@v1") { configuration.roles.append("color@v1") }
         configuration.staticPairingCode = options.staticPairingCode.map { Array($0.utf8) }
         if let window = options.pairingWindow {
             configuration.pairingWindowUntil = nowUs() + window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000
@@ -186,6 +220,7 @@ public final class SendspinPlayer: Sendable {
         return configuration
     }
     private let running = Mutex<Runtime?>(nil)
+    private let visualization = VisualizationLedger()
 
     public init(options: Options = Options()) {
         self.options = options
@@ -239,7 +274,7 @@ public final class SendspinPlayer: Sendable {
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
-                              store: options.store, observer: options.observer)
+                              store: options.store, observer: options.observer, visualization: visualization)
         defer { options.observer?.ended?() }
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
@@ -304,6 +339,7 @@ public final class SendspinPlayer: Sendable {
         let sessionConfiguration = sessionConfiguration()
         let observer = options.observer
         let store = options.store
+        let visualization = visualization
         let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in
             guard var saved = store?.settings() else { return }
             saved.lastPlaybackServerID = serverID
@@ -334,7 +370,8 @@ public final class SendspinPlayer: Sendable {
                         perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
                         defer { observer?.ended?() }
                         let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
-                                              logger: logger, store: store, observer: observer, admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
+                                              logger: logger, store: store, observer: observer, visualization: visualization,
+                                              admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
                         logger.notice("a server connected from \(peer)")
                         // Provisional until the first server/activate: dropped without one in time.
@@ -551,6 +588,7 @@ public final class SendspinPlayer: Sendable {
                       secondsPlayed: stats.secondsPlayed, secondsConnected: Double(nowUs() - started) / 1e6,
                       availabilityWithdrawals: runtime?.availabilityWithdrawals ?? 0,
                       filterErrorPeakWhileAvailableUs: runtime?.peakErrorWhileAvailableUs ?? 0,
-                      outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0)
+                      outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0,
+                      visualization: options.visualizer != nil || options.color ? visualization.snapshot : nil)
     }
 }

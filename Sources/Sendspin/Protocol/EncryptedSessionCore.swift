@@ -41,6 +41,8 @@ struct EncryptedSessionCore: SendspinSessionCore {
     private var reportedUnknown: Set<String> = []
     /// artwork@v1's transfer in flight.
     private var artwork = ArtworkTransfers()
+    /// visualizer@v1's stream as the server set it up (nil: no stream; frames are dropped).
+    private var visualizerStream: VisualizerStream?
 
     // What the session learned; it stays readable after the session closes.
     private(set) var serverID: String?
@@ -63,6 +65,11 @@ struct EncryptedSessionCore: SendspinSessionCore {
     var closedAwaitingServerInit: Bool { if case .closed(unansweredClientInit: true) = state { true } else { false } }
     /// The client offered artwork@v1: its messages are read, not reported as unknown.
     var wantsArtwork: Bool { configuration.roles.contains("artwork@v1") }
+    var wantsVisualizer: Bool { configuration.roles.contains("visualizer@v1") }
+    /// The role families offered beyond the player, whose messages the session reads.
+    private var roleFamilies: Set<String> {
+        Set(configuration.roles.compactMap { $0.split(separator: "@").first.map(String.init) })
+    }
     var isActive: Bool { if case .established(_, .active) = state { true } else { false } }
     private var isPairing: Bool { activities.contains(.pairing) }
 
@@ -231,6 +238,13 @@ struct EncryptedSessionCore: SendspinSessionCore {
             case .cancelled(let channel): actions.append(.event(.artworkCancelled(channel: channel)))
             case nil: break
             }
+        case 16...20 where wantsVisualizer:
+            // Before the stream is set up (or after it ended) frames have no meaning: dropped.
+            guard phase == .active, let stream = visualizerStream else { return phase }
+            switch VisualizerFrame.parse(type: type, body: body, spectrumBins: stream.spectrum?.bins) {
+            case .success(let frame): actions.append(.event(.visualizer(frame)))
+            case .failure(let malformed): actions.append(.event(.malformedVisualization(malformed.reason)))
+            }
         case 2, 3:
             throw SendspinError.protocolViolation("deprecated fragment framing (type \(type)); this client speaks only the current framing")
         default:
@@ -255,7 +269,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
             return try readActivation(body, at: time, &transport, &actions)
         case (.awaitingActivation, "group/update"), (.awaitingActivation, "server/state"), (.awaitingActivation, "server/time"):
             // Tolerated before activation; handled like in the active phase.
-            actions += try ServerMessages.events(type: type, body: body, at: time, artwork: wantsArtwork)?.map(Action.event) ?? []
+            actions += try ServerMessages.events(type: type, body: body, at: time, roles: roleFamilies)?.map(Action.event) ?? []
             return phase
         case (.awaitingActivation, _):
             reportUnknown("\(type) before server/activate", &actions)
@@ -303,8 +317,15 @@ struct EncryptedSessionCore: SendspinSessionCore {
     /// A message in the active phase; nil when it ended the session.
     private mutating func readActiveMessage(_ type: String, _ body: [UInt8], at time: Int64, _ transport: inout SessionTransport,
                                             _ actions: inout [Action]) throws -> Phase? {
-        if let events = try ServerMessages.events(type: type, body: body, at: time, artwork: wantsArtwork) {
-            if events.contains(.artworkEnded) { artwork.reset() }
+        if let events = try ServerMessages.events(type: type, body: body, at: time, roles: roleFamilies) {
+            for event in events {
+                switch event {
+                case .artworkEnded: artwork.reset()
+                case .visualizerStream(let stream): visualizerStream = stream
+                case .visualizerEnded: visualizerStream = nil
+                default: break
+                }
+            }
             actions += events.map(Action.event)
             return .active
         }
@@ -355,6 +376,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
         let wantsPlayer = configuration.roles.contains("player@v1")
         return ClientHello(name: configuration.name, supportedRoles: configuration.roles, deviceInfo: configuration.deviceInfo,
                            playerSupport: wantsPlayer ? PlayerSupport(supportedFormats: configuration.formats, bufferCapacity: configuration.bufferCapacity) : nil,
+                           visualizerSupport: wantsVisualizer ? VisualizerSupport(bufferCapacity: configuration.visualizerBufferCapacity) : nil,
                            supportedPairMethods: configuration.staticPairingCode == nil ? ["pairing_psk": EmptyPayload()]
                                : ["pairing_psk": EmptyPayload(), "static_pairing_code": EmptyPayload()],
                            unpairedAccess: UnpairedAccess(enabled: configuration.unpairedAccess))
@@ -410,7 +432,8 @@ struct EncryptedSessionCore: SendspinSessionCore {
         guard !isPairing else { return [] }
         let channels = configuration.artworkChannels
         return sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player,
-                                                                     artwork: channels.isEmpty ? nil : ArtworkChannels(channels: channels)))
+                                                                     artwork: channels.isEmpty ? nil : ArtworkChannels(channels: channels),
+                                                                     visualizer: wantsVisualizer ? configuration.visualizer : nil))
     }
 
     mutating func sendCommand(_ command: ControllerCommand) -> [Action] {

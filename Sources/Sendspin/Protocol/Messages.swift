@@ -98,11 +98,13 @@ struct ClientHello: Codable {
     var supportedRoles: [String]
     var deviceInfo: DeviceInfo?
     var playerSupport: PlayerSupport?
+    var visualizerSupport: VisualizerSupport?
     var supportedPairMethods: [String: EmptyPayload]
     var unpairedAccess: UnpairedAccess
 
     enum CodingKeys: String, CodingKey {
         case name, supportedRoles = "supported_roles", deviceInfo = "device_info", playerSupport = "player@v1_support"
+        case visualizerSupport = "visualizer@v1_support"
         case supportedPairMethods = "supported_pair_methods", unpairedAccess = "unpaired_access"
     }
 }
@@ -194,6 +196,7 @@ struct ClientState: Codable {
     var available: Bool
     var player: PlayerStateReport?
     var artwork: ArtworkChannels?
+    var visualizer: VisualizerRequest?
 }
 
 public struct PlayerCommand: Codable, Sendable, Equatable {
@@ -296,6 +299,12 @@ struct ServerState: Codable {
     var controller: ControllerState?
 }
 
+/// `server/state.color`, read apart from the rest so a palette the client cannot use does not
+/// cost the message's metadata and controller state.
+struct ServerStateColor: Codable {
+    var color: ColorPalette?
+}
+
 public struct StreamFormat: Codable, Sendable, Equatable {
     public var codec: String
     public var sampleRate: Int
@@ -319,7 +328,8 @@ struct StreamStart: Codable {
     var serverTransmitted: Int64?
     var player: StreamFormat?
     var artwork: ArtworkChannels?
-    enum CodingKeys: String, CodingKey { case serverTransmitted = "server_transmitted", player, artwork }
+    var visualizer: VisualizerStream?
+    enum CodingKeys: String, CodingKey { case serverTransmitted = "server_transmitted", player, artwork, visualizer }
 }
 
 struct StreamRoles: Codable { var roles: [String]? }

@@ -46,6 +46,19 @@ public enum SendspinEvent: Sendable, Equatable {
     case artworkCancelled(channel: Int)
     /// artwork@v1: the artwork stream ended: every channel is cleared.
     case artworkEnded
+    /// visualizer@v1: the stream (re)started with this setup.
+    case visualizerStream(VisualizerStream)
+    /// visualizer@v1: one frame, to be delivered when its sound plays.
+    case visualizer(VisualizerFrame)
+    /// visualizer@v1: frames not yet delivered are void (a seek or track jump).
+    case visualizerCleared
+    /// visualizer@v1: the visualizer stream ended.
+    case visualizerEnded
+    /// A visualizer or color message the client cannot read: dropped (the reason), the session
+    /// goes on.
+    case malformedVisualization(String)
+    /// color@v1: a palette, to apply from its timestamp.
+    case color(ColorPalette)
     case controller(ControllerState)
     case playerCommand(PlayerCommand)
     /// A message type this client does not handle, reported once per type.

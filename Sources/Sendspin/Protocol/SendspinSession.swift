@@ -18,6 +18,11 @@ public struct SendspinSession: Sendable {
         /// artwork@v1's channels (at most 4; their index is the channel number), sent in every
         /// client/state. Empty: no artwork (list `artwork@v1` in `roles` to get it).
         public var artworkChannels: [ArtworkChannel] = []
+        /// visualizer@v1's request, sent in every client/state (list `visualizer@v1` in `roles`
+        /// to get frames).
+        public var visualizer = VisualizerRequest()
+        /// Bytes of visualizer messages the client holds before their time.
+        public var visualizerBufferCapacity = 1_000_000
         public var formats: [AudioFormatSpec]
         /// Bytes of compressed audio the player can queue; a hard cap for the server.
         public var bufferCapacity: Int = 2_000_000

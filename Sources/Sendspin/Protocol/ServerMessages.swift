@@ -2,24 +2,39 @@
 /// group and state updates, player commands — read into the events they report.
 enum ServerMessages {
     /// The events for a message of `type`, or nil when `type` is not one of these (the core
-    /// decides what it means); a body that does not decode throws. `artwork`: the client took
-    /// the artwork role (its stream's start and end are reported).
-    static func events(type: String, body: [UInt8], at time: Int64, artwork: Bool = false) throws -> [SendspinEvent]? {
+    /// decides what it means); a body that does not decode throws. `roles`: the role families
+    /// beyond the player the client offered (`artwork`, `visualizer`, `color`): their streams'
+    /// starts, clears and ends and their state are reported.
+    static func events(type: String, body: [UInt8], at time: Int64, roles: Set<String> = []) throws -> [SendspinEvent]? {
         switch type {
         case "server/time":
             return [.serverTime(try WireJSON.decode(ServerTime.self, from: body), receivedAt: time)]
         case "stream/start":
             let start = try WireJSON.decode(StreamStart.self, from: body)
-            return [.streamStart(start.player)] + (artwork ? start.artwork.map { [.artworkStream($0.channels)] } ?? [] : [])
+            var events: [SendspinEvent] = [.streamStart(start.player)]
+            if roles.contains("artwork"), let artwork = start.artwork { events.append(.artworkStream(artwork.channels)) }
+            if roles.contains("visualizer"), let visualizer = start.visualizer { events.append(.visualizerStream(visualizer)) }
+            return events
         case "stream/clear":
-            return concerns("player", body) ? [.streamClear] : []
+            return (concerns("player", body) ? [.streamClear] : []) + (roles.contains("visualizer") && concerns("visualizer", body) ? [.visualizerCleared] : [])
         case "stream/end":
-            return (concerns("player", body) ? [.streamEnd] : []) + (artwork && concerns("artwork", body) ? [.artworkEnded] : [])
+            return (concerns("player", body) ? [.streamEnd] : []) + (roles.contains("artwork") && concerns("artwork", body) ? [.artworkEnded] : [])
+                + (roles.contains("visualizer") && concerns("visualizer", body) ? [.visualizerEnded] : [])
         case "group/update":
             return [.groupUpdate(try WireJSON.decode(GroupUpdate.self, from: body))]
         case "server/state":
             let state = try WireJSON.decode(ServerState.self, from: body)
-            return [state.metadata.map(SendspinEvent.metadata), state.controller.map(SendspinEvent.controller)].compactMap { $0 }
+            var events = [state.metadata.map(SendspinEvent.metadata), state.controller.map(SendspinEvent.controller)].compactMap { $0 }
+            if roles.contains("color") {
+                do {
+                    if let palette = try WireJSON.decode(ServerStateColor.self, from: body).color {
+                        events.append(palette.problem.map { .malformedVisualization($0) } ?? .color(palette))
+                    }
+                } catch {
+                    events.append(.malformedVisualization("a color palette that does not read (\(error.description))"))
+                }
+            }
+            return events
         case "server/command":
             return try WireJSON.decode(ServerCommand.self, from: body).player.map { [.playerCommand($0)] } ?? []
         default:

@@ -6,7 +6,8 @@ import Testing
 /// The session state machine against a scripted server: handshake, hello and activation,
 /// message handling, framing, and every kind of bad input.
 @Suite struct SessionTests {
-    static func makeSession(unpaired: Bool = true, suite: NoiseSuite = .chaChaPoly, artwork: [ArtworkChannel] = []) -> SendspinSession {
+    static func makeSession(unpaired: Bool = true, suite: NoiseSuite = .chaChaPoly, artwork: [ArtworkChannel] = [],
+                            configure: (inout SendspinSession.Configuration) -> Void = { _ in }) -> SendspinSession {
         var configuration = SendspinSession.Configuration(name: "Test Player", formats: [AudioFormatSpec(codec: "pcm", channels: 2, sampleRate: 48000, bitDepth: 16)])
         configuration.unpairedAccess = unpaired
         configuration.suite = suite
@@ -14,12 +15,13 @@ import Testing
             configuration.roles.append("artwork@v1")
             configuration.artworkChannels = artwork
         }
+        configure(&configuration)
         return SendspinSession(configuration: configuration, identity: Curve25519.KeyAgreement.PrivateKey())
     }
 
     /// Handshake, hello and activation for playback.
-    static func activeSession(artwork: [ArtworkChannel] = []) throws -> (SendspinSession, FakeServer) {
-        var session = makeSession(artwork: artwork)
+    static func activeSession(artwork: [ArtworkChannel] = [], configure: (inout SendspinSession.Configuration) -> Void = { _ in }) throws -> (SendspinSession, FakeServer) {
+        var session = makeSession(artwork: artwork, configure: configure)
         var server = FakeServer()
         _ = try server.handshake(&session)
         var actions: [SendspinSession.Action] = []
