@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Hosts", targets: ["Hosts"]),
         .library(name: "Viewer", targets: ["Viewer"]),
         .library(name: "WireGuard", targets: ["WireGuard"]),
+        .library(name: "Desktop", targets: ["Desktop"]),
         .executable(name: "farcast", targets: ["farcast"]),
     ],
     dependencies: [
@@ -100,6 +101,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The desktop's services over D-Bus, spoken directly (no libdbus): MPRIS media controls.
+        .target(name: "Desktop"),
         // The one way to keep data in SQLite (GRDB, WAL, 0600, migrations one process at a time):
         // the host book and the Jellyfin offline index.
         .target(
@@ -264,7 +267,7 @@ let package = Package(
             name: "farcast",
             dependencies: [
                 "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel", "Hosts", "Viewer",
-                "WireGuard",
+                "WireGuard", "Desktop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -274,6 +277,7 @@ let package = Package(
         .testTarget(name: "FarcastNIOTests", dependencies: ["FarcastNIO"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "ViewerTests", dependencies: ["Viewer"]),
+        .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "FarcastSupport", "Tunnel", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "TunnelTests",

@@ -51,6 +51,9 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Flag(help: "Show what plays on the terminal, redrawn as it goes: title, artist, album, progress, volume and mute, repeat, shuffle, group, sync. Keys: space play/pause, n next, p previous, +/- volume, m mute, r repeat, s shuffle, q quit (commands through the controller role). Needs a terminal; without --tui telemetry lines go to stderr.")
     var tui = false
 
+    @Flag(name: .customLong("no-mpris"), help: "Do not offer the desktop's media controls. By default, while it plays, the player is an MPRIS player on the session bus (org.mpris.MediaPlayer2.farcast_NAME): media keys, playerctl and the desktop's now-playing panel show the track and send play/pause, next, previous, seek, volume, loop and shuffle to the server as controller commands. Without a session bus nothing is offered (-v says so).")
+    var noMPRIS = false
+
     @Option(help: ArgumentHelp("Apply the server's volume and mute to an ALSA mixer control instead of scaling the samples (bit-perfect output): alsa:CONTROL on the default card's mixer, or alsa:CONTROL@DEVICE (e.g. alsa:PCM@hw:1; `amixer -D DEVICE scontrols` lists controls). When the control is not there the samples are scaled, with a note.", valueName: "alsa:control[@device]"))
     var mixer: String?
 
@@ -221,7 +224,29 @@ struct SendspinPlayerOptions: ParsableArguments {
             }
             options.observer = observer
         }
+        let desktop = noMPRIS ? nil : SendspinMPRIS()
+        if let desktop {
+            var observer = options.observer ?? SendspinPlayer.SessionObserver()
+            let metadata = observer.metadata, controller = observer.controller, artwork = observer.artwork
+            observer.metadata = { value in
+                metadata?(value)
+                desktop.update { $0.metadata = value }
+            }
+            observer.controller = { value in
+                desktop.update { $0.controller = value }
+                return controller?(value)
+            }
+            if let artwork, let folder = self.artwork.flatMap({ try? ArtworkFolder(path: $0) }) {
+                observer.artwork = { image in
+                    artwork(image)
+                    if image.channel == 0 { desktop.artwork(file: image.isClear ? nil : folder.file(0, image.format ?? .jpeg)) }
+                }
+            }
+            options.observer = observer
+        }
         let player = SendspinPlayer(options: options)
+        desktop?.join(name: name, sendspin: player, logger: logger)
+        defer { desktop?.stop() }
         terminal?.start(player: player)
         let signals = SignalWatcher { signal in player.stop(reason: signal == SIGTERM ? "shutdown" : "user_request") }
         defer { signals.cancel() }
@@ -234,6 +259,13 @@ struct SendspinPlayerOptions: ParsableArguments {
             telemetry = { line in terminal.update { $0.apply(line) } }
         } else if !global.quiet && !global.json {
             telemetry = { line in FileHandleOutput.stderr(telemetryLine(line) + "\n") }
+        }
+        if let desktop {
+            let shown = telemetry
+            telemetry = { line in
+                shown?(line)
+                desktop.update { $0.apply(line) }
+            }
         }
         let report: SendspinPlayer.Report
         do {

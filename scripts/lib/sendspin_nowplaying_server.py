@@ -4,7 +4,8 @@
 When a client joins, the server sets the group's metadata (--title, --artist, --album, progress
 --progress-ms of --duration-ms at normal speed) and offers every controller command; then it
 appends one JSON line to --log for each controller command the client sends (as aiosendspin's
-group reports it: {"command": "next"}, {"command": "volume", "volume": 95}, ...). It keeps serving
+group reports it: {"command": "next"}, {"command": "volume", "volume": 95}, ...) and applies
+shuffle and repeat as a music app would (aiosendspin applies volume and mute itself). It keeps serving
 until stopped (sendspin_first_client.py: every client approved for unpaired playback).
 
 Run only on loopback inside a network namespace; it binds 127.0.0.1.
@@ -57,13 +58,19 @@ def main() -> None:
                 break
             await asyncio.sleep(0.05)
 
+        controller = client.group.group_role("controller")
+
         def on_group_event(_group: Any, event: Any) -> None:
             command = command_of(event)
             if command is not None:
                 log.write(json.dumps(command) + "\n")
+            if command is not None and command["command"] in ("shuffle", "unshuffle"):
+                controller.set_shuffle(command["command"] == "shuffle")
+            elif command is not None and command["command"].startswith("repeat_"):
+                controller.set_repeat(event.mode)
 
         client.group.add_event_listener(on_group_event)
-        client.group.group_role("controller").set_supported_commands(list(MediaCommand))
+        controller.set_supported_commands(list(MediaCommand))
         client.group.group_role("metadata").update(title=args.title, artist=args.artist, album=args.album,
                                                    track_progress=args.progress_ms, track_duration=args.duration_ms,
                                                    playback_speed=1000)
