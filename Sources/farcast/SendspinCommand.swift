@@ -51,6 +51,9 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Flag(help: "Show what plays on the terminal, redrawn as it goes: title, artist, album, progress, volume and mute, repeat, shuffle, group, sync. Keys: space play/pause, n next, p previous, +/- volume, m mute, r repeat, s shuffle, q quit (commands through the controller role). Needs a terminal; without --tui telemetry lines go to stderr.")
     var tui = false
 
+    @Option(help: ArgumentHelp("Take the source role: when the server asks, stream this ALSA capture device to it (a line-in, a turntable, a microphone: alsa:DEVICE, e.g. alsa:hw:1 or alsa:default; `arecord -L` lists them) as 48 kHz 16-bit stereo PCM, each 20 ms stamped with its capture time on the server's clock, for the server to play to the group in sync.", valueName: "alsa:device"))
+    var source: String?
+
     @Flag(name: .customLong("no-mpris"), help: "Do not offer the desktop's media controls. By default, while it plays, the player is an MPRIS player on the session bus (org.mpris.MediaPlayer2.farcast_NAME): media keys, playerctl and the desktop's now-playing panel show the track and send play/pause, next, previous, seek, volume, loop and shuffle to the server as controller commands. Without a session bus nothing is offered (-v says so).")
     var noMPRIS = false
 
@@ -127,6 +130,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         guard ["chachapoly", "aesgcm"].contains(suite) else { throw ValidationError("--suite must be chachapoly or aesgcm") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard abs(dacPPM) <= 5000 else { throw ValidationError("--dac-ppm must be within ±5000") }
+        if let source, !(source.hasPrefix("alsa:") && source.count > 5) { throw ValidationError("--source is alsa:DEVICE, e.g. alsa:hw:1 or alsa:default") }
         if mixer != nil && mixerControl == nil { throw ValidationError("--mixer is alsa:CONTROL or alsa:CONTROL@DEVICE, e.g. alsa:Master or alsa:PCM@hw:1") }
         if artwork == nil && !artworkChannelSpecs.isEmpty { throw ValidationError("--artwork-channel needs --artwork DIR (where the pictures go)") }
         guard artworkChannelSpecs.count <= 4 else { throw ValidationError("--artwork-channel: at most 4 channels") }
@@ -189,6 +193,17 @@ struct SendspinPlayerOptions: ParsableArguments {
             options.observer = observer
         }
         try addTimedOutputs(to: &options, logger: logger)
+        if let source {
+            #if canImport(CALSA)
+            do {
+                options.source = try ALSALineIn(device: String(source.dropFirst(5)))
+            } catch {
+                throw CommandFailure(message: "--source: \(error)", exitCode: 1)
+            }
+            #else
+            throw ValidationError("--source: ALSA exists on Linux only")
+            #endif
+        }
         let store = PlayerStore(directory: try StateDirectory.resolve())
         options.store = store
         options.staticPairingCode = store.staticPairingCode()

@@ -38,7 +38,7 @@ SUITE_GROUPS=(
 # Suites that judge timing (audio and playback sync, chunks on time, datagram loss, the viewer's
 # window and typing, the impairment tool's delays). In a fresh-clone CI run with them among the
 # groups, SendspinLegacyTests saw 6 late chunks (bound 2) while the other groups loaded both cores.
-QUIET='SendspinALSATests|SendspinVisualizerTests|SendspinServerTests|SendspinListenTests|SendspinLegacyTests|SendspinJitterTests|PunktfunkSessionTests|PunktfunkWindowTests|VNCViewerWindowTests|VNCInteractionTests|NetImpairTests'
+QUIET='SendspinALSATests|SendspinVisualizerTests|SendspinSourceTests|SendspinServerTests|SendspinListenTests|SendspinLegacyTests|SendspinJitterTests|PunktfunkSessionTests|PunktfunkWindowTests|VNCViewerWindowTests|VNCInteractionTests|NetImpairTests'
 TESTS="$BIN/FarcastPackageTests.xctest"
 RUNS="$(mktemp -d)"
 group() {  # group NAME DISPLAY_BASE SELECTION...: runs the selected integration suites, output in $RUNS/NAME.log

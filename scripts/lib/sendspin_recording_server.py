@@ -62,12 +62,14 @@ def install_close_recorder(out: TextIO) -> None:
     EncryptedWebSocket._error = error  # type: ignore[method-assign]
 
 
-def make_pairing_store() -> Any:
+def make_pairing_store(approved_roles: frozenset[str] = frozenset()) -> Any:
+    """Every client trusted for unpaired playback, and for the pairing-required role families
+    in `approved_roles` (such as "source")."""
     from aiosendspin.noise import InMemoryServerPairingStore, TrustedUnpairedClient
 
     class OpenDoorPairingStore(InMemoryServerPairingStore):
         async def trusted_unpaired(self, client_id: str) -> TrustedUnpairedClient | None:
-            return await super().trusted_unpaired(client_id) or TrustedUnpairedClient(client_id)
+            return await super().trusted_unpaired(client_id) or TrustedUnpairedClient(client_id, approved_roles=approved_roles)
 
     return OpenDoorPairingStore()
 

@@ -68,9 +68,14 @@ final class Runtime: Sendable {
     private let colorDelivery: TimedDelivery<ColorPalette>?
     private let visualization: VisualizationLedger
     private let loggedMalformed = Atomic<Int>(0)
+    /// source@v1: the input, whether the server asked it to stream, and chunks sent.
+    private let source: (any SourceInput)?
+    private let sourceStreaming = Atomic<Bool>(false)
+    private let sourceChunks = Atomic<Int>(0)
+    var sourceChunksSent: Int { sourceChunks.load(ordering: .relaxed) }
 
     init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil,
-         observer: SendspinPlayer.SessionObserver? = nil, visualization: VisualizationLedger,
+         observer: SendspinPlayer.SessionObserver? = nil, visualization: VisualizationLedger, source: (any SourceInput)? = nil,
          admission: Admission? = nil) {
         // The session reports and later persists what the core plays with (the remembered
         // volume, mute and output delay), not the defaults.
@@ -83,6 +88,7 @@ final class Runtime: Sendable {
         self.logger = logger
         self.admission = admission
         self.visualization = visualization
+        self.source = session.configuration.roles.contains("source@v1") ? source : nil
         let roles = session.configuration.roles
         let playTime: @Sendable (Int64) -> Int64? = { [core] in core.playTime(forServerTime: $0) }
         if roles.contains("visualizer@v1"), let show = observer?.visualizer {
@@ -156,6 +162,7 @@ final class Runtime: Sendable {
         for w in waiters { w.resume(returning: nil) }
         visualizerDelivery?.stop()
         colorDelivery?.stop()
+        if sourceStreaming.exchange(false, ordering: .relaxed) { source?.stop() }
         // Without a server there is no current picture: what was shown is cleared.
         for channel in shown.sorted() { showArtwork(ArtworkImage(channel: channel, timestamp: 0, data: [])) }
     }
@@ -408,6 +415,8 @@ final class Runtime: Sendable {
         case .malformedVisualization(let reason):
             visualization.record { $0.malformed += 1 }
             if loggedMalformed.add(1, ordering: .relaxed).newValue <= 3 { logger.warning("dropped: \(reason)") }
+        case .sourceCommand(let command):
+            handleSource(command, now: now)
         case .color(let palette):
             logger.debug("color palette", metadata: ["timestamp": "\(palette.timestamp)", "cleared": "\(palette.isClear)"])
             guard isAdmitted else { return }
@@ -440,6 +449,44 @@ final class Runtime: Sendable {
         case .unknownMessage(let type):
             logger.debug("ignoring message type \(type) (not handled by this player)")
         }
+    }
+
+    /// source@v1: the server asks the input to start or stop streaming. Start announces the
+    /// format and opens the input; each block goes out stamped with the server time of its first
+    /// sample's capture (through the clock filter). Stop closes the input and ends the stream.
+    private func handleSource(_ command: SourceCommand, now: Int64) {
+        guard let source else {
+            logger.debug("ignoring source command \(command.rawValue): no source input")
+            return
+        }
+        switch command {
+        case .start:
+            guard !sourceStreaming.exchange(true, ordering: .relaxed) else { return }
+            perform(withSession { $0.sendSourceStart(source.format) }, now: now)
+            do {
+                try source.start { [weak self] pcm, capturedAt in self?.sendSourceBlock(pcm, capturedAt: capturedAt) }
+                logger.notice("source: streaming \(source.format) to the server, as it asked")
+            } catch {
+                sourceStreaming.store(false, ordering: .relaxed)
+                perform(withSession { $0.sendSourceEnd() }, now: now)
+                logger.error("source: cannot capture: \(error)")
+            }
+        case .stop:
+            guard sourceStreaming.exchange(false, ordering: .relaxed) else { return }
+            source.stop()
+            perform(withSession { $0.sendSourceEnd() }, now: now)
+            logger.notice("source: stopped, as the server asked")
+        }
+    }
+
+    private func sendSourceBlock(_ pcm: [UInt8], capturedAt: Int64) {
+        guard sourceStreaming.load(ordering: .relaxed) else { return }
+        let filter = core.filter
+        // Without a clock the capture time cannot be said on the server's: the block waits for none.
+        guard filter.isSynchronized else { return }
+        let actions = withSession { $0.sendSourceAudio(timestamp: filter.serverTime(forClientTime: capturedAt), payload: pcm) }
+        sourceChunks.add(1, ordering: .relaxed)
+        perform(actions, now: 0)
     }
 
     /// Says once that the hardware volume failed and the samples are scaled instead.

@@ -50,6 +50,8 @@ public final class SendspinPlayer: Sendable {
         public var visualizer: VisualizerRequest?
         /// color@v1: offer the role; each palette reaches `SessionObserver.color` from its time.
         public var color = false
+        /// source@v1: the input to stream when the server asks (nil: the role is not offered).
+        public var source: (any SourceInput)?
         /// Sees what each session receives (for recording tools such as the conformance adapter).
         public var observer: SessionObserver?
         /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
@@ -128,6 +130,8 @@ public final class SendspinPlayer: Sendable {
         public var outputUnderruns: Int = 0
         /// visualizer@v1 and color@v1 deliveries (nil when neither role was taken).
         public var visualization: VisualizationStatistics? = nil
+        /// source@v1: chunks of the input sent to the server (nil without a source).
+        public var sourceChunksSent: Int? = nil
     }
 
     /// What the visualizer and color roles delivered and dropped over a run.
@@ -213,6 +217,7 @@ public final class SendspinPlayer: Sendable {
             if !configuration.roles.contains("visualizer@v1") { configuration.roles.append("visualizer@v1") }
         }
         if options.color && !configuration.roles.contains("color@v1") { configuration.roles.append("color@v1") }
+        if options.source != nil && !configuration.roles.contains("source@v1") { configuration.roles.append("source@v1") }
         configuration.staticPairingCode = options.staticPairingCode.map { Array($0.utf8) }
         if let window = options.pairingWindow {
             configuration.pairingWindowUntil = nowUs() + window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000
@@ -274,7 +279,7 @@ public final class SendspinPlayer: Sendable {
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
-                              store: options.store, observer: options.observer, visualization: visualization)
+                              store: options.store, observer: options.observer, visualization: visualization, source: options.source)
         defer { options.observer?.ended?() }
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
@@ -340,6 +345,7 @@ public final class SendspinPlayer: Sendable {
         let observer = options.observer
         let store = options.store
         let visualization = visualization
+        let source = options.source
         let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in
             guard var saved = store?.settings() else { return }
             saved.lastPlaybackServerID = serverID
@@ -370,7 +376,7 @@ public final class SendspinPlayer: Sendable {
                         perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
                         defer { observer?.ended?() }
                         let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
-                                              logger: logger, store: store, observer: observer, visualization: visualization,
+                                              logger: logger, store: store, observer: observer, visualization: visualization, source: source,
                                               admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
                         logger.notice("a server connected from \(peer)")
@@ -589,6 +595,7 @@ public final class SendspinPlayer: Sendable {
                       availabilityWithdrawals: runtime?.availabilityWithdrawals ?? 0,
                       filterErrorPeakWhileAvailableUs: runtime?.peakErrorWhileAvailableUs ?? 0,
                       outputDevice: activeDAC.withLock { $0 }?.deviceDescription, outputUnderruns: activeDAC.withLock { $0 }?.deviceUnderruns ?? 0,
-                      visualization: options.visualizer != nil || options.color ? visualization.snapshot : nil)
+                      visualization: options.visualizer != nil || options.color ? visualization.snapshot : nil,
+                      sourceChunksSent: options.source == nil ? nil : runtime?.sourceChunksSent ?? 0)
     }
 }

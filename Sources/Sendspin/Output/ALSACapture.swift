@@ -66,6 +66,16 @@ public final class ALSACapture {
         }
     }
 
+    /// Frames captured but not yet read (the device's delay for capture), nil when the device
+    /// cannot say.
+    public func pendingFrames() -> Int? {
+        guard let pcm else { return nil }
+        var stamp: Int64 = 0, delay = 0, avail = 0
+        var state: Int32 = 0
+        guard calsa_status(pcm, &stamp, &delay, &avail, &state) >= 0 else { return nil }
+        return max(0, delay)
+    }
+
     public func close() {
         if let pcm { snd_pcm_close(pcm) }
         pcm = nil

@@ -66,6 +66,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
     /// The client offered artwork@v1: its messages are read, not reported as unknown.
     var wantsArtwork: Bool { configuration.roles.contains("artwork@v1") }
     var wantsVisualizer: Bool { configuration.roles.contains("visualizer@v1") }
+    var wantsSource: Bool { configuration.roles.contains("source@v1") }
     /// The role families offered beyond the player, whose messages the session reads.
     private var roleFamilies: Set<String> {
         Set(configuration.roles.compactMap { $0.split(separator: "@").first.map(String.init) })
@@ -377,6 +378,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
         return ClientHello(name: configuration.name, supportedRoles: configuration.roles, deviceInfo: configuration.deviceInfo,
                            playerSupport: wantsPlayer ? PlayerSupport(supportedFormats: configuration.formats, bufferCapacity: configuration.bufferCapacity) : nil,
                            visualizerSupport: wantsVisualizer ? VisualizerSupport(bufferCapacity: configuration.visualizerBufferCapacity) : nil,
+                           sourceSupport: wantsSource ? SourceSupport() : nil,
                            supportedPairMethods: configuration.staticPairingCode == nil ? ["pairing_psk": EmptyPayload()]
                                : ["pairing_psk": EmptyPayload(), "static_pairing_code": EmptyPayload()],
                            unpairedAccess: UnpairedAccess(enabled: configuration.unpairedAccess))
@@ -433,12 +435,37 @@ struct EncryptedSessionCore: SendspinSessionCore {
         let channels = configuration.artworkChannels
         return sendIfOpen(type: "client/state", payload: ClientState(available: available, player: player,
                                                                      artwork: channels.isEmpty ? nil : ArtworkChannels(channels: channels),
-                                                                     visualizer: wantsVisualizer ? configuration.visualizer : nil))
+                                                                     visualizer: wantsVisualizer ? configuration.visualizer : nil,
+                                                                     source: wantsSource ? SourceState() : nil))
     }
 
     mutating func sendCommand(_ command: ControllerCommand) -> [Action] {
         guard isActive else { return [] }
         return sendIfOpen(type: "client/command", payload: ClientCommand(controller: command))
+    }
+
+    mutating func sendSourceStart(_ format: SourceFormat) -> [Action] {
+        guard isActive, wantsSource else { return [] }
+        return sendIfOpen(type: "client-stream/start", payload: ClientStreamStart(source: format))
+    }
+
+    mutating func sendSourceEnd() -> [Action] {
+        guard isActive, wantsSource else { return [] }
+        return sendIfOpen(type: "client-stream/end", payload: EmptyPayload())
+    }
+
+    mutating func sendSourceAudio(timestamp: Int64, payload: [UInt8]) -> [Action] {
+        guard case .established(var transport, .active) = state, wantsSource, !transport.isRekeying else { return [] }
+        state = .modifying
+        let actions: [Action]
+        do throws(SendspinError) {
+            actions = try transport.seal(type: SourceFraming.audio, body: SourceFraming.chunk(timestamp: timestamp, payload: payload)).map(Action.sendBinary)
+        } catch {
+            state = .closed(unansweredClientInit: false)
+            return [.close(error)]
+        }
+        state = .established(transport, .active)
+        return actions
     }
 
     mutating func goodbye(reason: String) -> [Action] {

@@ -154,6 +154,11 @@ struct LegacySessionCore: SendspinSessionCore {
     /// No pairing on the legacy wire.
     mutating func openPairingWindow(until: Int64, now: Int64) -> [Action] { [] }
 
+    /// The legacy wire has the player role only.
+    mutating func sendSourceStart(_ format: SourceFormat) -> [Action] { [] }
+    mutating func sendSourceAudio(timestamp: Int64, payload: [UInt8]) -> [Action] { [] }
+    mutating func sendSourceEnd() -> [Action] { [] }
+
     mutating func goodbye(reason: String) -> [Action] {
         guard state == .active else {
             let wasOpen = state != .closed

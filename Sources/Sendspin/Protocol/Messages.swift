@@ -46,6 +46,16 @@ struct PSKReference: Codable {
 public struct ServerHello: Codable, Sendable, Equatable {
     public var name: String
     public var languages: [String]?
+    /// What the server takes from a source client (source@v1).
+    public var sourceSupport: ServerSourceSupport?
+
+    public init(name: String, languages: [String]? = nil, sourceSupport: ServerSourceSupport? = nil) {
+        self.name = name
+        self.languages = languages
+        self.sourceSupport = sourceSupport
+    }
+
+    enum CodingKeys: String, CodingKey { case name, languages, sourceSupport = "source@v1_support" }
 }
 
 /// One audio format a player can take.
@@ -99,12 +109,13 @@ struct ClientHello: Codable {
     var deviceInfo: DeviceInfo?
     var playerSupport: PlayerSupport?
     var visualizerSupport: VisualizerSupport?
+    var sourceSupport: SourceSupport?
     var supportedPairMethods: [String: EmptyPayload]
     var unpairedAccess: UnpairedAccess
 
     enum CodingKeys: String, CodingKey {
         case name, supportedRoles = "supported_roles", deviceInfo = "device_info", playerSupport = "player@v1_support"
-        case visualizerSupport = "visualizer@v1_support"
+        case visualizerSupport = "visualizer@v1_support", sourceSupport = "source@v1_support"
         case supportedPairMethods = "supported_pair_methods", unpairedAccess = "unpaired_access"
     }
 }
@@ -197,6 +208,7 @@ struct ClientState: Codable {
     var player: PlayerStateReport?
     var artwork: ArtworkChannels?
     var visualizer: VisualizerRequest?
+    var source: SourceState?
 }
 
 public struct PlayerCommand: Codable, Sendable, Equatable {
@@ -207,7 +219,10 @@ public struct PlayerCommand: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey { case command, volume, mute, outputDelayMs = "output_delay_ms" }
 }
 
-struct ServerCommand: Codable { var player: PlayerCommand? }
+struct ServerCommand: Codable {
+    var player: PlayerCommand?
+    var source: ServerSourceCommand?
+}
 
 /// A group's playback state in group/update: the spec's two, or a newer server's word kept as
 /// it was said (an unknown state is no reason to drop the message).

@@ -59,6 +59,8 @@ public enum SendspinEvent: Sendable, Equatable {
     case malformedVisualization(String)
     /// color@v1: a palette, to apply from its timestamp.
     case color(ColorPalette)
+    /// source@v1: the server asks the source to start or stop streaming.
+    case sourceCommand(SourceCommand)
     case controller(ControllerState)
     case playerCommand(PlayerCommand)
     /// A message type this client does not handle, reported once per type.

@@ -130,6 +130,15 @@ public struct SendspinSession: Sendable {
     /// A controller command (never on the legacy wire: such a server closes on a type it does not know).
     public mutating func sendCommand(_ command: ControllerCommand) -> [Action] { core.sendCommand(command) }
 
+    /// source@v1: `client-stream/start` announcing the format the chunks come in.
+    public mutating func sendSourceStart(_ format: SourceFormat) -> [Action] { core.sendSourceStart(format) }
+
+    /// source@v1: one chunk, stamped with the server time its first sample was captured at.
+    public mutating func sendSourceAudio(timestamp: Int64, payload: [UInt8]) -> [Action] { core.sendSourceAudio(timestamp: timestamp, payload: payload) }
+
+    /// source@v1: `client-stream/end`.
+    public mutating func sendSourceEnd() -> [Action] { core.sendSourceEnd() }
+
     /// client/goodbye, then close.
     public mutating func goodbye(reason: String) -> [Action] { core.goodbye(reason: reason) }
 }
@@ -152,6 +161,9 @@ protocol SendspinSessionCore: Sendable {
     mutating func receive(_ message: SendspinSession.Inbound, at time: Int64) -> [Action]
     mutating func connectionClosed() -> [Action]
     mutating func openPairingWindow(until: Int64, now: Int64) -> [Action]
+    mutating func sendSourceStart(_ format: SourceFormat) -> [Action]
+    mutating func sendSourceAudio(timestamp: Int64, payload: [UInt8]) -> [Action]
+    mutating func sendSourceEnd() -> [Action]
     mutating func sendTime(at clientTime: Int64) -> [Action]
     mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action]
     mutating func sendCommand(_ command: ControllerCommand) -> [Action]

@@ -36,7 +36,8 @@ enum ServerMessages {
             }
             return events
         case "server/command":
-            return try WireJSON.decode(ServerCommand.self, from: body).player.map { [.playerCommand($0)] } ?? []
+            let command = try WireJSON.decode(ServerCommand.self, from: body)
+            return (command.player.map { [.playerCommand($0)] } ?? []) + (roles.contains("source") ? command.source.map { [.sourceCommand($0.command)] } ?? [] : [])
         default:
             return nil
         }

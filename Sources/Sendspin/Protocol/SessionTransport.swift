@@ -68,8 +68,13 @@ struct SessionTransport: Sendable {
 
     /// One JSON message, framed (fragmented if large) and encrypted, in sending order.
     mutating func seal(json text: String) throws(SendspinError) -> [[UInt8]] {
+        try seal(type: SendspinFraming.json, body: Array(text.utf8))
+    }
+
+    /// One message of `type`, framed (fragmented if large) and encrypted, in sending order.
+    mutating func seal(type: UInt8, body: [UInt8]) throws(SendspinError) -> [[UInt8]] {
         var frames: [[UInt8]] = []
-        for plaintext in SendspinFraming.plaintexts(type: SendspinFraming.json, body: Array(text.utf8)) {
+        for plaintext in SendspinFraming.plaintexts(type: type, body: body) {
             do { frames.append(try sender.encrypt(plaintext)) } catch { throw .protocolViolation("\(error)") }
         }
         return frames

@@ -95,6 +95,9 @@ struct FakeServer {
         return seal(header + payload)
     }
 
+    /// Decrypts one message the client sent (its plaintext, type byte first).
+    mutating func open(_ bytes: [UInt8]) throws -> [UInt8] { try receive!.decrypt(bytes) }
+
     /// Decrypts what the client sent and returns its JSON texts (type 0).
     mutating func openJSON(_ actions: [SendspinSession.Action]) throws -> [String] {
         var texts: [String] = []
