@@ -1,5 +1,6 @@
 import ArgumentParser
 import RFB
+import Sendspin
 import Viewer
 
 // Library values an option takes directly: parsed once by the argument parser (a bad value is a
@@ -10,6 +11,7 @@ extension ScaleMode: ExpressibleByArgument {}
 extension ViewerCorner: ExpressibleByArgument {}
 
 extension JPEGSubsampling: ExpressibleByArgument {}
+extension SourceCodec: ExpressibleByArgument {}
 
 extension RFBEncoding: ExpressibleByArgument {
     public init?(argument: String) { self.init(name: argument) }

@@ -8,7 +8,8 @@ import Testing
 /// input to the group, where two more farcast players (and the source itself) play it in sync.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SendspinSourceTests {
-    @Test func aLineInIsStampedOnTheServersClockAndPlayedToTheGroupInSync() throws {
+    @Test(arguments: ["flac", "pcm"])
+    func aLineInIsStampedOnTheServersClockAndPlayedToTheGroupInSync(codec: String) throws {
         let folder = try TemporaryFolder()
         // 40 s of a 1 kHz tone, 48 kHz 16-bit stereo, as the line-in's samples.
         var tone = [UInt8]()
@@ -37,7 +38,7 @@ struct SendspinSourceTests {
                                                                "--trace", "\(folder.path)/\(name).trace", "--stats-json", "\(folder.path)/\(name).json", "-v"] + extra,
                                          environment: environment, logName: "farcast-\(name)")
         }
-        let lineIn = try player("linein", ["--source", "alsa:linein", "--output", "null"])
+        let lineIn = try player("linein", ["--source", "alsa:linein", "--source-codec", codec, "--output", "null"])
         defer { lineIn.stop() }
         let listener = try player("listener", ["--output", "wav:\(folder.path)/listener.wav"])
         defer { listener.stop() }
@@ -47,7 +48,7 @@ struct SendspinSourceTests {
         #expect(lineIn.waitForExit(timeout: 40) && lineIn.terminationStatus == 0, "\(logs())")
         #expect(listener.waitForExit(timeout: 20) && listener.terminationStatus == 0, "\(logs())")
         #expect(kitchen.waitForExit(timeout: 20) && kitchen.terminationStatus == 0, "\(kitchen.log.suffix(1000))")
-        #expect(lineIn.log.contains("source: streaming pcm 48000 Hz 16-bit 2 ch to the server, as it asked")
+        #expect(lineIn.log.contains("source: streaming \(codec) 48000 Hz 16-bit 2 ch to the server, as it asked")
                 && lineIn.log.contains("source: stopped, as the server asked"), "\(logs())")
 
         // Timestamps: 20 ms apart as the samples are, each a capture time before the chunk
@@ -96,7 +97,7 @@ struct SendspinSourceTests {
         }
         let players = try apart("listener", "kitchen"), withSource = try apart("linein", "listener")
         let median = players[players.count / 2], p95 = players[players.count * 95 / 100]
-        print("source: \(chunks.count) chunks; transit p50 \(transit[transit.count / 2]) µs; the two other players apart p50 \(median) µs, p95 \(p95) µs; "
+        print("source (\(codec)): \(chunks.count) chunks; transit p50 \(transit[transit.count / 2]) µs; the two other players apart p50 \(median) µs, p95 \(p95) µs; "
               + "the line-in's own playback from theirs p50 \(withSource[withSource.count / 2]) µs")
         #expect(median <= 100, "the group's other players play the line-in within 100 µs of each other (p50 \(median), p95 \(p95) µs)")
     }

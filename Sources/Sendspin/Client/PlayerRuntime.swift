@@ -70,12 +70,21 @@ final class Runtime: Sendable {
     private let loggedMalformed = Atomic<Int>(0)
     /// source@v1: the input, whether the server asked it to stream, and chunks sent.
     private let source: (any SourceInput)?
+    private let sourceCodec: SourceCodec
+    /// The encoder of the stream the server asked for, and the capture times of the blocks it
+    /// still holds (a codec may give a block's chunk a call later).
+    private struct SourceEncoding {
+        var encoder: any SourceEncoder
+        var heldTimes: [Int64] = []
+    }
+    private let sourceEncoding = Mutex<SourceEncoding?>(nil)
     private let sourceStreaming = Atomic<Bool>(false)
     private let sourceChunks = Atomic<Int>(0)
     var sourceChunksSent: Int { sourceChunks.load(ordering: .relaxed) }
 
     init(session: SendspinSession, core: PlayerCore, logger: Logger, store: PlayerStore? = nil,
          observer: SendspinPlayer.SessionObserver? = nil, visualization: VisualizationLedger, source: (any SourceInput)? = nil,
+         sourceCodec: SourceCodec = .flac,
          admission: Admission? = nil) {
         // The session reports and later persists what the core plays with (the remembered
         // volume, mute and output delay), not the defaults.
@@ -89,6 +98,7 @@ final class Runtime: Sendable {
         self.admission = admission
         self.visualization = visualization
         self.source = session.configuration.roles.contains("source@v1") ? source : nil
+        self.sourceCodec = sourceCodec
         let roles = session.configuration.roles
         let playTime: @Sendable (Int64) -> Int64? = { [core] in core.playTime(forServerTime: $0) }
         if roles.contains("visualizer@v1"), let show = observer?.visualizer {
@@ -462,10 +472,30 @@ final class Runtime: Sendable {
         switch command {
         case .start:
             guard !sourceStreaming.exchange(true, ordering: .relaxed) else { return }
-            perform(withSession { $0.sendSourceStart(source.format) }, now: now)
+            let codec = SourceCodec.choose(sourceCodec, serverTakes: withSessionValue { $0.serverHello?.sourceSupport?.supportedCodecs })
+            // The encoder is made where it lives: inside the lock.
+            let made = sourceEncoding.withLock { encoding -> Result<SourceFormat, SendspinError> in
+                do throws(SendspinError) {
+                    let encoder = try codec.makeEncoder(sampleRate: source.sampleRate, channels: source.channels, blockFrames: source.blockFrames)
+                    encoding = SourceEncoding(encoder: encoder)
+                    return .success(encoder.format)
+                } catch {
+                    encoding = nil
+                    return .failure(error)
+                }
+            }
+            let format: SourceFormat
+            switch made {
+            case .success(let announced): format = announced
+            case .failure(let error):
+                sourceStreaming.store(false, ordering: .relaxed)
+                logger.error("source: cannot encode \(codec.rawValue): \(error)")
+                return
+            }
+            perform(withSession { $0.sendSourceStart(format) }, now: now)
             do {
-                try source.start { [weak self] pcm, capturedAt in self?.sendSourceBlock(pcm, capturedAt: capturedAt) }
-                logger.notice("source: streaming \(source.format) to the server, as it asked")
+                try source.start { [weak self] samples, capturedAt in self?.sendSourceBlock(samples, capturedAt: capturedAt) }
+                logger.notice("source: streaming \(format) to the server, as it asked")
             } catch {
                 sourceStreaming.store(false, ordering: .relaxed)
                 perform(withSession { $0.sendSourceEnd() }, now: now)
@@ -479,12 +509,28 @@ final class Runtime: Sendable {
         }
     }
 
-    private func sendSourceBlock(_ pcm: [UInt8], capturedAt: Int64) {
+    private func sendSourceBlock(_ samples: [Int16], capturedAt: Int64) {
         guard sourceStreaming.load(ordering: .relaxed) else { return }
         let filter = core.filter
         // Without a clock the capture time cannot be said on the server's: the block waits for none.
         guard filter.isSynchronized else { return }
-        let actions = withSession { $0.sendSourceAudio(timestamp: filter.serverTime(forClientTime: capturedAt), payload: pcm) }
+        let encoded = sourceEncoding.withLock { encoding -> Result<(Int64, [UInt8])?, SendspinError>? in
+            guard encoding != nil else { return nil }
+            encoding!.heldTimes.append(capturedAt)
+            do throws(SendspinError) {
+                let chunk = try encoding!.encoder.encode(samples)
+                guard !chunk.isEmpty else { return .success(nil) }
+                return .success((encoding!.heldTimes.removeFirst(), chunk))
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard case .success(let ready)? = encoded else {
+            if case .failure(let error)? = encoded { logger.warning("source: a block was not sent: \(error)") }
+            return
+        }
+        guard let (at, chunk) = ready else { return }
+        let actions = withSession { $0.sendSourceAudio(timestamp: filter.serverTime(forClientTime: at), payload: chunk) }
         sourceChunks.add(1, ordering: .relaxed)
         perform(actions, now: 0)
     }

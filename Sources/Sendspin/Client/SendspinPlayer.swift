@@ -50,8 +50,10 @@ public final class SendspinPlayer: Sendable {
         public var visualizer: VisualizerRequest?
         /// color@v1: offer the role; each palette reaches `SessionObserver.color` from its time.
         public var color = false
-        /// source@v1: the input to stream when the server asks (nil: the role is not offered).
+        /// source@v1: the input to stream when the server asks (nil: the role is not offered),
+        /// in `sourceCodec` when the server takes it (else PCM).
         public var source: (any SourceInput)?
+        public var sourceCodec = SourceCodec.flac
         /// Sees what each session receives (for recording tools such as the conformance adapter).
         public var observer: SessionObserver?
         /// `play`: how long opening the connection may take — TCP, the WebSocket upgrade, the
@@ -279,7 +281,8 @@ public final class SendspinPlayer: Sendable {
         configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
         configuration.credentials = try options.store?.credentials() ?? PairingCredentials()
         let runtime = Runtime(session: SendspinSession(configuration: configuration, identity: identity), core: core, logger: logger,
-                              store: options.store, observer: options.observer, visualization: visualization, source: options.source)
+                              store: options.store, observer: options.observer, visualization: visualization, source: options.source,
+                              sourceCodec: options.sourceCodec)
         defer { options.observer?.ended?() }
         running.withLock { $0 = runtime }
         defer { running.withLock { $0 = nil } }
@@ -346,6 +349,7 @@ public final class SendspinPlayer: Sendable {
         let store = options.store
         let visualization = visualization
         let source = options.source
+        let sourceCodec = options.sourceCodec
         let arbiter = ListenArbiter(core: core, lastPlaybackServer: settings.lastPlaybackServerID, logger: logger) { serverID in
             guard var saved = store?.settings() else { return }
             saved.lastPlaybackServerID = serverID
@@ -376,7 +380,7 @@ public final class SendspinPlayer: Sendable {
                         perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
                         defer { observer?.ended?() }
                         let runtime = Runtime(session: SendspinSession(configuration: perConnection, identity: identity), core: core,
-                                              logger: logger, store: store, observer: observer, visualization: visualization, source: source,
+                                              logger: logger, store: store, observer: observer, visualization: visualization, source: source, sourceCodec: sourceCodec,
                                               admission: { runtime, activities in arbiter.admit(runtime, activities: activities) })
                         arbiter.opened(runtime)
                         logger.notice("a server connected from \(peer)")

@@ -2,12 +2,15 @@ import FarcastSupport
 import Foundation
 import Synchronization
 
-/// Where a source client's audio comes from (source@v1): blocks of 16-bit interleaved PCM in
-/// `format`, each with the client time (µs, monotonic raw) its first sample was captured at.
+/// Where a source client's audio comes from (source@v1): blocks of `blockFrames` frames of
+/// 16-bit interleaved samples, each with the client time (µs, monotonic raw) its first sample
+/// was captured at.
 public protocol SourceInput: Sendable {
-    var format: SourceFormat { get }
+    var sampleRate: Int { get }
+    var channels: Int { get }
+    var blockFrames: Int { get }
     /// Starts capturing; `deliver` is called from the input's own thread for each block.
-    func start(_ deliver: @escaping @Sendable (_ pcm: [UInt8], _ capturedAt: Int64) -> Void) throws
+    func start(_ deliver: @escaping @Sendable (_ samples: [Int16], _ capturedAt: Int64) -> Void) throws
     /// Stops capturing (the device is closed until the next start).
     func stop()
     /// Why capturing stopped on its own, if it did.
@@ -45,8 +48,9 @@ public struct CaptureClock: Sendable {
 /// the read returned less the block and what the device still holds, steadied by `CaptureClock`.
 public final class ALSALineIn: SourceInput {
     public let device: String
-    public let format = SourceFormat(codec: "pcm", channels: 2, sampleRate: 48000, bitDepth: 16)
-    static let blockFrames = 960                     // 20 ms
+    public let sampleRate = 48000
+    public let channels = 2
+    public let blockFrames = 960                     // 20 ms
     private let clock = SystemClock(.monotonicRaw)
     private struct State {
         var running = false
@@ -58,14 +62,14 @@ public final class ALSALineIn: SourceInput {
     /// Opens `device` once to say now whether it can record (then closes it until `start`).
     public init(device: String) throws {
         self.device = device
-        let probe = try ALSACapture(device: device, sampleRate: format.sampleRate, channels: format.channels)
+        let probe = try ALSACapture(device: device, sampleRate: sampleRate, channels: channels)
         probe.close()
     }
 
     public var failure: String? { state.withLock { $0.failure } }
 
-    public func start(_ deliver: @escaping @Sendable ([UInt8], Int64) -> Void) throws {
-        let capture = try ALSACapture(device: device, sampleRate: format.sampleRate, channels: format.channels)
+    public func start(_ deliver: @escaping @Sendable ([Int16], Int64) -> Void) throws {
+        let capture = try ALSACapture(device: device, sampleRate: sampleRate, channels: channels)
         let go = state.withLock { s -> Bool in
             guard !s.running && s.finished else { return false }
             (s.running, s.finished, s.failure) = (true, false, nil)
@@ -94,9 +98,9 @@ public final class ALSALineIn: SourceInput {
         init(_ capture: ALSACapture) { self.capture = capture }
     }
 
-    private func run(_ capture: ALSACapture, _ deliver: @Sendable ([UInt8], Int64) -> Void) {
+    private func run(_ capture: ALSACapture, _ deliver: @Sendable ([Int16], Int64) -> Void) {
         var samples: [Int16] = []
-        let frames = Self.blockFrames, rate = Int64(format.sampleRate)
+        let frames = blockFrames, rate = Int64(sampleRate)
         let blockUs = Int64(frames) * 1_000_000 / rate
         let start = clock.now().microseconds
         var blocks: Int64 = 0
@@ -117,13 +121,7 @@ public final class ALSALineIn: SourceInput {
             let behind = Int64(capture.pendingFrames() ?? 0)
             let capturedAt = stamps.stamp(block: blocks, measured: readAt - (Int64(frames) + behind) * 1_000_000 / rate)
             blocks += 1
-            var pcm = [UInt8](repeating: 0, count: frames * format.channels * 2)
-            for i in 0..<(frames * format.channels) {
-                let v = UInt16(bitPattern: samples[i])
-                pcm[2 * i] = UInt8(truncatingIfNeeded: v)
-                pcm[2 * i + 1] = UInt8(truncatingIfNeeded: v >> 8)
-            }
-            deliver(pcm, capturedAt)
+            deliver(Array(samples.prefix(frames * channels)), capturedAt)
         }
     }
 }
