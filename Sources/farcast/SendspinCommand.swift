@@ -166,7 +166,7 @@ struct SendspinPlayerOptions: ParsableArguments {
 
     /// Builds the player and sink, runs `body` with them (answering Ctrl-C and SIGTERM with a
     /// goodbye), writes the stats and trace, and prints the summary.
-    func run(global: GlobalOptions, describe: String, allowLegacy: Bool = false, openTimeout: Duration = .seconds(10),
+    func run(global: GlobalOptions, describe: String, wire: SendspinPlayer.Wire = .encrypted, openTimeout: Duration = .seconds(10),
              _ body: (SendspinPlayer, any AudioSink, Logger, (@Sendable ([ChunkTrace]) -> Void)?, (@Sendable (SendspinPlayer.Telemetry) -> Void)?) async throws -> SendspinPlayer.Report) async throws {
         if tui && (global.json || global.quiet) {
             throw CommandFailure(message: "--tui draws on the terminal; it does not go with --json or --quiet", exitCode: 2)
@@ -174,6 +174,14 @@ struct SendspinPlayerOptions: ParsableArguments {
         if visualizerJSON == "-" || colorJSON == "-" {
             guard !global.json && !tui else {
                 throw CommandFailure(message: "--visualizer-json - and --color-json - write to stdout; it does not go with --json or --tui (name a file instead)", exitCode: 2)
+            }
+        }
+        if wire == .legacy {
+            // The legacy wire carries player, metadata, controller and artwork only.
+            let unsupported = [("--visualizer-json", visualizerJSON != nil), ("--color-json", colorJSON != nil), ("--source", source != nil)]
+                .filter(\.1).map(\.0)
+            if !unsupported.isEmpty {
+                throw CommandFailure(message: "\(unsupported.joined(separator: ", ")) needs the encrypted protocol; the legacy wire has no such role", exitCode: 2)
             }
         }
         // The display owns the terminal: only warnings and errors are written beside it.
@@ -184,7 +192,7 @@ struct SendspinPlayerOptions: ParsableArguments {
         options.suite = suite == "aesgcm" ? .aesGCM : .chaChaPoly
         options.duration = duration.map { .milliseconds(Int($0 * 1000)) }
         options.dacPPM = dacPPM
-        options.allowLegacy = allowLegacy
+        options.wire = wire
         options.openTimeout = openTimeout
         if let artwork {
             options.artworkChannels = try artworkChannels
@@ -412,7 +420,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             }
             // The tunnel (with --ssh or a saved route) closes with the session, whichever way it ends.
             do {
-                try await player.run(global: global, describe: target, allowLegacy: allowLegacy,
+                try await player.run(global: global, describe: target, wire: allowLegacy ? .encryptedOrLegacy : .encrypted,
                                      openTimeout: .milliseconds(Int(connectTimeout * 1000))) { player, sink, logger, trace, telemetry in
                     try await player.play(url: target, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
                 }
@@ -476,6 +484,9 @@ struct SendspinListenCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-advertise"), help: "Do not announce this player on the local network (mDNS _sendspin._tcp); servers must then be told its URL.")
     var noAdvertise = false
 
+    @Flag(help: "Speak the older unencrypted wire (aiosendspin 5.x servers, the upstream conformance harness) to every server that dials: player, metadata, controller and artwork, no pairing. A listener cannot tell such a server apart before it closes, so this is your choice; a server met here on the encrypted protocol is still refused on it.")
+    var legacy = false
+
     @OptionGroup var player: SendspinPlayerOptions
     @OptionGroup var global: GlobalOptions
 
@@ -489,7 +500,7 @@ struct SendspinListenCommand: AsyncParsableCommand {
             let name = player.name
             let advertisement = ListenerAdvertisement()
             defer { advertisement.withdraw() }
-            try await player.run(global: global, describe: "ws://\(host):\(port)\(path)") { player, sink, logger, trace, telemetry in
+            try await player.run(global: global, describe: "ws://\(host):\(port)\(path)", wire: legacy ? .legacy : .encrypted) { player, sink, logger, trace, telemetry in
                 try await player.listen(host: host, port: port, path: path, sink: sink, logger: logger, trace: trace, telemetry: telemetry,
                                         ready: { bound in if !noAdvertise { advertisement.advertise(name: name, port: bound, path: path, logger: logger) } })
             }
@@ -502,7 +513,7 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
         commandName: "daemon",
         abstract: "Run as a long-lived speaker configured by a file (for systemd).",
         discussion: """
-            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, server, and pairing_window (yes: open the pairing window for 5 minutes at start, for pairing by code). Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
+            The file holds `key = value` lines (# comments): name, output (alsa:DEVICE, null or wav:PATH), output_delay_ms, host, port, path, codec, suite, server, pairing_window (yes: open the pairing window for 5 minutes at start, for pairing by code) and legacy (yes: the older unencrypted wire of aiosendspin 5.x servers — spoken to every server that dials, or the fallback of `play --allow-legacy` when dialling). Without `server` the daemon listens for servers (ws://host:port/path, default ws://0.0.0.0:8928/sendspin), as `listen` does; with `server = ws://…` it dials that server and dials again, backing off up to 30 s, whenever the connection ends. output_delay_ms is applied at start (a server may still change it while running). Logs go to stderr; SIGTERM says client/goodbye (shutdown) and exits 0. docs/sendspin.md has an example file and a systemd unit.
             """
     )
 
@@ -535,6 +546,8 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
             options.store = store
             options.staticPairingCode = store.staticPairingCode()
             if settings.pairingWindow && options.staticPairingCode != nil { options.pairingWindow = .seconds(300) }
+            // Dialling: the fallback; listening: the legacy wire to every server that dials.
+            if settings.legacy { options.wire = settings.server == nil ? .legacy : .encryptedOrLegacy }
             let sink = try shared.makeSink()
             let player = SendspinPlayer(options: options)
             let stopping = Mutex<Int32?>(nil)

@@ -9,7 +9,9 @@ import Synchronization
 /// The client side of the Sendspin conformance harness's adapter contract (upstream
 /// Sendspin/conformance; ../shared/protocols/sendspin.md §14): flags in, a ready file, the
 /// registry for finding the peer without mDNS, and a JSON summary of what arrived — the canonical
-/// PCM hash, encoded bytes, metadata, the controller command sent. Exit 0 with status "ok".
+/// PCM hash, encoded bytes, metadata, the controller command sent, the artwork's bytes. Exit 0
+/// with status "ok". `--legacy` speaks the older unencrypted wire the upstream harness's
+/// aiosendspin 5.x servers speak.
 struct SendspinConformanceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conformance",
@@ -31,12 +33,17 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
     @Option var port: Int = 8928
     @Option var path: String = "/sendspin"
     @Option(name: .customLong("controller-command")) var controllerCommand: String = "next"
+    @Option(name: .customLong("artwork-format")) var artworkFormat: String = "jpeg"
+    @Option(name: .customLong("artwork-width")) var artworkWidth: Int = 256
+    @Option(name: .customLong("artwork-height")) var artworkHeight: Int = 256
+    @Flag(help: "Speak the older unencrypted wire (aiosendspin 5.x, which the upstream harness drives).")
+    var legacy = false
     /// Scenario extras this adapter does not need (metadata values are compared by the runner).
     @Argument(parsing: .allUnrecognized) var extras: [String] = []
 
     @OptionGroup var global: GlobalOptions
 
-    enum Kind { case audio, metadata, controller }
+    enum Kind { case audio, metadata, controller, artwork }
 
     func run() async throws {
         let logger = global.makeLogger(label: "farcast.conformance")
@@ -54,6 +61,7 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
         case "client-initiated-pcm", "server-initiated-pcm", "server-initiated-flac", "server-initiated-opus": .audio
         case "client-initiated-metadata", "server-initiated-metadata": .metadata
         case "client-initiated-controller", "server-initiated-controller": .controller
+        case "client-initiated-artwork", "server-initiated-artwork": .artwork
         default: nil
         }
     }
@@ -70,7 +78,15 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
             options.formats = Self.formats(for: preferredCodec)
         case .metadata: options.roles = ["metadata@v1"]
         case .controller: options.roles = ["controller@v1"]
+        case .artwork:
+            let spec = "album:\(artworkFormat):\(artworkWidth)x\(artworkHeight)"
+            switch ArtworkChannel.parse(spec) {
+            case .success(let channel): options.artworkChannels = [channel]
+            case .failure(let problem): throw CommandFailure(message: problem.description)
+            }
+            options.roles = ["artwork@v1"]
         }
+        if legacy { options.wire = .legacy }
         // A state directory of its own: the harness's runs must not share identities or pairings.
         let state = NSTemporaryDirectory() + "farcast-conformance-\(getpid())"
         options.store = PlayerStore(directory: StateDirectory(path: state))
@@ -81,6 +97,7 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
         observer.streamStart = { record.streamStart($0) }
         observer.audio = { payload, decoded in record.audio(payload, decoded) }
         observer.metadata = { record.metadata($0) }
+        observer.artwork = { record.artwork($0) }
         observer.controller = { state in record.controller(state, send: command) }
         let sink = NullSink()
         if initiatorRole == "client" {
@@ -121,17 +138,19 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
         ], kind: kind)
     }
 
-    /// Only the scenario's codec, 48 kHz stereo first (servers take the first format they can
-    /// send, and the fixtures are 48 kHz stereo), then 44.1 kHz stereo and 8 kHz mono.
+    /// Only the scenario's codec. For PCM and FLAC, 8 kHz mono first: the upstream harness's
+    /// fixture is 8 kHz mono and its PCM hash holds only when the server sends it unconverted
+    /// (servers take the first format they can send; aiosendspin's own adapter offers the same
+    /// order). Our runner compares what the server actually sent, so any order passes there.
     static func formats(for codec: String) -> [AudioFormatSpec] {
         if codec == "opus" {
             return [AudioFormatSpec(codec: "opus", channels: 2, sampleRate: 48000, bitDepth: 16),
                     AudioFormatSpec(codec: "opus", channels: 1, sampleRate: 48000, bitDepth: 16)]
         }
         let name = codec == "flac" ? "flac" : "pcm"
-        return [AudioFormatSpec(codec: name, channels: 2, sampleRate: 48000, bitDepth: 16),
+        return [AudioFormatSpec(codec: name, channels: 1, sampleRate: 8000, bitDepth: 16),
                 AudioFormatSpec(codec: name, channels: 2, sampleRate: 44100, bitDepth: 16),
-                AudioFormatSpec(codec: name, channels: 1, sampleRate: 8000, bitDepth: 16)]
+                AudioFormatSpec(codec: name, channels: 2, sampleRate: 48000, bitDepth: 16)]
     }
 
     private func waitForServer() async throws -> String {
@@ -183,11 +202,21 @@ private final class Recording: Sendable {
         var metadata: Metadata?
         var controller: ControllerState?
         var sentCommand: String?
+        /// The last picture received (clears are not counted) and how many came.
+        var artwork: ArtworkImage?
+        var artworkCount = 0
     }
     private let state = Mutex(State())
 
     func hello(_ hello: ServerHello, serverID: String?) { state.withLock { $0.hello = (hello.name, serverID) } }
     func streamStart(_ format: StreamFormat) { state.withLock { $0.stream = format } }
+    func artwork(_ image: ArtworkImage) {
+        guard !image.isClear else { return }
+        state.withLock {
+            $0.artworkCount += 1
+            $0.artwork = image
+        }
+    }
     func metadata(_ metadata: Metadata) {
         state.withLock {
             $0.metadataCount += 1
@@ -241,6 +270,8 @@ private final class Recording: Sendable {
                 } ?? NSNull()
                 return ["title": value(m.title), "artist": value(m.artist), "album_artist": value(m.albumArtist), "album": value(m.album),
                         "artwork_url": value(m.artworkURL), "year": value(m.year), "track": value(m.track), "progress": progress]
+                    // The legacy wire's metadata carries repeat and shuffle too (the current one's controller state does).
+                    .merging(["repeat": m.repeat as Any?, "shuffle": m.shuffle as Any?].compactMapValues { $0 }) { a, _ in a }
             } ?? NSNull()
             summary["metadata"] = ["update_count": s.metadataCount, "received": received]
         case .controller:
@@ -248,6 +279,10 @@ private final class Recording: Sendable {
                 ["supported_commands": (c.supportedCommands ?? []).map(\.rawValue), "volume": value(c.volume), "muted": value(c.muted)]
             } ?? NSNull()
             summary["controller"] = ["received_state": received, "sent_command": s.sentCommand.map { ["command": $0] as Any } ?? NSNull()]
+        case .artwork:
+            summary["artwork"] = ["channel": value(s.artwork?.channel), "received_count": s.artworkCount,
+                                  "received_sha256": value(s.artwork.map { Self.hex(SHA256.hash(data: $0.data)) }),
+                                  "format": value(s.artwork?.format?.rawValue), "width": value(s.artwork?.width), "height": value(s.artwork?.height)]
         }
         return summary
     }

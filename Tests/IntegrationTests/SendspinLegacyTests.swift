@@ -16,7 +16,7 @@ struct SendspinLegacyTests {
         options.name = "farcast-legacy"
         options.formats = SendspinPlayer.formats(preferring: codec)
         options.duration = .milliseconds(Int(seconds * 1000))
-        options.allowLegacy = allowLegacy
+        options.wire = allowLegacy ? .encryptedOrLegacy : .encrypted
         options.store = store
         options.observer = observer
         return try await SendspinPlayer(options: options).play(url: url, sink: WAVSink(path: wav), logger: Logger(label: "test"), trace: trace)
@@ -102,6 +102,37 @@ struct SendspinLegacyTests {
         let late = Self.lateThroughThePlayer(traces.withLock { $0 })
         #expect(late.faults.isEmpty && late.serverLate <= 25, "late through the player: \(late.faults.prefix(5)); sent late by the server: \(late.serverLate)")
         try SendspinServerTests.expectUnbrokenTone(folder.path + "/legacy-flac.wav")
+    }
+
+    /// `farcast sendspin listen --legacy`: aiosendspin 5.3.0 dials the listener (the
+    /// server-initiated mode, as the upstream conformance harness drives it) and the player
+    /// plays its stream in time; roles the legacy wire lacks are refused up front.
+    @Test func theListenerSpeaksTheLegacyWireToAServerThatDials() throws {
+        let folder = try TemporaryFolder()
+        let port = SendspinServer.reservePort() + 200
+        let stats = folder.path + "/stats.json"
+        let listener = try BackgroundProcess(try farcastBinary(), ["sendspin", "listen", "--legacy", "--host", "127.0.0.1", "--port", "\(port)",
+                                                                   "--no-advertise", "--no-mpris", "--name", "farcast-legacy-listener",
+                                                                   "--output", "wav:\(folder.path)/listen.wav", "--duration", "12", "--stats-json", stats],
+                                             logName: "farcast-legacy-listen")
+        defer { listener.stop() }
+        try waitForTCPPort(port, timeout: 30, process: listener)
+        let server = try LegacySendspinServer(dial: "ws://127.0.0.1:\(port)/sendspin")
+        #expect(listener.waitForExit(timeout: 60), "the listener did not stop after its duration:\n\(listener.log.suffix(1500))")
+        #expect(listener.terminationStatus == 0, "listener:\n\(listener.log.suffix(1500))\nserver:\n\(server.process.log.suffix(800))")
+        #expect(listener.log.contains("(legacy wire)") && listener.log.contains("a server connected"), "listener:\n\(listener.log.suffix(1500))")
+        #expect(server.process.log.contains("ready, roles"), "the server admitted the legacy hello: \(server.process.log.suffix(800))")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])
+        let played = report["chunks_played"] as? Int ?? 0, late = report["chunks_late"] as? Int ?? -1
+        #expect(report["server_name"] as? String == "legacy-test", "\(report)")
+        #expect(played > 150, "played \(played) chunks: \(report)")
+        // aiosendspin 5.3.0 may send a cold stream's first chunks after their moment (see above).
+        #expect((0...25).contains(late), "\(late) chunks late: \(report)")
+        try SendspinServerTests.expectUnbrokenTone(folder.path + "/listen.wav")
+
+        let refused = try run(try farcastBinary(), ["sendspin", "listen", "--legacy", "--host", "127.0.0.1", "--port", "0", "--no-advertise",
+                                                    "--visualizer-json", folder.path + "/v.jsonl"], timeout: 30)
+        #expect(refused.status == 2 && refused.stderr.contains("--visualizer-json needs the encrypted protocol"), "stderr: \(refused.stderr)")
     }
 
     @Test func withoutTheFlagTheErrorPointsToIt() async throws {

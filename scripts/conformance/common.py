@@ -24,6 +24,7 @@ SCENARIOS: dict[str, dict[str, str]] = {
     "server-initiated-pcm": {"initiator": "server", "codec": "pcm", "verify": "audio-pcm"},
     "server-initiated-metadata": {"initiator": "server", "codec": "none", "verify": "metadata"},
     "server-initiated-controller": {"initiator": "server", "codec": "none", "verify": "controller"},
+    "server-initiated-artwork": {"initiator": "server", "codec": "none", "verify": "artwork"},
     "server-initiated-flac": {"initiator": "server", "codec": "flac", "verify": "audio-encoded"},
     "server-initiated-opus": {"initiator": "server", "codec": "opus", "verify": "audio-encoded"},
 }
@@ -45,6 +46,7 @@ SCENARIO_EXTRAS: dict[str, list[tuple[str, str]]] = {
         ("metadata-playback-speed", "1000"),
     ],
     "server-initiated-controller": [("controller-command", "next")],
+    "server-initiated-artwork": [("artwork-format", "jpeg"), ("artwork-width", "256"), ("artwork-height", "256")],
 }
 
 AUDIO_SCENARIOS = {k for k, v in SCENARIOS.items() if v["codec"] in ("pcm", "flac", "opus")}

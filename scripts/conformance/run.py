@@ -3,6 +3,10 @@
 aiosendspin 10.2.1 server adapter (scripts/conformance/server.py) and a client adapter.
 
     run.py --client-cmd "<command prefix of the client adapter>" [--scenario ID ...] [--out DIR]
+           [--wire encrypted|legacy]
+
+--wire legacy serves the older unencrypted wire (aiosendspin's allow_unencrypted mode, what the
+upstream harness's aiosendspin 5.x speaks) and hands `--legacy` to both adapters.
 
 Each scenario gets its own directory (registry.json, {server,client}-{ready,summary}.json,
 {server,client}.log, result.json). Loopback only: run it inside `unshare -n`.
@@ -167,6 +171,18 @@ def verify_metadata(server: dict[str, Any], client: dict[str, Any]) -> tuple[boo
     return False, f"metadata mismatch: {json.dumps(diffs, sort_keys=True)}"
 
 
+def verify_artwork(server: dict[str, Any], client: dict[str, Any]) -> tuple[bool, str]:
+    sent, got = server.get("artwork") or {}, client.get("artwork") or {}
+    if not int(got.get("received_count") or 0):
+        return False, "client recorded no artwork"
+    if not sent.get("encoded_sha256"):
+        return False, "server summary has no artwork sent"
+    if sent.get("channel") == got.get("channel") and sent.get("encoded_sha256") == got.get("received_sha256"):
+        return True, f"artwork bytes match ({sent.get('byte_count')} bytes, channel {sent.get('channel')})"
+    return False, (f"artwork mismatch: server channel {sent.get('channel')} {sent.get('encoded_sha256')}, "
+                   f"client channel {got.get('channel')} {got.get('received_sha256')}")
+
+
 def verify_controller(server: dict[str, Any], client: dict[str, Any]) -> tuple[bool, str]:
     s_ctl, c_ctl = server.get("controller") or {}, client.get("controller") or {}
     expected, received, sent = s_ctl.get("expected_command"), s_ctl.get("received_command"), c_ctl.get("sent_command")
@@ -192,6 +208,8 @@ def verify(scenario: str, server: dict[str, Any], client: dict[str, Any], case_d
         return verify_metadata(server, client)
     if mode == "controller":
         return verify_controller(server, client)
+    if mode == "artwork":
+        return verify_artwork(server, client)
     return False, f"no verifier for {mode}"
 
 
@@ -217,14 +235,15 @@ async def run_case(scenario: str, args: argparse.Namespace, out: Path) -> dict[s
     common_args = [("scenario-id", scenario), ("initiator-role", spec["initiator"]),
                    ("preferred-codec", spec["codec"]), *common.SCENARIO_EXTRAS.get(scenario, []),
                    ("timeout-seconds", f"{float(args.timeout):.1f}")]
-    server_cmd = shlex.split(args.server_cmd) + flags([
+    wire = ["--legacy"] if args.wire == "legacy" else []
+    server_cmd = shlex.split(args.server_cmd) + wire + flags([
         ("summary", str(case / "server-summary.json")), ("ready", str(case / "server-ready.json")),
         ("registry", str(registry)), *common_args,
         ("client-name", names["client_name"]), ("fixture", common.FIXTURE_NAME),
         ("server-id", names["server_id"]), ("server-name", names["server_name"]),
         ("port", str(server_port)),
     ])
-    client_cmd = shlex.split(args.client_cmd) + flags([
+    client_cmd = shlex.split(args.client_cmd) + wire + flags([
         ("summary", str(case / "client-summary.json")), ("ready", str(case / "client-ready.json")),
         ("registry", str(registry)), *common_args,
         ("client-name", names["client_name"]), ("client-id", names["client_id"]),
@@ -293,7 +312,7 @@ async def main_async(args: argparse.Namespace) -> int:
               flush=True)
     passed = sum(r["status"] == "passed" for r in results)
     common.write_json_atomic(out / "results.json", {
-        "server": args.server_impl, "client": args.client_impl, "client_cmd": args.client_cmd,
+        "server": args.server_impl, "client": args.client_impl, "client_cmd": args.client_cmd, "wire": args.wire,
         "passed": passed, "total": len(results), "results": results,
     })
     print(f"{passed}/{len(results)} passed; results in {out / 'results.json'}")
@@ -307,6 +326,8 @@ def main() -> int:
     p.add_argument("--scenario", action="append", help="scenario id (repeatable); default: all")
     p.add_argument("--out", help="results directory (default: a new temp dir)")
     p.add_argument("--timeout", type=float, default=40.0, help="--timeout-seconds handed to both adapters")
+    p.add_argument("--wire", choices=("encrypted", "legacy"), default="encrypted",
+                   help="legacy: the older unencrypted wire on both sides (--legacy to each adapter)")
     p.add_argument("--server-impl", default="aiosendspin")
     p.add_argument("--client-impl", default="client", help="label used to build --client-name/--client-id")
     return asyncio.run(main_async(p.parse_args()))

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Farcast conformance harness: `server` role, driven by aiosendspin 10.2.1 (encrypted wire).
+"""Farcast conformance harness: `server` role, driven by aiosendspin 10.2.1 (encrypted wire;
+with --legacy also the older unencrypted one, as aiosendspin's transition mode serves it).
 
 Implements the server side of the Sendspin conformance adapter contract (same CLI flags,
 registry.json, ready file and summary JSON as the upstream harness) on top of the current
@@ -47,6 +48,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--metadata-track-progress", type=int, default=12_000)
     p.add_argument("--metadata-track-duration", type=int, default=180_000)
     p.add_argument("--metadata-playback-speed", type=int, default=1_000)
+    p.add_argument("--artwork-format", default="jpeg")
+    p.add_argument("--artwork-width", type=int, default=256)
+    p.add_argument("--artwork-height", type=int, default=256)
+    p.add_argument("--legacy", action="store_true",
+                   help="serve the older unencrypted wire too (aiosendspin's allow_unencrypted mode)")
     return common.finish_contract_args(p, argv)
 
 
@@ -152,8 +158,13 @@ def _bool(raw: str) -> bool:
     return str(raw).strip().lower() in {"1", "true", "yes", "on"}
 
 
-def make_pairing_store() -> Any:
+def make_pairing_store(legacy: bool = False) -> Any:
     from aiosendspin.noise import InMemoryServerPairingStore, TrustedUnpairedClient
+
+    if legacy:
+        # aiosendspin refuses a legacy hello from a client id the store knows (downgrade
+        # protection), and the open door below knows every id: legacy runs use the plain store.
+        return InMemoryServerPairingStore()
 
     class OpenDoorPairingStore(InMemoryServerPairingStore):
         """Approves every client for unpaired playback (what `sendspin serve` does)."""
@@ -427,6 +438,44 @@ async def run_controller(args: argparse.Namespace, server: Any, client: Any, dea
     }
 
 
+def reference_artwork() -> Any:
+    """A 320x200 picture of coloured bands (the server scales and letterboxes it per channel)."""
+    from PIL import Image
+
+    image = Image.new("RGB", (320, 200))
+    image.putdata([((x * 3) % 256, (y * 5) % 256, 120 if (x // 40 + y // 40) % 2 else 30)
+                   for y in range(200) for x in range(320)])
+    return image
+
+
+async def run_artwork(args: argparse.Namespace, server: Any, client: Any, deadline: float) -> dict[str, Any]:
+    from aiosendspin.server.roles.artwork.v1 import ArtworkV1Role
+
+    await wait_role_ready(client, "artwork", deadline)
+    await asyncio.sleep(1.0)  # time sync: the picture is due when it is handed over
+    sent: list[tuple[int, bytes]] = []
+    original = ArtworkV1Role.send_artwork
+
+    def send_artwork(self: Any, channel: int, image_data: bytes, timestamp_us: int) -> None:
+        if image_data:
+            sent.append((channel, bytes(image_data)))
+        original(self, channel, image_data, timestamp_us)
+
+    ArtworkV1Role.send_artwork = send_artwork  # type: ignore[method-assign]
+    try:
+        await client.group.group_role("artwork").set_album_artwork(reference_artwork())
+        await asyncio.sleep(1.0)
+    finally:
+        ArtworkV1Role.send_artwork = original  # type: ignore[method-assign]
+    if not sent:
+        raise RuntimeError("the server sent no artwork to the client")
+    channel, data = sent[-1]
+    return {"artwork": {"channel": channel, "source": "album", "format": args.artwork_format,
+                        "width": args.artwork_width, "height": args.artwork_height,
+                        "encoded_sha256": hashlib.sha256(data).hexdigest(), "byte_count": len(data),
+                        "sent_count": len(sent)}}
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -458,7 +507,9 @@ async def run(args: argparse.Namespace) -> int:
     recorder = SendRecorder(summary_path.with_name(summary_path.stem + "-sent-pcm.f32"))
     install_send_hooks(recorder)
     loop = asyncio.get_running_loop()
-    server = SendspinServer(loop, Identity.generate(), args.server_name, pairing_store=make_pairing_store())
+    server = SendspinServer(loop, Identity.generate(), args.server_name, pairing_store=make_pairing_store(args.legacy),
+                            allow_unencrypted=args.legacy)
+    base["wire"] = "legacy" if args.legacy else "encrypted"
     base["server_peer_id"] = server.id
     dialed_url: str | None = None
     client = None
@@ -483,6 +534,8 @@ async def run(args: argparse.Namespace) -> int:
             payload = await run_metadata(args, server, client, deadline)
         elif verify == "controller":
             payload = await run_controller(args, server, client, deadline)
+        elif verify == "artwork":
+            payload = await run_artwork(args, server, client, deadline)
         else:  # pragma: no cover
             raise RuntimeError(f"no handler for {verify}")
         info = client.info_or_none

@@ -7,11 +7,13 @@ continuous 440 Hz sine (s16, 48 kHz, stereo), pushed through aiosendspin's PushS
 encodes it for the player's negotiated format and timestamps it on the server's clock.
 
     .venv-legacy/bin/python scripts/lib/legacy_sendspin_server.py --port 8927 \
-        [--name NAME] [--codec auto|pcm|flac|opus] [--seconds S] [--max-ahead-ms MS] [--debug]
+        [--name NAME] [--codec auto|pcm|flac|opus] [--seconds S] [--max-ahead-ms MS] \
+        [--client ws://HOST:PORT/PATH] [--debug]
 
 stdout: a single line "ready" once the listener is bound. stderr: connects, disconnects,
 goodbye reasons, protocol errors (aiosendspin's warnings and errors). SIGTERM/SIGINT: exit 0.
 --seconds S ends each player's stream (stream/end) after S seconds of audio; default: endless.
+--client URL also dials a listening player at URL once ready (server-initiated mode).
 The 0.0.0.0 bind means tests must run it inside a network namespace (unshare -n).
 """
 
@@ -186,6 +188,11 @@ async def main(args: argparse.Namespace) -> int:
     await web.TCPSite(runner, host="0.0.0.0", port=args.port).start()
     log.info("listening on 0.0.0.0:%d%s", args.port, SendspinServer.API_PATH)
     print("ready", flush=True)
+    if args.client:
+        from aiosendspin.models.types import ConnectionReason
+
+        log.info("dialing %s", args.client)
+        server.connect_to_client(args.client, connection_reason=ConnectionReason.PLAYBACK)
     await stop.wait()
     log.info("shutting down")
     for task in list(app.tasks.values()):
@@ -214,6 +221,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="timestamp of the first chunk, ms after the first commit (default: "
                    "aiosendspin's 250 ms, which with its 200 ms post-stream/start send block "
                    "makes the first few chunks arrive slightly late)")
+    p.add_argument("--client", default=None, metavar="URL",
+                   help="dial a listening player at this ws:// URL once ready (server-initiated mode)")
     p.add_argument("--debug", action="store_true", help="all aiosendspin debug logs to stderr")
     return p.parse_args(argv)
 

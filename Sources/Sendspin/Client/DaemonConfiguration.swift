@@ -14,6 +14,7 @@ import Foundation
 ///     codec = flac                 # preferred codec: pcm, flac or opus
 ///     suite = chachapoly           # Noise cipher suite: chachapoly or aesgcm
 ///     pairing_window = yes         # open the static-code pairing window for 5 minutes at start
+///     legacy = yes                 # the older unencrypted wire (aiosendspin 5.x servers)
 public struct DaemonConfiguration: Sendable, Equatable {
     public var name: String?
     public var output = "null"
@@ -25,6 +26,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var codec = "pcm"
     public var suite = "chachapoly"
     public var pairingWindow = false
+    /// The older unencrypted wire: spoken to every server that dials when listening; when
+    /// dialling `server`, the fallback `play --allow-legacy` makes.
+    public var legacy = false
 
     public init() {}
 
@@ -35,7 +39,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var description: String { "line \(line): \(message)" }
     }
 
-    public static let keys = ["name", "output", "output_delay_ms", "host", "port", "path", "server", "codec", "suite", "pairing_window"]
+    public static let keys = ["name", "output", "output_delay_ms", "host", "port", "path", "server", "codec", "suite", "pairing_window", "legacy"]
 
     public init(text: String) throws {
         self.init()
@@ -90,12 +94,14 @@ public struct DaemonConfiguration: Sendable, Equatable {
             case "codec":
                 guard ["pcm", "flac", "opus"].contains(value) else { throw Problem(line: number, message: "codec must be pcm, flac or opus") }
                 codec = value
-            case "pairing_window":
+            case "pairing_window", "legacy":
+                let yes: Bool
                 switch value.lowercased() {
-                case "yes", "true", "on": pairingWindow = true
-                case "no", "false", "off": pairingWindow = false
-                default: throw Problem(line: number, message: "pairing_window must be yes or no, found \"\(value)\"")
+                case "yes", "true", "on": yes = true
+                case "no", "false", "off": yes = false
+                default: throw Problem(line: number, message: "\(key) must be yes or no, found \"\(value)\"")
                 }
+                if key == "legacy" { legacy = yes } else { pairingWindow = yes }
             default:  // suite
                 guard ["chachapoly", "aesgcm"].contains(value) else { throw Problem(line: number, message: "suite must be chachapoly or aesgcm") }
                 suite = value

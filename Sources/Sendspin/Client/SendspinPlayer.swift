@@ -32,10 +32,9 @@ public final class SendspinPlayer: Sendable {
         /// Listening mode: how long a connection may stay without `server/activate` (the
         /// protocol says 30 s).
         public var provisionalTimeout: Duration = .seconds(30)
-        /// `play`: when a server closes the connection on client/init without answering (a
-        /// server that speaks only the legacy, unencrypted wire), connect again speaking that
-        /// wire — unless this URL or that server id spoke the encrypted protocol here before.
-        public var allowLegacy = false
+        /// Which wire to speak: the encrypted protocol (the default), with or without the
+        /// fallback to the legacy one, or the legacy one only.
+        public var wire = Wire.encrypted
         /// The static pairing code to offer (8 ASCII digits), and how long after start the
         /// pairing window stays open (the gesture a code attempt needs).
         public var staticPairingCode: String?
@@ -62,6 +61,21 @@ public final class SendspinPlayer: Sendable {
         /// Volume and mute on a mixer control instead of scaling samples (`ALSAMixer`).
         public var hardwareVolume: (any HardwareVolume)?
         public init() {}
+    }
+
+    /// The protocol's encrypted wire, or the older unencrypted one (aiosendspin 5.x servers, the
+    /// upstream conformance harness; `LegacySessionCore`).
+    public enum Wire: Sendable, Equatable {
+        case encrypted
+        /// `play`: when the server closes on client/init without answering (what a server that
+        /// speaks only the legacy wire does), connect again on that wire — unless this URL or
+        /// that server id spoke the encrypted protocol here before. `listen` cannot fall back (a
+        /// server that dialled does not dial again at once) and speaks the encrypted protocol.
+        case encryptedOrLegacy
+        /// The legacy wire only, to servers dialled and to servers that dial (a listener cannot
+        /// tell which wire a server speaks before it closes, so this is the user's choice).
+        /// Never to a URL or server id that spoke the encrypted protocol here before.
+        case legacy
     }
 
     /// The formats Farcast can play, with `codec` first.
@@ -254,20 +268,31 @@ public final class SendspinPlayer: Sendable {
         return true
     }
 
-    /// Connects to `url` (ws://host:port/path) and plays into `sink` until the session ends.
-    /// With `allowLegacy`, a server that closes on client/init is tried again on the legacy wire.
+    /// Connects to `url` (ws://host:port/path) and plays into `sink` until the session ends, on
+    /// the wire `Options.wire` chooses.
     public func play(url: String, sink: any AudioSink, logger: Logger = Logger(label: "farcast.sendspin"),
                      trace: (@Sendable ([ChunkTrace]) -> Void)? = nil,
                      telemetry: (@Sendable (Telemetry) -> Void)? = nil) async throws -> Report {
-        do {
-            return try await playOnce(url: url, legacy: false, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
-        } catch let failure as PlayerFailure where failure.closedAwaitingServerInit && options.allowLegacy {
+        let downgrade = "\(url) spoke the encrypted protocol here before; refusing to fall back to the legacy wire (a downgrade)"
+        switch options.wire {
+        case .legacy:
             if options.store?.settings().isKnownEncrypted(url) == true {
-                throw PlayerFailure(error: .handshakeFailed("\(url) spoke the encrypted protocol here before and now closed on client/init; refusing to fall back to the legacy wire (a downgrade)"),
-                                    report: failure.report)
+                throw PlayerFailure(error: .handshakeFailed(downgrade), report: makeReport(runtime: nil, core: makeCore(settings: .init(), tracing: false), started: nowUs()))
             }
-            logger.notice("the server closed on client/init without answering: trying the legacy (unencrypted) wire, as --allow-legacy permits")
             return try await playOnce(url: url, legacy: true, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+        case .encrypted:
+            return try await playOnce(url: url, legacy: false, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+        case .encryptedOrLegacy:
+            do {
+                return try await playOnce(url: url, legacy: false, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+            } catch let failure as PlayerFailure where failure.closedAwaitingServerInit {
+                if options.store?.settings().isKnownEncrypted(url) == true {
+                    throw PlayerFailure(error: .handshakeFailed("\(url) spoke the encrypted protocol here before and now closed on client/init; refusing to fall back to the legacy wire (a downgrade)"),
+                                        report: failure.report)
+                }
+                logger.notice("the server closed on client/init without answering: trying the legacy (unencrypted) wire, as --allow-legacy permits")
+                return try await playOnce(url: url, legacy: true, sink: sink, logger: logger, trace: trace, telemetry: telemetry)
+            }
         }
     }
 
@@ -344,7 +369,12 @@ public final class SendspinPlayer: Sendable {
         let identity = try options.store?.identity() ?? Curve25519.KeyAgreement.PrivateKey()
         var settings = options.store?.settings() ?? PlayerStore.Settings()
         let core = makeCore(settings: settings, tracing: trace != nil)
-        let sessionConfiguration = sessionConfiguration()
+        let sessionConfiguration = { () -> SendspinSession.Configuration in
+            var configuration = self.sessionConfiguration()
+            configuration.legacyWire = options.wire == .legacy
+            configuration.encryptedServerIDs = Set(settings.encryptedServers ?? [])
+            return configuration
+        }()
         let observer = options.observer
         let store = options.store
         let visualization = visualization
@@ -367,7 +397,7 @@ public final class SendspinPlayer: Sendable {
             throw PlayerFailure(error: .connectFailed("cannot listen on \(host):\(port): \(describeNetworkError(error))"),
                                 report: makeReport(runtime: nil, core: core, started: started))
         }
-        logger.notice("listening for Sendspin servers on ws://\(host):\(listener.port)\(path)")
+        logger.notice("listening for Sendspin servers on ws://\(host):\(listener.port)\(path)\(options.wire == .legacy ? " (legacy wire)" : "")")
         ready?(listener.port)
         let executor = ThreadExecutor(name: "farcast-sendspin")
         defer { executor.shutdown() }
@@ -417,6 +447,8 @@ public final class SendspinPlayer: Sendable {
         let outputError = dac.stop()
         if let holder = arbiter.lastAdmitted { settings = holder.persistedSettings(base: settings) }
         settings.lastPlaybackServerID = arbiter.lastPlaybackServer
+        // A server met here on the encrypted wire is never taken on the legacy wire later.
+        if options.wire != .legacy, let serverID = arbiter.lastAdmitted?.serverID { settings.rememberEncrypted([serverID]) }
         try? options.store?.save(settings)
         if let trace { trace(core.traces()) }
         let report = makeReport(runtime: arbiter.lastAdmitted, core: core, started: started)

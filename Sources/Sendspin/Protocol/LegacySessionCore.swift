@@ -2,8 +2,11 @@ import FarcastSupport
 
 /// The legacy, pre-encryption wire (aiosendspin 5.x; servers in transition mode), client side:
 /// clear JSON, the client's hello and a first state at once, the server's hello as the whole
-/// admission (no activation), 9-byte audio headers, the player role only, no pairing and no
-/// controller commands. Only ever chosen deliberately (`Configuration.legacyWire`).
+/// admission (no activation), 9-byte audio and artwork headers, no pairing. Of the offered roles
+/// it speaks player, metadata, controller and artwork (the channels declared once, in the
+/// hello); controller commands go out only when the server's hello activated that role (a
+/// legacy server closes the connection on a message type it does not expect). Only ever chosen
+/// deliberately (`Configuration.legacyWire`).
 struct LegacySessionCore: SendspinSessionCore {
     enum State: Sendable, Equatable {
         case idle
@@ -22,10 +25,21 @@ struct LegacySessionCore: SendspinSessionCore {
     private(set) var activeRoles: [String] = []
     private(set) var activities: [Activity] = []
 
+    /// The roles this wire can carry, in the order offered.
+    static let legacyRoles = ["player@v1", "metadata@v1", "controller@v1", "artwork@v1"]
+    /// The offered roles the legacy wire carries (artwork only with channels to declare).
+    let offeredRoles: [String]
+
     init(configuration: SendspinSession.Configuration, clientID: String) {
         self.configuration = configuration
         self.clientID = clientID
+        offeredRoles = configuration.roles.filter {
+            Self.legacyRoles.contains($0) && ($0 != "artwork@v1" || !configuration.artworkChannels.isEmpty)
+        }
     }
+
+    private var offersPlayer: Bool { offeredRoles.contains("player@v1") }
+    private var offersArtwork: Bool { offeredRoles.contains("artwork@v1") }
 
     // The legacy wire has no PSKs, no pairing and no client/init.
     var pskCategory: PSKCategory? { nil }
@@ -47,10 +61,11 @@ struct LegacySessionCore: SendspinSessionCore {
         // The hello and a first state at once: a legacy server holds the stream until it has
         // a client/state, and the state may precede its hello.
         state = .awaitingHello
-        let hello = LegacyClientHello(clientID: clientID, name: configuration.name, supportedRoles: ["player@v1"],
-                                      playerSupport: LegacyPlayerSupport(supportedFormats: configuration.formats,
-                                                                         bufferCapacity: configuration.bufferCapacity,
-                                                                         supportedCommands: ["volume", "mute"]))
+        let player = offersPlayer ? LegacyPlayerSupport(supportedFormats: configuration.formats, bufferCapacity: configuration.bufferCapacity,
+                                                        supportedCommands: ["volume", "mute"]) : nil
+        let artwork = offersArtwork ? LegacyArtworkSupport(channels: configuration.artworkChannels.prefix(4).map(LegacyArtworkChannel.init)) : nil
+        let hello = LegacyClientHello(clientID: clientID, name: configuration.name, supportedRoles: offeredRoles,
+                                      playerSupport: player, artworkSupport: artwork)
         return [.sendText(WireJSON.encode(type: "client/hello", payload: hello)),
                 .sendText(WireJSON.encode(type: "client/state", payload: LegacyClientState(state: nil, player: nil)))]
     }
@@ -105,9 +120,22 @@ struct LegacySessionCore: SendspinSessionCore {
         actions += events.map(Action.event)
     }
 
-    /// Legacy audio: `[4][int64 BE timestamp]` and the payload, in a plain binary frame.
+    /// Legacy binary messages: `[type][int64 BE timestamp]` and the payload, in a plain binary
+    /// frame — audio (type 4), or a channel's whole picture (types 8–11; empty clears it).
     private mutating func readAudio(_ bytes: [UInt8], at time: Int64, _ actions: inout [Action]) throws {
         guard let type = bytes.first else { throw SendspinError.protocolViolation("an empty binary message") }
+        if (ArtworkTransfers.firstType...ArtworkTransfers.lastType).contains(type) && offersArtwork {
+            guard bytes.count >= 9 else {
+                throw SendspinError.protocolViolation("an artwork message of \(bytes.count) bytes, shorter than the legacy 9-byte header")
+            }
+            guard bytes.count - 9 <= ArtworkTransfers.maximumImage else {
+                throw SendspinError.protocolViolation("an artwork picture of \(bytes.count - 9) bytes (at most \(ArtworkTransfers.maximumImage) accepted)")
+            }
+            var reader = ByteReader(Array(bytes[1..<9]))
+            let timestamp = try reader.readInteger(as: Int64.self)
+            actions.append(.event(.artwork(ArtworkImage(channel: Int(type - ArtworkTransfers.firstType), timestamp: timestamp, data: Array(bytes[9...])))))
+            return
+        }
         guard type == SendspinFraming.playerAudio else {
             let what = "legacy binary type \(type)"
             if reportedUnknown.insert(what).inserted { actions.append(.event(.unknownMessage(what))) }
@@ -144,12 +172,16 @@ struct LegacySessionCore: SendspinSessionCore {
     }
 
     mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {
-        let legacy = player.map { LegacyPlayerState(volume: $0.volume, muted: $0.muted, staticDelayMs: $0.outputDelayMs) }
+        let legacy = offersPlayer ? player.map { LegacyPlayerState(volume: $0.volume, muted: $0.muted, staticDelayMs: $0.outputDelayMs) } : nil
         return sendIfActive(type: "client/state", payload: LegacyClientState(state: available ? "synchronized" : nil, player: legacy))
     }
 
-    /// A legacy server closes the connection on a message type it does not know.
-    mutating func sendCommand(_ command: ControllerCommand) -> [Action] { [] }
+    /// Only to a server whose hello activated the controller role: a legacy server closes the
+    /// connection on a message type it does not expect.
+    mutating func sendCommand(_ command: ControllerCommand) -> [Action] {
+        guard activeRoles.contains("controller@v1") else { return [] }
+        return sendIfActive(type: "client/command", payload: ClientCommand(controller: command))
+    }
 
     /// No pairing on the legacy wire.
     mutating func openPairingWindow(until: Int64, now: Int64) -> [Action] { [] }

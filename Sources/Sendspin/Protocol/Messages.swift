@@ -281,9 +281,13 @@ public struct Metadata: Codable, Sendable, Equatable {
     public var year: Int?
     public var track: Int?
     public var progress: TrackProgress?
+    /// The legacy wire's repeat mode (off, one, all) and shuffle; the current wire carries them
+    /// in `ControllerState` instead.
+    public var `repeat`: String?
+    public var shuffle: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case timestamp, title, artist, albumArtist = "album_artist", album, artworkURL = "artwork_url", year, track, progress
+        case timestamp, title, artist, albumArtist = "album_artist", album, artworkURL = "artwork_url", year, track, progress, `repeat`, shuffle
     }
 
     /// Track position in ms at server time `now` (µs): progress + elapsed × speed.
@@ -423,9 +427,33 @@ struct LegacyClientHello: Codable {
     var name: String
     var version = 1
     var supportedRoles: [String]
-    var playerSupport: LegacyPlayerSupport
+    var playerSupport: LegacyPlayerSupport?
+    var artworkSupport: LegacyArtworkSupport?
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", name, version, supportedRoles = "supported_roles", playerSupport = "player@v1_support"
+        case artworkSupport = "artwork@v1_support"
+    }
+}
+
+/// Legacy `artwork@v1_support`: the channels are declared once, in the hello (the current wire
+/// sends them in every client/state), with the size as `media_width`/`media_height`.
+struct LegacyArtworkSupport: Codable {
+    var channels: [LegacyArtworkChannel]
+}
+
+struct LegacyArtworkChannel: Codable {
+    var source: String
+    var format: String
+    var mediaWidth: Int
+    var mediaHeight: Int
+    enum CodingKeys: String, CodingKey { case source, format, mediaWidth = "media_width", mediaHeight = "media_height" }
+
+    /// The legacy hello wants a format and a size even for a disabled ("none") channel.
+    init(_ channel: ArtworkChannel) {
+        source = channel.source.rawValue
+        format = (channel.format ?? .jpeg).rawValue
+        mediaWidth = channel.width ?? 1
+        mediaHeight = channel.height ?? 1
     }
 }
 

@@ -37,8 +37,9 @@ public struct SendspinSession: Sendable {
         /// held with client/pair-pending until `openPairingWindow` (the user's gesture).
         public var pairingWindowUntil: Int64?
         /// Speak the legacy, pre-encryption wire (aiosendspin 5.x; servers in transition mode):
-        /// clear JSON, the client's hello first, no activation, 9-byte audio headers, the
-        /// player role only. Only ever chosen deliberately (see `SendspinPlayer.Options.allowLegacy`).
+        /// clear JSON, the client's hello first, no activation, 9-byte audio headers; player,
+        /// metadata, controller and artwork. Only ever chosen deliberately (see
+        /// `SendspinPlayer.Options.wire`).
         public var legacyWire = false
         /// The client_id for the legacy wire, which has no key to derive it from.
         public var legacyClientID: String?

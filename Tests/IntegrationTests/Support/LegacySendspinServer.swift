@@ -9,7 +9,8 @@ final class LegacySendspinServer: @unchecked Sendable {
     let process: BackgroundProcess
     var url: String { "ws://127.0.0.1:\(port)/sendspin" }
 
-    init(name: String = "legacy-test", codec: String = "auto") throws {
+    /// `dial`: a listening player's URL the server dials once ready (server-initiated mode).
+    init(name: String = "legacy-test", codec: String = "auto", dial: String? = nil) throws {
         guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" || SendspinServer.onlyLoopback() else {
             throw PeerFailed(name: "legacy Sendspin server", log: "refusing to start a server that binds 0.0.0.0 outside a private network namespace; run the integration tests with scripts/test")
         }
@@ -21,7 +22,8 @@ final class LegacySendspinServer: @unchecked Sendable {
         let script = packageRoot.appendingPathComponent("scripts/lib/legacy_sendspin_server.py").path
         // A 600 ms head start: without it the first chunks of a new stream are stamped before
         // they can arrive (aiosendspin 5.3.0 sends them anyway, within its 2 s grace).
-        process = try BackgroundProcess(python, [script, "--port", "\(port)", "--name", name, "--codec", codec, "--start-delay-ms", "600"],
+        process = try BackgroundProcess(python, [script, "--port", "\(port)", "--name", name, "--codec", codec, "--start-delay-ms", "600"]
+                                            + (dial.map { ["--client", $0] } ?? []),
                                         logName: "legacy-sendspin")
         try waitForTCPPort(port, timeout: 30, process: process)
     }
