@@ -103,6 +103,9 @@ let package = Package(
         ),
         // The desktop's services over D-Bus, spoken directly (no libdbus): MPRIS media controls.
         .target(name: "Desktop"),
+        // The audio codecs more than one protocol encodes with (Opus: the punktfunk microphone,
+        // the Sendspin line-in).
+        .target(name: "AudioCodecs", dependencies: ["COpus"]),
         // The one way to keep data in SQLite (GRDB, WAL, 0600, migrations one process at a time):
         // the host book and the Jellyfin offline index.
         .target(
@@ -146,7 +149,7 @@ let package = Package(
         .target(
             name: "Sendspin",
             dependencies: [
-                "FarcastSupport", "FarcastNIO", "Discovery", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
+                "FarcastSupport", "FarcastNIO", "Discovery", "AudioCodecs", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .target(name: "CALSALoader", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
@@ -175,7 +178,7 @@ let package = Package(
         .target(
             name: "Punktfunk",
             dependencies: [
-                "FarcastSupport", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
+                "FarcastSupport", "AudioCodecs", "COpus", "PunktfunkKernels", "Discovery", "CNGTCP2", "CSodium",
                 .target(name: "CNGTCP2Loader", condition: .when(platforms: [.linux])),
                 .target(name: "CFFmpeg", condition: .when(platforms: [.linux])),
                 .target(name: "CFFmpegLoader", condition: .when(platforms: [.linux])),
@@ -267,7 +270,7 @@ let package = Package(
             name: "farcast",
             dependencies: [
                 "FarcastSupport", "FarcastNIO", "RFB", "Sendspin", "Punktfunk", "Discovery", "Jellyfin", "Tunnel", "Hosts", "Viewer",
-                "WireGuard", "Desktop",
+                "WireGuard", "Desktop", "AudioCodecs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -303,7 +306,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SendspinTests",
-            dependencies: ["Sendspin", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Sendspin", "AudioCodecs", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

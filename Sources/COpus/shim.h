@@ -9,3 +9,12 @@ static inline int copus_decoder_reset(OpusDecoder *decoder) {
 static inline int copus_multistream_decoder_reset(OpusMSDecoder *decoder) {
     return opus_multistream_decoder_ctl(decoder, OPUS_RESET_STATE);
 }
+
+// opus_encoder_ctl is variadic too.
+static inline int copus_encoder_set_bitrate(OpusEncoder *encoder, opus_int32 bitrate) {
+    return opus_encoder_ctl(encoder, OPUS_SET_BITRATE(bitrate));
+}
+
+static inline int copus_encoder_get_lookahead(OpusEncoder *encoder, opus_int32 *samples) {
+    return opus_encoder_ctl(encoder, OPUS_GET_LOOKAHEAD(samples));
+}

@@ -1,3 +1,4 @@
+import AudioCodecs
 import Foundation
 import Punktfunk
 import Sendspin

@@ -54,7 +54,7 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Take the source role: when the server asks, stream this ALSA capture device to it (a line-in, a turntable, a microphone: alsa:DEVICE, e.g. alsa:hw:1 or alsa:default; `arecord -L` lists them) as 48 kHz 16-bit stereo PCM, each 20 ms stamped with its capture time on the server's clock, for the server to play to the group in sync.", valueName: "alsa:device"))
     var source: String?
 
-    @Option(name: .customLong("source-codec"), help: ArgumentHelp("With --source: flac (lossless, about half the bytes) or pcm; PCM when the server does not take FLAC.", valueName: "codec"))
+    @Option(name: .customLong("source-codec"), help: ArgumentHelp("With --source: flac (lossless, about half PCM's bytes), opus (lossy, 128 kb/s in stereo: about a twelfth) or pcm; PCM when the server does not take the codec chosen.", valueName: "codec"))
     var sourceCodec: SourceCodec = .flac
 
     @Flag(name: .customLong("no-mpris"), help: "Do not offer the desktop's media controls. By default, while it plays, the player is an MPRIS player on the session bus (org.mpris.MediaPlayer2.farcast_NAME): media keys, playerctl and the desktop's now-playing panel show the track and send play/pause, next, previous, seek, volume, loop and shuffle to the server as controller commands. Without a session bus nothing is offered (-v says so).")

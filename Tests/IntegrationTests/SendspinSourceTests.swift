@@ -8,7 +8,7 @@ import Testing
 /// input to the group, where two more farcast players (and the source itself) play it in sync.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SendspinSourceTests {
-    @Test(arguments: ["flac", "pcm"])
+    @Test(arguments: ["flac", "opus", "pcm"])
     func aLineInIsStampedOnTheServersClockAndPlayedToTheGroupInSync(codec: String) throws {
         let folder = try TemporaryFolder()
         // 40 s of a 1 kHz tone, 48 kHz 16-bit stereo, as the line-in's samples.

@@ -6,8 +6,6 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformed(String)
     /// The decoder library refused (its own message included).
     case decoder(String)
-    /// The encoder library refused, or was asked for what it cannot do.
-    case encoder(String)
 
     public var description: String {
         switch self {
@@ -17,8 +15,6 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
             return "malformed media: \(reason)"
         case let .decoder(reason):
             return "decoder error: \(reason)"
-        case let .encoder(reason):
-            return "encoder error: \(reason)"
         }
     }
 }

@@ -1,3 +1,4 @@
+import AudioCodecs
 import CFLAC
 import Foundation
 
@@ -8,18 +9,27 @@ public protocol SourceEncoder: AnyObject {
     /// Blocks the codec holds back before its first output: the chunk `encode` returns is the
     /// block given that many calls before (empty until then).
     var heldBlocks: Int { get }
+    /// How long before a block's first captured sample its chunk's decoded sound begins (µs):
+    /// a codec's look-ahead delays what the decoder gives back, so the chunk is stamped earlier
+    /// by as much.
+    var delayMicroseconds: Int64 { get }
     func encode(_ samples: [Int16]) throws(SendspinError) -> [UInt8]
+}
+
+extension SourceEncoder {
+    public var delayMicroseconds: Int64 { 0 }
 }
 
 /// The codecs a source can send, by preference.
 public enum SourceCodec: String, Sendable, CaseIterable {
-    case flac, pcm
+    case flac, opus, pcm
 
     /// An encoder for 16-bit `channels` at `sampleRate`, `blockFrames` per chunk.
     public func makeEncoder(sampleRate: Int, channels: Int, blockFrames: Int) throws(SendspinError) -> any SourceEncoder {
         switch self {
         case .pcm: PCMSourceEncoder(sampleRate: sampleRate, channels: channels)
         case .flac: try FLACSourceEncoder(sampleRate: sampleRate, channels: channels, blockFrames: blockFrames)
+        case .opus: try OpusSourceEncoder(sampleRate: sampleRate, channels: channels, blockFrames: blockFrames)
         }
     }
 
@@ -106,5 +116,36 @@ public final class FLACSourceEncoder: SourceEncoder {
         let ok = wide.withUnsafeBufferPointer { FLAC__stream_encoder_process_interleaved(encoder, $0.baseAddress, UInt32(samples.count / channels)) }
         guard ok != 0 else { throw .audioDevice("libFLAC failed to encode a block") }
         return output.frame
+    }
+}
+
+/// Opus (libopus in its music mode, 128 kb/s for stereo, 64 kb/s for mono): one packet per block,
+/// which must be a frame size Opus has at 48 kHz (the line-in's 20 ms block is 960 samples). No
+/// `codec_header`. The decoder's output lags by the encoder's look-ahead (6.5 ms), which the
+/// chunk's timestamp takes off.
+public final class OpusSourceEncoder: SourceEncoder {
+    public let format: SourceFormat
+    public var heldBlocks: Int { 0 }
+    public let delayMicroseconds: Int64
+    private let encoder: OpusFrameEncoder
+    private let blockFrames: Int
+
+    public init(sampleRate: Int, channels: Int, blockFrames: Int) throws(SendspinError) {
+        guard sampleRate == 48000 else { throw .audioDevice("Opus takes 48 kHz here; the input is \(sampleRate) Hz") }
+        guard OpusFrameEncoder.frameSizes.contains(blockFrames) else {
+            throw .audioDevice("Opus cannot take blocks of \(blockFrames) samples (one of \(OpusFrameEncoder.frameSizes.map(String.init).joined(separator: ", ")))")
+        }
+        do {
+            encoder = try OpusFrameEncoder(channels: channels, application: .music, bitrate: channels == 2 ? 128_000 : 64_000)
+        } catch {
+            throw .audioDevice(error.reason)
+        }
+        self.blockFrames = blockFrames
+        delayMicroseconds = Int64(encoder.lookahead) * 1_000_000 / 48000
+        format = SourceFormat(codec: "opus", channels: channels, sampleRate: sampleRate, bitDepth: 16)
+    }
+
+    public func encode(_ samples: [Int16]) throws(SendspinError) -> [UInt8] {
+        do { return try encoder.encode(samples, frames: blockFrames) } catch { throw .audioDevice(error.reason) }
     }
 }

@@ -520,7 +520,7 @@ final class Runtime: Sendable {
             do throws(SendspinError) {
                 let chunk = try encoding!.encoder.encode(samples)
                 guard !chunk.isEmpty else { return .success(nil) }
-                return .success((encoding!.heldTimes.removeFirst(), chunk))
+                return .success((encoding!.heldTimes.removeFirst() - encoding!.encoder.delayMicroseconds, chunk))
             } catch {
                 return .failure(error)
             }
