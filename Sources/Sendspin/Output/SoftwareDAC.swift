@@ -7,20 +7,27 @@ import Synchronization
 /// at anchor + k × frame duration — the sample clock a real DAC has — so the engine's timing
 /// record is when each sample left. `ppm` makes this DAC's crystal run fast (+) or slow (−)
 /// against the monotonic clock, to exercise sync correction.
+///
+/// Like a sound device it works a period at a time (10 ms, what the ALSA output asks for): each
+/// wake renders the frames that leave before the next one, so a chunk must be there up to a
+/// period ahead of its moment, as with a device's buffer — never later than real time allows. Waking
+/// every period instead of every 2 ms is most of what a player with no sound device costs.
 public final class SoftwareDAC: AudioDAC {
     private let clock: any MonotonicClock
     private let sink: any AudioSink
     private let core: PlayerCore
     private let ppm: Double
+    private let periodUs: Double
     private let running = Atomic<Bool>(false)
     private let finished = Mutex<(done: Bool, error: String?)>((false, nil))
     private let started = Atomic<Bool>(false)
 
-    public init(clock: any MonotonicClock, sink: any AudioSink, core: PlayerCore, ppm: Double = 0) {
+    public init(clock: any MonotonicClock, sink: any AudioSink, core: PlayerCore, ppm: Double = 0, period: Duration = .milliseconds(10)) {
         self.clock = clock
         self.sink = sink
         self.core = core
         self.ppm = ppm
+        periodUs = Double(period.components.seconds) * 1e6 + Double(period.components.attoseconds) / 1e12
     }
 
     public var sinkName: String { sink.name }
@@ -57,7 +64,7 @@ public final class SoftwareDAC: AudioDAC {
             let now = nowMicroseconds()
             if format == nil {
                 guard let next = core.withEngine({ $0.nextFormat }) else {
-                    usleep(2000)
+                    usleep(useconds_t(periodUs))
                     continue
                 }
                 do { try sink.start(format: next) } catch {
@@ -73,7 +80,8 @@ public final class SoftwareDAC: AudioDAC {
             guard let current = format else { continue }
             let frameUs = frameDuration(forRate: current.sampleRate)
             previousFrameUs = frameUs
-            let due = Int((now - anchor) / frameUs) - framesOut
+            // Every frame that leaves before the next wake, a period from now.
+            let due = Int((now + periodUs - anchor) / frameUs) - framesOut
             var remaining = due
             while remaining > 0 {
                 let n = min(remaining, maxBlock)
@@ -93,7 +101,11 @@ public final class SoftwareDAC: AudioDAC {
                     break
                 }
             }
-            usleep(2000)
+            // Wake when the first frame not yet rendered leaves: each frame is rendered between
+            // a period and a moment before it leaves.
+            let wake = anchor + Double(framesOut) * frameUs
+            let sleep = format == nil ? 0 : wake - nowMicroseconds()
+            if sleep > 0 { usleep(useconds_t(min(sleep, periodUs))) }
         }
         do { try sink.finish() } catch { failure = failure ?? "\(sink.name): \(error)" }
         finished.withLock { $0 = (true, failure) }
