@@ -51,7 +51,7 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
             let outcome = try await play(logger: logger)
             try write(outcome, to: summary)
         } catch {
-            try? write(["status": "error", "reason": "\(describe(error))"], to: summary)
+            try? write(ConformanceSummary(header: header, status: "error", reason: describe(error)), to: summary)
             throw ExitCode(1)
         }
     }
@@ -66,7 +66,13 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
         }
     }
 
-    private func play(logger: Logger) async throws -> [String: Any] {
+    /// Who wrote the summary and for which case: the fields every summary starts with.
+    private var header: ConformanceSummary.Header {
+        ConformanceSummary.Header(clientName: clientName, clientID: clientID, scenarioID: scenarioID, initiatorRole: initiatorRole,
+                                  preferredCodec: preferredCodec)
+    }
+
+    private func play(logger: Logger) async throws -> ConformanceSummary {
         guard let kind else { throw CommandFailure(message: "this adapter does not support scenario \(scenarioID)") }
         let record = Recording()
         var options = SendspinPlayer.Options()
@@ -131,11 +137,7 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
             })
             guard endedByServer.withLock({ $0 }) else { throw CommandFailure(message: "timed out waiting for the server to connect and disconnect") }
         }
-        return try record.summary(base: [
-            "status": "ok", "implementation": "farcast", "role": "client", "client_name": clientName,
-            "client_id": clientID as Any? ?? NSNull(), "scenario_id": scenarioID, "initiator_role": initiatorRole,
-            "preferred_codec": preferredCodec,
-        ], kind: kind)
+        return try record.summary(header: header, kind: kind)
     }
 
     /// Only the scenario's codec. For PCM and FLAC, 8 kHz mono first: the upstream harness's
@@ -156,32 +158,43 @@ struct SendspinConformanceCommand: AsyncParsableCommand {
     private func waitForServer() async throws -> String {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeoutSeconds * 1000))
         while ContinuousClock.now < deadline {
-            if let url = (try? readRegistry())?[serverName]?["url"] { return url }
+            if let url = (try? readRegistry())?[serverName]?.url { return url }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw CommandFailure(message: "timed out waiting for server '\(serverName)' in \(registry)")
     }
 
-    private func readRegistry() throws -> [String: [String: String]] {
+    /// registry.json: each peer's name and where it listens (`{"NAME": {"url": "ws://…"}}`).
+    struct RegistryEntry: Codable { var url: String? }
+
+    private func readRegistry() throws -> [String: RegistryEntry] {
         guard let data = FileManager.default.contents(atPath: registry) else { return [:] }
-        return (try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]).compactMapValues { $0 as? [String: String] }
+        return try JSONDecoder().decode([String: RegistryEntry].self, from: data)
     }
 
     private func register(url: String) throws {
-        var entries: [String: Any] = (try? readRegistry()) ?? [:]
-        entries[clientName] = ["url": url]
+        var entries = (try? readRegistry()) ?? [:]
+        entries[clientName] = RegistryEntry(url: url)
         try write(entries, to: registry)
     }
 
+    private struct Ready: Encodable {
+        var status = "ready"
+        var scenarioID: String
+        var initiatorRole: String
+        var url: String?
+        enum CodingKeys: String, CodingKey { case status, scenarioID = "scenario_id", initiatorRole = "initiator_role", url }
+    }
+
     private func writeReady(url: String?) throws {
-        var ready: [String: Any] = ["status": "ready", "scenario_id": scenarioID, "initiator_role": initiatorRole]
-        if let url { ready["url"] = url }
-        try write(ready, to: self.ready)
+        try write(Ready(scenarioID: scenarioID, initiatorRole: initiatorRole, url: url), to: self.ready)
     }
 
     /// Writes JSON atomically (a temporary file renamed into place).
-    private func write(_ object: [String: Any], to path: String) throws {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+    private func write<T: Encodable>(_ value: T, to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: data) else { throw CommandFailure(message: "cannot write \(path)") }
         guard rename(temporary, path) == 0 else { throw CommandFailure(message: "cannot write \(path)") }
@@ -250,42 +263,157 @@ private final class Recording: Sendable {
         }
     }
 
-    func summary(base: [String: Any], kind: SendspinConformanceCommand.Kind) throws -> [String: Any] {
+    func summary(header: ConformanceSummary.Header, kind: SendspinConformanceCommand.Kind) throws -> ConformanceSummary {
         let s = state.withLock { $0 }
         guard let hello = s.hello else { throw CommandFailure(message: "the server never said hello") }
-        func value(_ optional: (any Sendable)?) -> Any { optional ?? NSNull() }
-        var summary = base
-        summary["peer_hello"] = ["type": "server/hello", "payload": ["name": hello.name, "server_id": value(hello.serverID)]]
+        var summary = ConformanceSummary(header: header, status: "ok")
+        summary.peerHello = .init(payload: .init(name: hello.name, serverID: hello.serverID))
         switch kind {
         case .audio:
-            summary["stream"] = s.stream.map { f -> Any in
-                ["codec": f.codec, "sample_rate": f.sampleRate, "channels": f.channels, "bit_depth": value(f.bitDepth), "codec_header": value(f.codecHeader)]
-            } ?? NSNull()
-            summary["audio"] = ["audio_chunk_count": s.chunks, "received_encoded_sha256": Self.hex(s.encoded.finalize()),
-                                "received_pcm_sha256": Self.hex(s.pcm.finalize()), "received_sample_count": s.samples]
+            summary.stream = s.stream.map {
+                .init(codec: $0.codec, sampleRate: $0.sampleRate, channels: $0.channels, bitDepth: $0.bitDepth, codecHeader: $0.codecHeader)
+            }
+            summary.audio = .init(audioChunkCount: s.chunks, receivedEncodedSHA256: Self.hex(s.encoded.finalize()),
+                                  receivedPCMSHA256: Self.hex(s.pcm.finalize()), receivedSampleCount: s.samples)
         case .metadata:
-            let received = s.metadata.map { m -> Any in
-                let progress = m.progress.map { p -> Any in
-                    ["track_progress": p.trackProgress, "track_duration": p.trackDuration, "playback_speed": p.playbackSpeed]
-                } ?? NSNull()
-                return ["title": value(m.title), "artist": value(m.artist), "album_artist": value(m.albumArtist), "album": value(m.album),
-                        "artwork_url": value(m.artworkURL), "year": value(m.year), "track": value(m.track), "progress": progress]
-                    // The legacy wire's metadata carries repeat and shuffle too (the current one's controller state does).
-                    .merging(["repeat": m.repeat as Any?, "shuffle": m.shuffle as Any?].compactMapValues { $0 }) { a, _ in a }
-            } ?? NSNull()
-            summary["metadata"] = ["update_count": s.metadataCount, "received": received]
+            summary.metadata = .init(updateCount: s.metadataCount, received: s.metadata.map(ConformanceSummary.Track.init))
         case .controller:
-            let received = s.controller.map { c -> Any in
-                ["supported_commands": (c.supportedCommands ?? []).map(\.rawValue), "volume": value(c.volume), "muted": value(c.muted)]
-            } ?? NSNull()
-            summary["controller"] = ["received_state": received, "sent_command": s.sentCommand.map { ["command": $0] as Any } ?? NSNull()]
+            summary.controller = .init(receivedState: s.controller.map {
+                .init(supportedCommands: ($0.supportedCommands ?? []).map(\.rawValue), volume: $0.volume, muted: $0.muted)
+            }, sentCommand: s.sentCommand.map { .init(command: $0) })
         case .artwork:
-            summary["artwork"] = ["channel": value(s.artwork?.channel), "received_count": s.artworkCount,
-                                  "received_sha256": value(s.artwork.map { Self.hex(SHA256.hash(data: $0.data)) }),
-                                  "format": value(s.artwork?.format?.rawValue), "width": value(s.artwork?.width), "height": value(s.artwork?.height)]
+            summary.artwork = .init(channel: s.artwork?.channel, receivedCount: s.artworkCount,
+                                    receivedSHA256: s.artwork.map { Self.hex(SHA256.hash(data: $0.data)) },
+                                    format: s.artwork?.format?.rawValue, width: s.artwork?.width, height: s.artwork?.height)
         }
         return summary
     }
 
     private static func hex(_ digest: SHA256.Digest) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+}
+
+/// The summary the harness compares (its field names): the case, the server's hello, and what
+/// the scenario received — the stream and audio hashes, the track, the controller state and the
+/// command sent, the picture. Absent values are left out.
+struct ConformanceSummary: Encodable {
+    struct Header: Encodable {
+        var implementation = "farcast"
+        var role = "client"
+        var clientName: String
+        var clientID: String?
+        var scenarioID: String
+        var initiatorRole: String
+        var preferredCodec: String
+        enum CodingKeys: String, CodingKey {
+            case implementation, role, clientName = "client_name", clientID = "client_id", scenarioID = "scenario_id"
+            case initiatorRole = "initiator_role", preferredCodec = "preferred_codec"
+        }
+    }
+    struct PeerHello: Encodable {
+        struct Payload: Encodable {
+            var name: String
+            var serverID: String?
+            enum CodingKeys: String, CodingKey { case name, serverID = "server_id" }
+        }
+        var type = "server/hello"
+        var payload: Payload
+    }
+    struct Stream: Encodable {
+        var codec: String
+        var sampleRate: Int
+        var channels: Int
+        var bitDepth: Int?
+        var codecHeader: String?
+        enum CodingKeys: String, CodingKey { case codec, sampleRate = "sample_rate", channels, bitDepth = "bit_depth", codecHeader = "codec_header" }
+    }
+    struct Audio: Encodable {
+        var audioChunkCount: Int
+        var receivedEncodedSHA256: String
+        var receivedPCMSHA256: String
+        var receivedSampleCount: Int
+        enum CodingKeys: String, CodingKey {
+            case audioChunkCount = "audio_chunk_count", receivedEncodedSHA256 = "received_encoded_sha256"
+            case receivedPCMSHA256 = "received_pcm_sha256", receivedSampleCount = "received_sample_count"
+        }
+    }
+    /// The track as the harness's snapshot names it (repeat and shuffle only from the legacy
+    /// wire, whose metadata carries them).
+    struct Track: Encodable {
+        struct Progress: Encodable {
+            var trackProgress: Int64
+            var trackDuration: Int64
+            var playbackSpeed: Int64
+            enum CodingKeys: String, CodingKey { case trackProgress = "track_progress", trackDuration = "track_duration", playbackSpeed = "playback_speed" }
+        }
+        var title, artist, albumArtist, album, artworkURL: String?
+        var year, track: Int?
+        var `repeat`: String?
+        var shuffle: Bool?
+        var progress: Progress?
+        enum CodingKeys: String, CodingKey {
+            case title, artist, albumArtist = "album_artist", album, artworkURL = "artwork_url", year, track, `repeat`, shuffle, progress
+        }
+        init(_ m: Metadata) {
+            (title, artist, albumArtist, album, artworkURL, year, track) = (m.title, m.artist, m.albumArtist, m.album, m.artworkURL, m.year, m.track)
+            (`repeat`, shuffle) = (m.repeat, m.shuffle)
+            progress = m.progress.map { Progress(trackProgress: Int64($0.trackProgress), trackDuration: Int64($0.trackDuration), playbackSpeed: Int64($0.playbackSpeed)) }
+        }
+    }
+    struct MetadataSummary: Encodable {
+        var updateCount: Int
+        var received: Track?
+        enum CodingKeys: String, CodingKey { case updateCount = "update_count", received }
+    }
+    struct Controller: Encodable {
+        struct State: Encodable {
+            var supportedCommands: [String]
+            var volume: Int?
+            var muted: Bool?
+            enum CodingKeys: String, CodingKey { case supportedCommands = "supported_commands", volume, muted }
+        }
+        struct Command: Encodable { var command: String }
+        var receivedState: State?
+        var sentCommand: Command?
+        enum CodingKeys: String, CodingKey { case receivedState = "received_state", sentCommand = "sent_command" }
+    }
+    struct Artwork: Encodable {
+        var channel: Int?
+        var receivedCount: Int
+        var receivedSHA256: String?
+        var format: String?
+        var width, height: Int?
+        enum CodingKeys: String, CodingKey { case channel, receivedCount = "received_count", receivedSHA256 = "received_sha256", format, width, height }
+    }
+
+    var header: Header
+    var status: String
+    var reason: String?
+    var peerHello: PeerHello?
+    var stream: Stream?
+    var audio: Audio?
+    var metadata: MetadataSummary?
+    var controller: Controller?
+    var artwork: Artwork?
+
+    init(header: Header, status: String, reason: String? = nil) {
+        self.header = header
+        self.status = status
+        self.reason = reason
+    }
+
+    enum CodingKeys: String, CodingKey { case status, reason, peerHello = "peer_hello", stream, audio, metadata, controller, artwork }
+
+    /// The header's fields at the top level, beside the rest.
+    func encode(to encoder: any Encoder) throws {
+        try header.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encodeIfPresent(peerHello, forKey: .peerHello)
+        try container.encodeIfPresent(stream, forKey: .stream)
+        try container.encodeIfPresent(audio, forKey: .audio)
+        try container.encodeIfPresent(metadata, forKey: .metadata)
+        try container.encodeIfPresent(controller, forKey: .controller)
+        try container.encodeIfPresent(artwork, forKey: .artwork)
+    }
 }
