@@ -272,7 +272,7 @@ struct VNCInfoCommand: AsyncParsableCommand {
             } else {
                 print("server            \(endpoint)")
                 print("protocol          RFB \(info.protocolVersion) (server banner \"\(info.banner)\")")
-                print("security offered  \(info.securityTypes.map(securityTypeName).joined(separator: ", "))")
+                print("security offered  \(info.securityTypes.map(\.description).joined(separator: ", "))")
                 if !info.veNCryptSubtypes.isEmpty {
                     print("VeNCrypt subtypes \(info.veNCryptSubtypes.map(veNCryptSubtypeName).joined(separator: ", "))")
                 }
@@ -325,7 +325,7 @@ struct VNCInfoReport: Encodable {
         self.server = server
         protocolVersion = info.protocolVersion
         banner = info.banner
-        securityTypes = info.securityTypes.map(securityTypeName)
+        securityTypes = info.securityTypes.map(\.description)
         vencryptSubtypes = info.veNCryptSubtypes.map(veNCryptSubtypeName)
         security = info.security
         anonymousTls = info.usesAnonymousTLS ? true : nil

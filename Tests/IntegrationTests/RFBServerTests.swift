@@ -69,7 +69,7 @@ struct RFBServerTests {
         let client = try await Self.connect(server, password: passwords.password) { _ in }
         let info = await client.serverInfo
         await client.close()
-        #expect(info?.securityTypes == [2, 16] && info?.security == "VncAuth", "\(String(describing: info))")
+        #expect(info?.securityTypes == [SecurityType.vncAuth, SecurityType.tight] && info?.security == "VncAuth", "\(String(describing: info))")
         let served: Set<RFBEncoding> = [.raw, .rre, .coRRE, .hextile, .zlib, .tight]
         for name in ["raw", "rre", "corre", "hextile", "zlib", "tight", "zrle", "trle"] {
             let encoding = RFBEncoding(name: name)!

@@ -128,31 +128,31 @@ extension RFBConnection {
             phase.step = .failureReason(refusedBeforeAuth: true)
             return .progressed
         }
-        let types = try r.readBytes(count)
+        let types = try r.readBytes(count).map(SecurityType.init)
         reader = r
         context.negotiation.offeredSecurityTypes = types
         for method in configuration.securityPreference {
             if let type = method.topLevelType, types.contains(type) {
                 context.negotiation.chosenMethod = method
-                out.send([type])
+                out.send([type.rawValue])
                 return try SecurityHandshake.enter(type: type, context)
             }
             // VeNCrypt reveals its subtypes only once chosen, so it is entered for the first
             // preferred method that needs it; inside, plain types listed as subtypes are usable
             // too, and if nothing inside can be completed the client reconnects without it.
-            if method.onlyInsideVeNCrypt, SecurityMethod.implemented.contains(method), types.contains(19), !configuration.avoidVeNCrypt {
+            if method.onlyInsideVeNCrypt, SecurityMethod.implemented.contains(method), types.contains(.veNCrypt), !configuration.avoidVeNCrypt {
                 context.negotiation.chosenMethod = nil
-                out.send([19])
+                out.send([SecurityType.veNCrypt.rawValue])
                 return .handOver(.veNCrypt(VeNCryptHandshake()))
             }
         }
         var hint = SecurityChoice.hint(types, configuration)
-        if hint == nil, types.contains(19), !configuration.avoidVeNCrypt {
+        if hint == nil, types.contains(.veNCrypt), !configuration.avoidVeNCrypt {
             // VeNCrypt's subtypes are listed only once it is chosen, so none can be named here.
             let inside = SecurityMethod.allCases.filter { $0.onlyInsideVeNCrypt && SecurityMethod.implemented.contains($0) }
             hint = "the server offers VeNCrypt, which lists its subtypes only once chosen: --security with one of \(inside.map(\.rawValue).joined(separator: ", ")) may work (`farcast vnc info` with the default --security shows which it offers)"
         }
-        throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
+        throw RFBError.noCommonSecurityType(offered: types.map(\.description),
                                             accepted: configuration.securityPreference.map(\.description), hint: hint)
     }
 
@@ -164,21 +164,23 @@ extension RFBConnection {
             phase.step = .failureReason(refusedBeforeAuth: true)
             return .progressed
         }
-        context.negotiation.offeredSecurityTypes = [UInt8(truncatingIfNeeded: type)]
-        let method: SecurityMethod? = type == 1 ? SecurityMethod.none : type == 2 ? .vncAuth : nil
-        guard let method, configuration.securityPreference.contains(method) else {
-            throw RFBError.noCommonSecurityType(offered: [type < 256 ? securityTypeName(UInt8(type)) : "type \(type)"],
+        // RFB 3.3: the server chose, as a 32-bit number; only None and VNC Authentication exist there.
+        let chosen = type < 256 ? SecurityType(rawValue: UInt8(type)) : nil
+        context.negotiation.offeredSecurityTypes = chosen.map { [$0] } ?? []
+        let method: SecurityMethod? = chosen == .noAuthentication ? SecurityMethod.none : chosen == .vncAuth ? .vncAuth : nil
+        guard let method, let chosen, configuration.securityPreference.contains(method) else {
+            throw RFBError.noCommonSecurityType(offered: [chosen?.description ?? "type \(type)"],
                                                 accepted: configuration.securityPreference.map(\.description), hint: nil)
         }
         context.negotiation.chosenMethod = method
-        return try SecurityHandshake.enter(type: UInt8(type), context)
+        return try SecurityHandshake.enter(type: chosen, context)
     }
 }
 
 /// What the user could try instead when nothing the configuration accepts is offered.
 enum SecurityChoice {
     /// The top-level types offered that this client could complete without VeNCrypt.
-    static func usableWithoutVeNCrypt(_ types: [UInt8], _ configuration: RFBConnection.Configuration) -> [SecurityMethod] {
+    static func usableWithoutVeNCrypt(_ types: [SecurityType], _ configuration: RFBConnection.Configuration) -> [SecurityMethod] {
         configuration.securityPreference.filter { method in
             guard let type = method.topLevelType else { return false }
             return types.contains(type) && SecurityMethod.implemented.contains(method)
@@ -187,7 +189,7 @@ enum SecurityChoice {
 
     /// The `--security` values that would work against what the server offers, for the "no
     /// common security type" message.
-    static func hint(_ types: [UInt8], subtypes: [UInt32] = [], _ configuration: RFBConnection.Configuration) -> String? {
+    static func hint(_ types: [SecurityType], subtypes: [UInt32] = [], _ configuration: RFBConnection.Configuration) -> String? {
         let usable = SecurityMethod.allCases.filter { method in
             guard SecurityMethod.implemented.contains(method), !configuration.securityPreference.contains(method) else { return false }
             if let type = method.topLevelType, types.contains(type) { return true }

@@ -107,7 +107,7 @@ public struct RFBConnection: ~Copyable, Sendable {
     struct Negotiation: Sendable {
         var banner = ""
         var minorVersion = 0
-        var offeredSecurityTypes: [UInt8] = []
+        var offeredSecurityTypes: [SecurityType] = []
         var offeredVeNCryptSubtypes: [UInt32] = []
         var chosenMethod: SecurityMethod?
     }
@@ -135,7 +135,7 @@ public struct RFBConnection: ~Copyable, Sendable {
     public var minorVersion: Int { negotiation.minorVersion }
     public var banner: String { negotiation.banner }
     /// Security types the server offered, for reports and error messages.
-    public var offeredSecurityTypes: [UInt8] { negotiation.offeredSecurityTypes }
+    public var offeredSecurityTypes: [SecurityType] { negotiation.offeredSecurityTypes }
     public var offeredVeNCryptSubtypes: [UInt32] { negotiation.offeredVeNCryptSubtypes }
     public var chosenMethod: SecurityMethod? { negotiation.chosenMethod }
 

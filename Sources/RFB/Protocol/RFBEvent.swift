@@ -67,7 +67,7 @@ public struct ServerInfo: Sendable, Equatable, Codable {
     /// The version both sides speak: "3.3", "3.7" or "3.8".
     public var protocolVersion: String
     /// Security types the server listed (3.7+) or chose (3.3).
-    public var securityTypes: [UInt8]
+    public var securityTypes: [SecurityType]
     /// VeNCrypt subtypes, when the client went through VeNCrypt.
     public var veNCryptSubtypes: [UInt32]
     /// The method that authenticated this session.

@@ -20,7 +20,7 @@ struct AnonTLSHandshake: Sendable, Equatable {
 
     /// The inner types this client carries out: VNC Authentication and None, the ones vino and
     /// x11vnc list inside TLS.
-    static let innerTypes: [UInt8] = [2, 1]
+    static let innerTypes: [SecurityType] = [.vncAuth, .noAuthentication]
 
     mutating func step(_ reader: inout ByteReader, _ context: inout SecurityContext, _ out: inout ConnectionOutput) throws -> SecurityStep {
         switch step {
@@ -42,15 +42,15 @@ struct AnonTLSHandshake: Sendable, Equatable {
                 reader = r
                 throw RFBError.serverRefused(reason: reason)
             }
-            let types = try r.readBytes(count)
+            let types = try r.readBytes(count).map(SecurityType.init)
             reader = r
             // The user's order among the inner types, then VNC Authentication before None.
             let preferred = context.configuration.securityPreference.compactMap(\.topLevelType).filter(Self.innerTypes.contains) + Self.innerTypes
             guard let chosen = preferred.first(where: types.contains) else {
-                throw RFBError.noCommonSecurityType(offered: types.map(securityTypeName),
+                throw RFBError.noCommonSecurityType(offered: types.map(\.description),
                                                     accepted: ["VncAuth", "None"], hint: "inside the TLS type (18) the server offers no type this client carries out")
             }
-            out.send([chosen])
+            out.send([chosen.rawValue])
             return try SecurityHandshake.enter(type: chosen, context)
         }
     }

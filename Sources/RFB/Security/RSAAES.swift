@@ -15,7 +15,7 @@ import Foundation
 /// SecurityResult and everything after, the others stay encrypted for the whole session.
 enum RSAAES {
     struct Variant: Sendable, Equatable {
-        var securityType: UInt8
+        var securityType: SecurityType
         /// AES-256 with SHA-256 and 32-byte randoms, else AES-128 with SHA-1 and 16 bytes.
         var wide: Bool
         /// The whole session stays encrypted (RA2, RA2_256), not just the login (the ne types).
@@ -34,12 +34,12 @@ enum RSAAES {
             return wide ? digest : Array(digest.prefix(16))
         }
 
-        static func forType(_ type: UInt8) -> Variant? {
+        static func forType(_ type: SecurityType) -> Variant? {
             switch type {
-            case 5: return Variant(securityType: 5, wide: false, encryptsSession: true)
-            case 6: return Variant(securityType: 6, wide: false, encryptsSession: false)
-            case 129: return Variant(securityType: 129, wide: true, encryptsSession: true)
-            case 130: return Variant(securityType: 130, wide: true, encryptsSession: false)
+            case .ra2: return Variant(securityType: type, wide: false, encryptsSession: true)
+            case .ra2ne: return Variant(securityType: type, wide: false, encryptsSession: false)
+            case .ra2_256: return Variant(securityType: type, wide: true, encryptsSession: true)
+            case .ra2ne_256: return Variant(securityType: type, wide: true, encryptsSession: false)
             default: return nil
             }
         }

@@ -20,22 +20,22 @@ enum SecurityHandshake: Sendable {
 
     /// The sub-machine for a top-level security type (or a VeNCrypt subtype below 256, which
     /// means the same), or `.authenticated` for None.
-    static func enter(type: UInt8, _ context: SecurityContext) throws -> SecurityStep {
+    static func enter(type: SecurityType, _ context: SecurityContext) throws -> SecurityStep {
         switch type {
-        case 1:
+        case .noAuthentication:
             // RFB 3.3 and 3.7 send no SecurityResult after None.
             return .authenticated(awaitsResult: context.negotiation.minorVersion >= 8)
-        case 2:
+        case .vncAuth:
             return .handOver(.vncAuth)
-        case 5, 6, 129, 130:
+        case .ra2, .ra2ne, .ra2_256, .ra2ne_256:
             return .handOver(.rsaAES(RSAAESHandshake(variant: RSAAES.Variant.forType(type)!)))
-        case 30:
+        case .appleDH:
             return .handOver(.dhLogin(DHLoginHandshake(kind: .appleDH)))
-        case 113:
+        case .msLogonII:
             return .handOver(.dhLogin(DHLoginHandshake(kind: .msLogonII)))
-        case 16:
+        case .tight:
             return .handOver(.tight(TightSecurityHandshake()))
-        case 18:
+        case .anonTLS:
             return .handOver(.anonTLS(AnonTLSHandshake()))
         default:
             throw RFBError.protocolViolation("security type \(type) chosen but not implemented")

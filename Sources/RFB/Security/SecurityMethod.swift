@@ -61,18 +61,18 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     public var isAnonymousTLS: Bool { [.tlsNone, .tlsVnc, .tlsPlain, .anonTLS].contains(self) }
 
     /// The top-level security type, when this method is one.
-    var topLevelType: UInt8? {
+    var topLevelType: SecurityType? {
         switch self {
-        case .none: return 1
-        case .vncAuth: return 2
-        case .ra2: return 5
-        case .ra2ne: return 6
-        case .appleDH: return 30
-        case .msLogonII: return 113
-        case .tight: return 16
-        case .anonTLS: return 18
-        case .ra2_256: return 129
-        case .ra2ne_256: return 130
+        case .none: return .noAuthentication
+        case .vncAuth: return .vncAuth
+        case .ra2: return .ra2
+        case .ra2ne: return .ra2ne
+        case .appleDH: return .appleDH
+        case .msLogonII: return .msLogonII
+        case .tight: return .tight
+        case .anonTLS: return .anonTLS
+        case .ra2_256: return .ra2_256
+        case .ra2ne_256: return .ra2ne_256
         default: return nil
         }
     }
@@ -82,7 +82,7 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     /// their own numbers; those then run exactly as if chosen at the top level.
     var veNCryptSubtype: UInt32? {
         if self == .anonTLS { return nil }
-        if let type = topLevelType { return UInt32(type) }
+        if let type = topLevelType { return UInt32(type.rawValue) }
         switch self {
         case .plain: return 256
         case .tlsNone: return 257
@@ -137,31 +137,40 @@ public enum SecurityMethod: String, CaseIterable, Sendable, CustomStringConverti
     }
 }
 
-/// Names of RFB security types for messages and `farcast vnc info`.
-public func securityTypeName(_ type: UInt8) -> String {
-    switch type {
-    case 0: return "Invalid(0)"
-    case 1: return "None(1)"
-    case 2: return "VncAuth(2)"
-    case 5: return "RA2(5)"
-    case 6: return "RA2ne(6)"
-    case 13: return "RA2(13)"
-    case 16: return "Tight(16)"
-    case 18: return "AnonTLS(18)"
-    case 19: return "VeNCrypt(19)"
-    case 20: return "SASL(20)"
-    case 22: return "xvp(22)"
-    case 30: return "AppleDH(30)"
-    case 113: return "MSLogonII(113)"
-    case 129: return "RA2_256(129)"
-    case 130: return "RA2ne_256(130)"
-    default: return "type \(type)"
+/// An RFB security type as a server lists it: one byte. The numbers this client knows have
+/// names (`none`, `vncAuth`, `veNCrypt`, …); any other is kept as it came, so a list reads back
+/// exactly. (VeNCrypt's subtypes are 32-bit numbers of their own.)
+public struct SecurityType: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let invalid = SecurityType(rawValue: 0)
+    /// Type 1, None (named so as not to be read as Optional's `.none`).
+    public static let noAuthentication = SecurityType(rawValue: 1)
+    public static let vncAuth = SecurityType(rawValue: 2)
+    public static let ra2 = SecurityType(rawValue: 5)
+    public static let ra2ne = SecurityType(rawValue: 6)
+    public static let tight = SecurityType(rawValue: 16)
+    public static let anonTLS = SecurityType(rawValue: 18)
+    public static let veNCrypt = SecurityType(rawValue: 19)
+    public static let sasl = SecurityType(rawValue: 20)
+    public static let xvp = SecurityType(rawValue: 22)
+    public static let appleDH = SecurityType(rawValue: 30)
+    public static let msLogonII = SecurityType(rawValue: 113)
+    public static let ra2_256 = SecurityType(rawValue: 129)
+    public static let ra2ne_256 = SecurityType(rawValue: 130)
+
+    /// For messages and `farcast vnc info`: "VeNCrypt(19)", or "type 42" for a number unknown here.
+    public var description: String {
+        let names: [UInt8: String] = [0: "Invalid", 1: "None", 2: "VncAuth", 5: "RA2", 6: "RA2ne", 13: "RA2", 16: "Tight", 18: "AnonTLS",
+                                      19: "VeNCrypt", 20: "SASL", 22: "xvp", 30: "AppleDH", 113: "MSLogonII", 129: "RA2_256", 130: "RA2ne_256"]
+        return names[rawValue].map { "\($0)(\(rawValue))" } ?? "type \(rawValue)"
     }
 }
 
 /// Names of VeNCrypt subtypes.
 public func veNCryptSubtypeName(_ subtype: UInt32) -> String {
-    if subtype < 256 { return securityTypeName(UInt8(subtype)) }
+    if subtype < 256 { return SecurityType(rawValue: UInt8(subtype)).description }
     let names: [UInt32: String] = [256: "Plain", 257: "TLSNone", 258: "TLSVnc", 259: "TLSPlain", 260: "X509None",
                                    261: "X509Vnc", 262: "X509Plain", 263: "TLSSASL", 264: "X509SASL"]
     return "\(names[subtype] ?? "subtype")(\(subtype))"

@@ -44,7 +44,7 @@ import Testing
         let ready = h.actions.compactMap { if case .ready(let info) = $0 { return info } else { return nil } }.first
         #expect(ready?.name == "büro")
         #expect(ready?.protocolVersion == "3.8")
-        #expect(ready?.securityTypes == [2, 1])
+        #expect(ready?.securityTypes == [SecurityType.vncAuth, .noAuthentication])
         #expect(h.connection.isReady == true)
     }
 
