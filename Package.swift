@@ -277,7 +277,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FarcastSupportTests", dependencies: ["FarcastSupport"]),
-        .testTarget(name: "FarcastNIOTests", dependencies: ["FarcastNIO"]),
+        .testTarget(name: "FarcastNIOTests", dependencies: [
+            "FarcastNIO", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "ViewerTests", dependencies: ["Viewer"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop"]),

@@ -25,7 +25,10 @@ final class Runtime: Sendable {
         var decoder: (any AudioDecoder)?
         var streamFormat: StreamFormat?
         var outputFormat: OutputFormat?
-        var pendingTimes: [Int64: CheckedContinuation<(ServerTime, Int64)?, Never>] = [:]
+        /// client/time exchanges waiting for their answer, by t1, each with its 1 s deadline.
+        var pendingTimes: [Int64: PendingTime] = [:]
+        /// The connection's event loop: the exchanges' deadlines run on its timers.
+        var executor: EventLoopExecutor?
         /// nil while the connection lives.
         var ending: Ending?
         var exchanges = 0
@@ -48,6 +51,11 @@ final class Runtime: Sendable {
         func queue(_ frame: WebSocketOutboundWriter.OutboundFrame, bytes: Int) {
             try? frames?.enqueue(frame, bytes: bytes)
         }
+    }
+
+    struct PendingTime {
+        var continuation: CheckedContinuation<(ServerTime, Int64)?, Never>
+        var deadline: Scheduled<Void>?
     }
 
     /// Decides whether an activated connection may play (listening mode); nil admits it.
@@ -124,8 +132,12 @@ final class Runtime: Sendable {
     var serverID: String? { state.withLock { $0.serverID } }
     func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
 
-    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>) {
-        state.withLock { $0.frames = frames }
+    /// The connection is open: its frame queue and the executor its tasks run on.
+    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>, executor: EventLoopExecutor) {
+        state.withLock { s in
+            s.frames = frames
+            s.executor = executor
+        }
     }
 
     /// Runs `body` on the session and queues the frames it produced before the lock is let go
@@ -161,7 +173,7 @@ final class Runtime: Sendable {
     func timeExchanged() { state.withLock { $0.exchanges += 1 } }
 
     func end(_ error: SendspinError?) {
-        let (waiters, shown) = state.withLock { s -> ([CheckedContinuation<(ServerTime, Int64)?, Never>], Set<Int>) in
+        let (waiters, shown) = state.withLock { s -> ([PendingTime], Set<Int>) in
             if s.ending == nil { s.ending = error.map(Ending.failed) ?? .cleanly }
             s.frames?.finish()
             for task in s.pendingArtwork.values { task.cancel() }
@@ -169,7 +181,10 @@ final class Runtime: Sendable {
             defer { s.pendingTimes = [:] }
             return (Array(s.pendingTimes.values), s.shownArtwork)
         }
-        for w in waiters { w.resume(returning: nil) }
+        for waiter in waiters {
+            waiter.deadline?.cancel()
+            waiter.continuation.resume(returning: nil)
+        }
         visualizerDelivery?.stop()
         colorDelivery?.stop()
         if sourceStreaming.exchange(false, ordering: .relaxed) { source?.stop() }
@@ -187,21 +202,21 @@ final class Runtime: Sendable {
         }
     }
 
-    /// Sends client/time and waits (≤ 1 s) for its answer and arrival time.
+    /// Sends client/time and waits (≤ 1 s) for its answer and arrival time. The deadline is a
+    /// timer on the connection's loop, cancelled by the answer: no task per exchange.
     func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
         let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
             let actions = state.withLock { s -> [SendspinSession.Action]? in
                 guard s.ending == nil else { return nil }
-                s.pendingTimes[t1] = continuation
+                let deadline = s.executor?.schedule(after: .seconds(1)) { [weak self] in
+                    let late = self?.state.withLock { $0.pendingTimes.removeValue(forKey: t1) }
+                    late?.continuation.resume(returning: nil)
+                }
+                s.pendingTimes[t1] = PendingTime(continuation: continuation, deadline: deadline)
                 return Self.queueFrames(s.session.sendTime(at: t1), in: &s)
             }
             guard let actions else { continuation.resume(returning: nil); return }
             perform(actions, now: now)
-            Task {
-                try? await Task.sleep(for: .seconds(1))
-                let late = self.state.withLock { $0.pendingTimes.removeValue(forKey: t1) }
-                late?.resume(returning: nil)
-            }
         }
         return answer
     }
@@ -317,7 +332,8 @@ final class Runtime: Sendable {
             reportState()
         case .serverTime(let time, let receivedAt):
             let waiter = state.withLock { $0.pendingTimes.removeValue(forKey: time.clientTransmitted) }
-            waiter?.resume(returning: (time, receivedAt))
+            waiter?.deadline?.cancel()
+            waiter?.continuation.resume(returning: (time, receivedAt))
         case .streamStart(let format):
             guard let format, isAdmitted else { return }
             observer?.streamStart?(format)

@@ -2,7 +2,8 @@
 /// session has run for the duration the user asked, when an opening has waited too long, when a
 /// stop request or a failed output device ends it, and when the once-a-second work is due
 /// (offset sampling after the first ten seconds, telemetry). It reads no clock: the player calls
-/// `check` every `pollInterval` with the time and what it sees.
+/// `check` with the time and what it sees, and sleeps until `nextCheck` says (a stop request
+/// wakes it sooner).
 public struct PlayerSupervisor: Sendable {
     public enum Action: Sendable, Equatable {
         /// Record the clock offset for the report (due once a second after the first 10 s).
@@ -22,8 +23,11 @@ public struct PlayerSupervisor: Sendable {
         case durationReached
     }
 
-    /// How often the player calls `check`.
+    /// How often the player calls `check` while the session is opening (what it waits for is
+    /// not announced).
     public static let pollInterval: Duration = .milliseconds(50)
+    /// The longest sleep between checks once open: a failed output device is noticed by looking.
+    public static let longestSleepUs: Int64 = 250_000
     /// Offsets sampled for the report before this (µs) are the filter still converging.
     public static let sampleOffsetsAfterUs: Int64 = 10_000_000
 
@@ -64,6 +68,19 @@ public struct PlayerSupervisor: Sendable {
         // Telemetry only once the session is open: before that there is nothing to report.
         if reporting && openingStep == nil { actions.append(.reportTelemetry) }
         return actions
+    }
+
+    /// When `check` is next due after `now` (µs): at the poll interval while the session opens,
+    /// otherwise at the next once-a-second work or the duration's end, at most `longestSleepUs`
+    /// away. Each check wakes the player's network thread, so it checks no more than it must.
+    public func nextCheck(after now: Int64) -> Int64 {
+        var next = now + Self.longestSleepUs
+        if let openedAt {
+            if let durationUs { next = min(next, openedAt + durationUs) }
+        } else {
+            next = min(next, now + Int64(Self.pollInterval / .microseconds(1)))
+        }
+        return max(now, min(next, nextTick))
     }
 
     private mutating func end(_ ending: Ending) -> [Action] {

@@ -251,8 +251,12 @@ public final class SendspinPlayer: Sendable {
     /// opened is abandoned at once.
     public func stop(reason: String = "user_request") {
         stopRequest.withLock { if $0 == nil { $0 = reason } }
+        stopWake.open()
         dialAbort.abort()
     }
+
+    /// Wakes the supervisor from its sleep when `stop` is called.
+    private let stopWake = WakeLatch()
 
     /// Ends a dial in progress when `stop` is called (the server may be silent).
     private let dialAbort = WebSocketDialer.Abort()
@@ -316,20 +320,14 @@ public final class SendspinPlayer: Sendable {
         dac.start()
         defer { _ = dac.stop() }
 
-        // The network side runs on its own thread: arrival times feed the clock filter, and a
-        // busy shared pool must not delay them (nor starve the receive loop into late chunks).
-        let executor = ThreadExecutor(name: "farcast-sendspin")
-        defer { executor.shutdown() }
         let openDeadline = nowUs() + Int64(options.openTimeout.components.seconds) * 1_000_000 + options.openTimeout.components.attoseconds / 1_000_000_000_000
         do {
             let target = try WebSocketDialer.Target(parsing: url)
             if stopRequest.withLock({ $0 }) != nil { throw SendspinError.cancelled }
-            try await withTaskExecutorPreference(executor) {
-                try await WebSocketDialer.connect(to: target, openTimeout: options.openTimeout, abort: dialAbort,
-                                                  logger: Logger(label: "farcast.websocket")) { inbound, outbound in
-                    try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started,
-                                                 telemetry: telemetry, openDeadline: openDeadline)
-                }
+            try await WebSocketDialer.connect(to: target, openTimeout: options.openTimeout, abort: dialAbort,
+                                              logger: Logger(label: "farcast.websocket")) { inbound, outbound, executor in
+                try await self.runConnection(inbound: inbound, outbound: outbound, executor: executor, runtime: runtime,
+                                             started: started, telemetry: telemetry, openDeadline: openDeadline)
             }
         } catch SendspinError.cancelled {
             // Stopped while the connection was opening: nothing was played, nothing failed.
@@ -399,12 +397,11 @@ public final class SendspinPlayer: Sendable {
         }
         logger.notice("listening for Sendspin servers on ws://\(host):\(listener.port)\(path)\(options.wire == .legacy ? " (legacy wire)" : "")")
         ready?(listener.port)
-        let executor = ThreadExecutor(name: "farcast-sendspin")
-        defer { executor.shutdown() }
+        let executor = listener.executor
         let stopReason = await withTaskExecutorPreference(executor) { () -> String in
             await withTaskGroup(of: String?.self) { group in
                 group.addTask {
-                    try? await listener.run(logger: logger) { inbound, outbound, peer in
+                    try? await listener.run(logger: logger) { inbound, outbound, peer, connectionExecutor in
                         // Credentials are read per connection: a pairing on one is known to the next.
                         var perConnection = sessionConfiguration
                         perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
@@ -427,13 +424,15 @@ public final class SendspinPlayer: Sendable {
                             provisional.cancel()
                             arbiter.closed(runtime)
                         }
-                        try await self.runConnection(inbound: inbound, outbound: outbound, runtime: runtime, started: started,
-                                                     telemetry: nil, supervised: false)
+                        try await self.runConnection(inbound: inbound, outbound: outbound, executor: connectionExecutor, runtime: runtime,
+                                                     started: started, telemetry: nil, supervised: false)
                         if let reason = runtime.failure { logger.info("connection from \(peer) ended: \(reason)") }
                     }
                     return nil
                 }
-                group.addTask { await self.superviseListening(arbiter: arbiter, core: core, started: started, telemetry: telemetry) }
+                group.addTask {
+                    await self.superviseListening(arbiter: arbiter, core: core, started: started, telemetry: telemetry, executor: executor)
+                }
                 let reason = await group.next() ?? nil
                 await listener.close()
                 arbiter.sayGoodbyeToAll(reason: reason ?? "shutdown", now: self.nowUs())
@@ -459,7 +458,7 @@ public final class SendspinPlayer: Sendable {
     /// Listening mode's supervision (`PlayerSupervisor`): stop requests, the duration and
     /// telemetry, for all connections. Returns why listening ends.
     private func superviseListening(arbiter: ListenArbiter, core: PlayerCore, started: Int64,
-                                    telemetry: (@Sendable (Telemetry) -> Void)?) async -> String? {
+                                    telemetry: (@Sendable (Telemetry) -> Void)?, executor: EventLoopExecutor) async -> String? {
         var supervisor = PlayerSupervisor(started: started, duration: options.duration, countsDurationFromOpen: false)
         while !Task.isCancelled {
             let now = nowUs()
@@ -479,28 +478,35 @@ public final class SendspinPlayer: Sendable {
                                          statistics: core.statistics, synchronized: filter.isSynchronized))
                 }
             }
-            try? await Task.sleep(for: PlayerSupervisor.pollInterval)
+            try? await executor.sleep(for: .microseconds(supervisor.nextCheck(after: now) - nowUs()), wake: stopWake)
         }
         return nil
     }
 
     /// Runs one session over an open WebSocket, whoever dialled: the single writer, the receive
-    /// loop, clock synchronisation and supervision, until one of them ends it.
-    func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, runtime: Runtime, started: Int64,
-                       telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true, openDeadline: Int64? = nil) async throws {
+    /// loop, clock synchronisation and supervision, until one of them ends it. All of it runs on
+    /// `executor`, the connection's event loop: a chunk that arrives is decrypted, decoded and
+    /// handed to the player on the thread that read it (arrival times, which feed the clock
+    /// filter, are taken there too, never delayed by a busy shared pool), and the periodic work
+    /// uses the loop's timers.
+    func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, executor: EventLoopExecutor, runtime: Runtime,
+                       started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true,
+                       openDeadline: Int64? = nil) async throws {
         let frames = OrderedWriter<WebSocketOutboundWriter.OutboundFrame>()
-        runtime.attach(frames)
+        runtime.attach(frames, executor: executor)
         // The one writer: frames leave in the order they were encrypted, then the close. It is
         // not cancelled with the others, so a goodbye still goes out before the close.
-        let writer = Task {
+        let writer = Task(executorPreference: executor) {
             try await frames.run { try await outbound.write($0) }
             try? await outbound.close(.normalClosure, reason: nil)
         }
         runtime.perform(runtime.withSession { $0.start() }, now: nowUs())
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
-            group.addTask { await self.timeSyncLoop(runtime) }
-            if supervised { group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry, openDeadline: openDeadline) } }
+            group.addTask { await self.timeSyncLoop(runtime, executor: executor) }
+            if supervised {
+                group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry, openDeadline: openDeadline, executor: executor) }
+            }
             // Any of them ending ends the session (a close, our goodbye, an error). What it
             // queued (a goodbye) is written and the close sent before the receive loop is
             // cancelled: cancelling it first could drop the connection under the writer (the
@@ -554,8 +560,8 @@ public final class SendspinPlayer: Sendable {
     }
 
     /// Bursts of client/time on `TimeSyncSchedule`'s rule (the best exchange of each feeds the filter).
-    private func timeSyncLoop(_ runtime: Runtime) async {
-        while !runtime.isActive && !runtime.isFinished && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+    private func timeSyncLoop(_ runtime: Runtime, executor: EventLoopExecutor) async {
+        while !runtime.isActive && !runtime.isFinished && !Task.isCancelled { try? await executor.sleep(for: .milliseconds(10)) }
         var schedule = TimeSyncSchedule(burstSize: options.burstSize)
         while !runtime.isFinished && !Task.isCancelled {
             while schedule.wantsExchange {
@@ -569,13 +575,14 @@ public final class SendspinPlayer: Sendable {
                 runtime.timeExchanged()
                 runtime.filterUpdated(now: nowUs())
             }
-            try? await Task.sleep(for: .milliseconds(pauseMs))
+            try? await executor.sleep(for: .milliseconds(pauseMs))
         }
     }
 
     /// One session's supervision (`PlayerSupervisor`): the opening deadline, stop requests, the
     /// duration (from the moment the session is open), offset sampling and telemetry.
-    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, openDeadline: Int64?) async {
+    private func supervise(_ runtime: Runtime, started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, openDeadline: Int64?,
+                           executor: EventLoopExecutor) async {
         var supervisor = PlayerSupervisor(started: started, duration: options.duration, openDeadline: openDeadline,
                                           countsDurationFromOpen: true)
         while !runtime.isFinished && !Task.isCancelled {
@@ -605,7 +612,7 @@ public final class SendspinPlayer: Sendable {
                                          groupName: group.name, groupState: group.state))
                 }
             }
-            try? await Task.sleep(for: PlayerSupervisor.pollInterval)
+            try? await executor.sleep(for: .microseconds(supervisor.nextCheck(after: now) - nowUs()), wake: stopWake)
         }
     }
 

@@ -17,7 +17,10 @@ import Synchronization
 /// the task is cancelled — a server that accepts and stays silent can no longer hold a player
 /// forever — and a refused upgrade reports the HTTP status the server answered with.
 public enum WebSocketDialer {
-    public typealias Handler = @Sendable (_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter) async throws -> Void
+    /// Runs the open WebSocket; it and the tasks it starts run on `executor`, the channel's
+    /// event loop (see `EventLoopExecutor`).
+    public typealias Handler = @Sendable (_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter,
+                                          _ executor: EventLoopExecutor) async throws -> Void
 
     /// A parsed WebSocket URL.
     public struct Target: Sendable, Equatable, CustomStringConvertible {
@@ -208,9 +211,12 @@ public enum WebSocketDialer {
             abort.opened()
             let configuration = WebSocketHandler.Configuration(extensions: [], autoPing: .disabled, closeTimeout: .seconds(1),
                                                                validateUTF8: false, maxFrameSize: 1 << 17)
-            _ = try await WebSocketHandler.handle(type: .client, configuration: configuration, asyncChannel: asyncChannel,
+            let executor = EventLoopExecutor(channel.eventLoop)
+            _ = try await withTaskExecutorPreference(executor) {
+                try await WebSocketHandler.handle(type: .client, configuration: configuration, asyncChannel: asyncChannel,
                                                   context: Context(logger: logger)) { inbound, outbound, _ in
-                try await handler(inbound, outbound)
+                    try await handler(inbound, outbound, executor)
+                }
             }
         }
     }

@@ -1,3 +1,4 @@
+import FarcastNIO
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -13,7 +14,10 @@ import NIOWebSocket
 /// its entry point for an upgraded channel is SPI, used here with the versions pinned in
 /// Package.swift.
 public final class WebSocketListener: Sendable {
-    public typealias Handler = @Sendable (_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter, _ peer: String) async throws -> Void
+    /// Runs one accepted WebSocket; it and the tasks it starts run on `executor`, the
+    /// connection's event loop (see `EventLoopExecutor`).
+    public typealias Handler = @Sendable (_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter, _ peer: String,
+                                          _ executor: EventLoopExecutor) async throws -> Void
 
     struct Context: WebSocketContext {
         let logger: Logger
@@ -29,6 +33,8 @@ public final class WebSocketListener: Sendable {
     private let serverChannel: NIOAsyncChannel<EventLoopFuture<Upgrade>, Never>
     /// The port actually bound (useful with port 0).
     public let port: Int
+    /// The listening socket's event loop, for work that belongs to no one connection.
+    public var executor: EventLoopExecutor { EventLoopExecutor(serverChannel.channel.eventLoop) }
 
     private init(host: String, path: String, serverChannel: NIOAsyncChannel<EventLoopFuture<Upgrade>, Never>, port: Int) {
         self.host = host
@@ -82,9 +88,12 @@ public final class WebSocketListener: Sendable {
                         guard case .websocket(let channel, let peer) = try? await upgrade.get() else { return }
                         logger.debug("WebSocket connection", metadata: ["peer": "\(peer)"])
                         do {
-                            _ = try await WebSocketHandler.handle(type: .server, configuration: configuration, asyncChannel: channel,
+                            let executor = EventLoopExecutor(channel.channel.eventLoop)
+                            _ = try await withTaskExecutorPreference(executor) {
+                                try await WebSocketHandler.handle(type: .server, configuration: configuration, asyncChannel: channel,
                                                                   context: Context(logger: logger)) { inbound, outbound, _ in
-                                try await handler(inbound, outbound, peer)
+                                    try await handler(inbound, outbound, peer, executor)
+                                }
                             }
                         } catch {
                             logger.debug("WebSocket connection ended", metadata: ["peer": "\(peer)", "error": "\(error)"])

@@ -65,4 +65,21 @@ struct PlayerSupervisorTests {
         var quiet = PlayerSupervisor(started: 0, duration: nil, countsDurationFromOpen: true)
         #expect(!run(&quiet, from: 0, to: 3_000_000, reporting: false).contains { $0.1 == .reportTelemetry })
     }
+
+    @Test func itSleepsUntilTheNextThingDueOnceOpen() {
+        var supervisor = PlayerSupervisor(started: 0, duration: .milliseconds(1_100), openDeadline: 10_000_000, countsDurationFromOpen: true)
+        // Opening: polled, since what the session waits for is not announced.
+        _ = supervisor.check(now: 0, openingStep: "server/hello", stopRequest: nil, outputFailed: false, reporting: true)
+        #expect(supervisor.nextCheck(after: 0) == 50_000)
+        // Open at 0.2 s: the next check is the longest sleep away, then the once-a-second work
+        // at 1 s, then the duration's end at 1.3 s.
+        _ = supervisor.check(now: 200_000, openingStep: nil, stopRequest: nil, outputFailed: false, reporting: true)
+        #expect(supervisor.nextCheck(after: 200_000) == 200_000 + PlayerSupervisor.longestSleepUs)
+        #expect(supervisor.nextCheck(after: 900_000) == 1_000_000)
+        #expect(supervisor.check(now: 1_000_000, openingStep: nil, stopRequest: nil, outputFailed: false, reporting: true) == [.reportTelemetry])
+        #expect(supervisor.nextCheck(after: 1_200_000) == 1_300_000)
+        #expect(supervisor.check(now: 1_300_000, openingStep: nil, stopRequest: nil, outputFailed: false, reporting: true) == [.end(.durationReached)])
+        // Never in the past.
+        #expect(supervisor.nextCheck(after: 5_000_000) >= 5_000_000)
+    }
 }
