@@ -116,6 +116,7 @@ let package = Package(
         .target(
             name: "FarcastNIO",
             dependencies: [
+                "FarcastSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

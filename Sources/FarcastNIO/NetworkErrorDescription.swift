@@ -1,3 +1,4 @@
+import FarcastSupport
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -52,21 +53,66 @@ public func describeNetworkError(_ error: any Error) -> String {
     return text.split(whereSeparator: \.isNewline).joined(separator: " ")
 }
 
-/// BoringSSL's reason list, reduced to the reason strings (the rest names source files).
+/// BoringSSL's reasons in words: an alert the peer sent by its name, anything else by the
+/// library's reason string (the rest of its message names source files).
 private func describeBoringSSL(_ error: BoringSSLError) -> String {
-    let text = String(describing: error)
-    // The description lists "[Error: N error:XXXXXXXX:SSL routines:OPENSSL_internal:REASON at FILE:LINE]".
-    var reasons: [String] = []
-    for part in text.split(separator: "error:").dropFirst() {
-        let fields = part.split(separator: ":")
-        if fields.count >= 4 {
-            let reason = fields[3].split(separator: " ").first.map(String.init) ?? String(fields[3])
-            var words = reason.lowercased().split(separator: "_").joined(separator: " ")
-            // "TLSV1_ALERT_UNKNOWN_CA": an alert the other side sent.
-            if words.hasPrefix("tlsv1 alert ") { words = "the peer's alert: " + words.dropFirst("tlsv1 alert ".count) }
-            else if words.hasPrefix("sslv3 alert ") { words = "the peer's alert: " + words.dropFirst("sslv3 alert ".count) }
-            reasons.append(words)
-        }
+    let reasons = TLSFailure.reasons(of: error).map { reason in
+        reason.peerAlert.map { "the peer's alert: \($0)" } ?? reason.words
     }
     return reasons.isEmpty ? "no reason given" : reasons.joined(separator: "; ")
+}
+
+/// Why a TLS handshake failed, from the TLS library's error codes rather than its message text:
+/// the alerts the peer sent among them, typed.
+public struct TLSFailure: Sendable, Equatable {
+    /// One entry of BoringSSL's error queue.
+    public struct Reason: Sendable, Equatable {
+        /// The packed code: the library in the top byte, the reason in the low 12 bits.
+        public var code: UInt32
+        /// The library's reason string in lower-case words ("wrong version number").
+        public var words: String
+
+        /// BoringSSL numbers "the peer sent alert N" as reason 1000 + N (SSL_AD_REASON_OFFSET).
+        public var peerAlert: TLSAlert? {
+            let reason = code & 0xFFF
+            return code >> 24 == 16 /* ERR_LIB_SSL */ && (1000..<1256).contains(reason) ? TLSAlert(rawValue: UInt8(reason - 1000)) : nil
+        }
+    }
+
+    public var reasons: [Reason]
+    public var peerAlerts: [TLSAlert] { reasons.compactMap(\.peerAlert) }
+
+    /// nil when `error` is not a TLS library failure.
+    public init?(_ error: any Error) {
+        let boring: BoringSSLError
+        if let tls = error as? NIOSSLError, case .handshakeFailed(let inner) = tls {
+            boring = inner
+        } else if let inner = error as? BoringSSLError {
+            boring = inner
+        } else {
+            return nil
+        }
+        reasons = Self.reasons(of: boring)
+    }
+
+    static func reasons(of error: BoringSSLError) -> [Reason] {
+        switch error {
+        case .sslError(let stack), .unknownError(let stack), .invalidSNIName(let stack), .failedToSetALPN(let stack):
+            return stack.compactMap { Self.reason(describedAs: $0.description) }
+        default:
+            return []
+        }
+    }
+
+    /// One queue entry from its description, "Error: CODE error:HEX:LIBRARY:FUNCTION:REASON at
+    /// FILE:LINE": swift-nio-ssl keeps the numeric code private and prints it first, in decimal.
+    static func reason(describedAs text: String) -> Reason? {
+        guard text.hasPrefix("Error: "), let code = UInt32(text.dropFirst(7).prefix { $0.isNumber }) else { return nil }
+        var words = ""
+        if let fields = text.split(separator: "error:", maxSplits: 1).dropFirst().first?.split(separator: ":"), fields.count >= 4 {
+            let reason = fields[3].split(separator: " ").first.map(String.init) ?? String(fields[3])
+            words = reason.lowercased().split(separator: "_").joined(separator: " ")
+        }
+        return Reason(code: code, words: words.isEmpty ? "reason \(code & 0xFFF)" : words)
+    }
 }

@@ -799,12 +799,12 @@ final class QUICEngine: @unchecked Sendable {
     static func transportError(code: UInt64, reason: String, host: String) -> PunktfunkSessionError {
         // 0x100–0x1ff: a TLS alert carried by QUIC (RFC 9001 §4.8).
         if (0x100...0x1FF).contains(code) {
-            let alert = code - 0x100
-            switch alert {
-            case 120: return .tls("\(host) does not speak punktfunk/1 (it refused ALPN pkf1)")
-            case 42, 43, 44, 45, 46, 48, 116: return .tls("\(host) rejected this client's certificate (TLS alert \(alert))")
-            default: return .tls("\(host) ended the TLS handshake (alert \(alert))\(reason.isEmpty ? "" : ": \(reason)")")
+            let alert = TLSAlert(rawValue: UInt8(code - 0x100))
+            if alert == .noApplicationProtocol { return .tls("\(host) does not speak punktfunk/1 (it refused ALPN pkf1)") }
+            if TLSAlert.clientCertificateRefused.contains(alert) {
+                return .tls("\(host) rejected this client's certificate (TLS alert \(alert.rawValue))")
             }
+            return .tls("\(host) ended the TLS handshake (alert \(alert.rawValue))\(reason.isEmpty ? "" : ": \(reason)")")
         }
         return .quic(code: Int32(truncatingIfNeeded: code), detail: "the host closed the connection with QUIC error 0x\(String(code, radix: 16))\(reason.isEmpty ? "" : ": \(reason)")")
     }

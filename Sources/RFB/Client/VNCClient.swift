@@ -1175,17 +1175,11 @@ public actor VNCClient {
             #if os(Linux)
             if let anonymous = error as? AnonymousTLSHandler.Failure { return .tlsFailed(anonymous.description) }
             #endif
-            if error is NIOSSLError || error is BoringSSLError {
-                let reason = describeNetworkError(error)
-                // A server that verifies clients ends the handshake with an alert the client
-                // reads as one of these.
-                let lowered = reason.lowercased()
-                if options.clientIdentity == nil,
-                   ["alert: certificate required", "alert: handshake failure"].contains(where: lowered.contains) {
-                    return .tlsFailed("\(reason) — the server requires a client certificate: give one with --client-cert and --client-key")
-                }
-                return .tlsFailed(reason)
+            if let failure = TLSFailure(error), options.clientIdentity == nil,
+               failure.peerAlerts.contains(where: TLSAlert.clientCertificateMissing.contains) {
+                return .tlsFailed("\(describeNetworkError(error)) — the server requires a client certificate: give one with --client-cert and --client-key")
             }
+            if error is NIOSSLError || error is BoringSSLError { return .tlsFailed(describeNetworkError(error)) }
             // Say where the session was when the connection broke, and the OS reason.
             if case .close(let reason)? = core.connectionClosed(cause: describeNetworkError(error)).first { return reason }
             return .connectionClosed("with an error: \(describeNetworkError(error))")
