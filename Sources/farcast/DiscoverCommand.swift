@@ -10,7 +10,7 @@ struct DiscoverCommand: AsyncParsableCommand {
             Browses mDNS (DNS-SD) for VNC servers (_rfb._tcp) and machines (_workstation._tcp), Sendspin servers and players (_sendspin-server._tcp, _sendspin._tcp) and punktfunk hosts (_punktfunk._udp, with their TXT), and asks Jellyfin servers on UDP 7359 at the same time. Each line ends with a URL that `farcast hosts add NAME URL` saves and every protocol command accepts.
 
             Examples: farcast discover
-                      farcast discover --protocol vnc --protocol punktfunk --seconds 5 --json
+                      farcast discover --protocol vnc --protocol punktfunk --duration 5 --json
             """
     )
 
@@ -18,7 +18,13 @@ struct DiscoverCommand: AsyncParsableCommand {
     var protocols: [String] = []
 
     @Option(help: ArgumentHelp("How long to listen.", valueName: "seconds"))
-    var seconds: Double = 3
+    var duration: Double = 3
+
+    @Option(name: .customLong("seconds"), help: RenamedOption.help(now: "--duration"))
+    var oldSeconds: Double?
+
+    /// `--duration`, or its old spelling.
+    var seconds: Double { oldSeconds ?? duration }
 
     @Option(name: .customLong("jellyfin-target"), help: ArgumentHelp("Where to send Jellyfin's discovery datagram (repeatable; default the broadcast address 255.255.255.255).", valueName: "ipv4"))
     var jellyfinTargets: [String] = []
@@ -29,7 +35,7 @@ struct DiscoverCommand: AsyncParsableCommand {
         for name in protocols where !ServiceCatalog.protocolNames.contains(name.lowercased()) {
             throw ValidationError("unknown protocol '\(name)'; choose from \(ServiceCatalog.protocolNames.joined(separator: ", "))")
         }
-        guard seconds > 0 && seconds <= 60 else { throw ValidationError("--seconds must be within 0…60") }
+        guard seconds > 0 && seconds <= 60 else { throw ValidationError("--duration must be within 0…60 seconds") }
         for target in jellyfinTargets {
             let parts = target.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else { throw ValidationError("--jellyfin-target '\(target)' is not an IPv4 address") }

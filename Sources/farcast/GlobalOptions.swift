@@ -136,3 +136,13 @@ enum FileHandleOutput {
         }
     }
 }
+
+/// One set of option names across protocols: `--timeout` is how long to wait for a connection
+/// or handshake, `--duration` how long a command runs. An option renamed to fit keeps its old
+/// spelling for one release as a second, hidden option (`--help-hidden` lists it); the command
+/// reads the old value when it was given.
+enum RenamedOption {
+    static func help(now newName: String) -> ArgumentHelp {
+        ArgumentHelp("The old name of \(newName); it still works for this release.", visibility: .hidden)
+    }
+}

@@ -15,11 +15,11 @@ struct JellyfinDiscoverCommand: AsyncParsableCommand {
         commandName: "discover",
         abstract: "Find Jellyfin servers on the local network (UDP broadcast on port 7359).",
         discussion: """
-            Sends "who is JellyfinServer?" to the broadcast address (or to each --address) and lists the servers that answer within the timeout. Servers answer only when their Auto Discovery setting is on.
+            Sends "who is JellyfinServer?" to the broadcast address (or to each --address) and lists the servers that answer within --duration. Servers answer only when their Auto Discovery setting is on.
 
             Examples:
               farcast jellyfin discover
-              farcast jellyfin discover --timeout 3 --json
+              farcast jellyfin discover --duration 3 --json
               farcast jellyfin discover --address 192.168.1.20
             """
     )
@@ -27,13 +27,19 @@ struct JellyfinDiscoverCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     @Option(help: ArgumentHelp("Seconds to collect answers.", valueName: "seconds"))
-    var timeout: Double = 2
+    var duration: Double = 2
+
+    @Option(name: .customLong("timeout"), help: RenamedOption.help(now: "--duration"))
+    var oldTimeout: Double?
+
+    /// `--duration`, or its old spelling.
+    var timeout: Double { oldTimeout ?? duration }
 
     @Option(name: .customLong("address"), help: ArgumentHelp("Ask this IPv4 address[:port] instead of broadcasting (repeatable).", valueName: "address"))
     var addresses: [String] = []
 
     func validate() throws {
-        guard timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be between 0 and 60 seconds") }
+        guard timeout > 0, timeout <= 60 else { throw ValidationError("--duration must be between 0 and 60 seconds") }
     }
 
     func run() async throws {

@@ -218,17 +218,23 @@ struct PunktfunkDiscoverCommand: AsyncParsableCommand {
             The fingerprint a host advertises is shown but never trusted: pins come from pairing or --tofu.
 
             Example:
-              farcast punktfunk discover --seconds 3 --json
+              farcast punktfunk discover --duration 3 --json
             """
     )
 
     @Option(help: ArgumentHelp("How long to look.", valueName: "seconds"))
-    var seconds: Double = 3
+    var duration: Double = 3
+
+    @Option(name: .customLong("seconds"), help: RenamedOption.help(now: "--duration"))
+    var oldSeconds: Double?
+
+    /// `--duration`, or its old spelling.
+    var seconds: Double { oldSeconds ?? duration }
 
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard seconds > 0, seconds <= 60 else { throw ValidationError("--seconds must be within 0…60") }
+        guard seconds > 0, seconds <= 60 else { throw ValidationError("--duration must be within 0…60 seconds") }
     }
 
     struct Entry: Encodable {
@@ -488,17 +494,21 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
         commandName: "receive",
         abstract: "Stream video headless: reassemble and repair access units, measure latency, optionally save them.",
         discussion: """
-            Connects, negotiates the mode, and receives for --seconds (or until Ctrl-C, which ends it cleanly with exit 0). Frames that cannot be repaired trigger a request for reference frame invalidation (RfiRequest, for a run of up to 256 frames), then a keyframe request if no clean frame follows within 0.5 s; loss reports go to the host once a second; two seconds in a row that lose whole frames lower the bitrate by a quarter (SetBitrate), ten clean seconds raise it again by an eighth up to the opening bitrate (--fixed-bitrate turns this off); the clock is re-synced every 10 s. Statistics (access_units, fec_recovered_shards, unrecoverable_frames, rfi_requests, keyframe_requests, bitrate_requests, bitrate_kbps, latency_us p50/p95/p99 for capture→receipt, clock_offset_us, …) go to --stats-json and, with --json, to stdout.
+            Connects, negotiates the mode, and receives for --duration (or until Ctrl-C, which ends it cleanly with exit 0). Frames that cannot be repaired trigger a request for reference frame invalidation (RfiRequest, for a run of up to 256 frames), then a keyframe request if no clean frame follows within 0.5 s; loss reports go to the host once a second; two seconds in a row that lose whole frames lower the bitrate by a quarter (SetBitrate), ten clean seconds raise it again by an eighth up to the opening bitrate (--fixed-bitrate turns this off); the clock is re-synced every 10 s. Statistics (access_units, fec_recovered_shards, unrecoverable_frames, rfi_requests, keyframe_requests, bitrate_requests, bitrate_kbps, latency_us p50/p95/p99 for capture→receipt, clock_offset_us, …) go to --stats-json and, with --json, to stdout.
 
             Examples:
-              farcast punktfunk receive 192.168.1.20 --seconds 10 --save out.h265
+              farcast punktfunk receive 192.168.1.20 --duration 10 --save out.h265
               farcast punktfunk receive gaming-pc --mode 2560x1440x120 --stats-json stats.json --json
             """
     )
 
     @OptionGroup var hostOptions: PunktfunkHostOptions
     @Option(help: ArgumentHelp("How long to receive (default: until interrupted).", valueName: "seconds"))
-    var seconds: Double?
+    var duration: Double?
+    @Option(name: .customLong("seconds"), help: RenamedOption.help(now: "--duration"))
+    var oldSeconds: Double?
+    /// `--duration`, or its old spelling.
+    var seconds: Double? { oldSeconds ?? duration }
     @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
     var mode: String = "1920x1080x60"
     @Option(help: ArgumentHelp("Bitrate to ask for (0 = the host's default).", valueName: "kbps"))
@@ -518,7 +528,7 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
     func validate() throws {
         guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
         guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
-        if let seconds { guard seconds > 0, seconds <= 86_400 else { throw ValidationError("--seconds must be within 0…86400") } }
+        if let seconds { guard seconds > 0, seconds <= 86_400 else { throw ValidationError("--duration must be within 0…86400 seconds") } }
     }
 
     struct Latency: Encodable { var p50: Double?; var p95: Double?; var p99: Double?; var samples: Int; var skewed: Int }

@@ -381,8 +381,14 @@ struct SendspinPlayCommand: AsyncParsableCommand {
     @Option(name: .customLong("discover-seconds"), help: ArgumentHelp("With --discover: how long to look.", valueName: "seconds"))
     var discoverSeconds: Double = 3
 
-    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed to open the connection: TCP, the WebSocket upgrade and the encrypted handshake.", valueName: "seconds"))
-    var connectTimeout: Double = 10
+    @Option(help: ArgumentHelp("Seconds allowed to open the connection: TCP, the WebSocket upgrade and the encrypted handshake.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    @Option(name: .customLong("connect-timeout"), help: RenamedOption.help(now: "--timeout"))
+    var oldConnectTimeout: Double?
+
+    /// `--timeout`, or its old spelling.
+    var connectTimeout: Double { oldConnectTimeout ?? timeout }
 
     @Flag(name: .customLong("allow-legacy"), help: "If the server closes on the encrypted protocol's first message, as servers that speak only the older unencrypted wire do (aiosendspin 5.x), play over that wire instead. Never for a URL or server that spoke the encrypted protocol here before.")
     var allowLegacy = false
@@ -406,7 +412,7 @@ struct SendspinPlayCommand: AsyncParsableCommand {
             guard discoverSeconds > 0 && discoverSeconds <= 60 else { throw ValidationError("--discover-seconds must be within 0…60") }
         }
         if serverName != nil && !discover { throw ValidationError("--server picks among discovered servers; it needs --discover") }
-        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
+        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--timeout must be within 0…3600 seconds") }
     }
 
     func run() async throws {

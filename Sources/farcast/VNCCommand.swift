@@ -62,8 +62,14 @@ struct VNCConnectionOptions: ParsableArguments {
     @Option(name: .customLong("client-key"), help: ArgumentHelp("The unencrypted PEM private key of --client-cert.", valueName: "path"))
     var clientKey: String?
 
-    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for the TCP connection, and again for the RFB handshake (time at a password prompt not counted).", valueName: "seconds"))
-    var connectTimeout: Double = 10
+    @Option(help: ArgumentHelp("Seconds allowed for the TCP connection, and again for the RFB handshake (time at a password prompt not counted).", valueName: "seconds"))
+    var timeout: Double = 10
+
+    @Option(name: .customLong("connect-timeout"), help: RenamedOption.help(now: "--timeout"))
+    var oldConnectTimeout: Double?
+
+    /// `--timeout`, or its old spelling.
+    var connectTimeout: Double { oldConnectTimeout ?? timeout }
 
     func endpoint() throws -> VNCEndpoint {
         try route.vncEndpoint(server, tlsFirst: tlsFirst)
@@ -90,7 +96,7 @@ struct VNCConnectionOptions: ParsableArguments {
         if let passwordFile {
             do { _ = try Secrets.readFirstLine(ofFile: passwordFile) } catch let failure as CommandFailure { throw ValidationError(failure.message) }
         }
-        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be within 0…3600 seconds") }
+        guard connectTimeout > 0 && connectTimeout <= 3600 else { throw ValidationError("--timeout must be within 0…3600 seconds") }
         _ = try clientIdentity()
     }
 
@@ -359,8 +365,8 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
 
     @OptionGroup var encodingOptions: VNCEncodingOptions
 
-    @Option(help: ArgumentHelp("Seconds to wait for the first complete frame.", valueName: "seconds"))
-    var timeout: Double = 30
+    @Option(name: .customLong("frame-timeout"), help: ArgumentHelp("Seconds to wait for the first complete frame, once connected.", valueName: "seconds"))
+    var frameTimeout: Double = 30
 
     @Option(help: ArgumentHelp("Write only this monitor (0 is the first; `farcast vnc info` lists them).", valueName: "n"))
     var monitor: Int?
@@ -368,7 +374,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard frameTimeout > 0 else { throw ValidationError("--frame-timeout must be positive") }
         if let monitor, monitor < 0 { throw ValidationError("--monitor counts from 0") }
         do {
             _ = try ImageFormat(path: output)
@@ -385,7 +391,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
             let started = ContinuousClock.now
             let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
             do {
-                try await client.waitForFirstFrame(timeout: .milliseconds(Int(timeout * 1000)))
+                try await client.waitForFirstFrame(timeout: .milliseconds(Int(frameTimeout * 1000)))
             } catch {
                 await client.close()
                 throw error

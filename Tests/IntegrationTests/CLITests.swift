@@ -150,6 +150,34 @@ import Testing
         #expect(help.stdout.contains("100–5000 ms") && !help.stdout.contains("clamps"), "\(help.stdout)")
     }
 
+    /// One set of names (`--timeout` for connection waits, `--duration` for run length): each
+    /// renamed option's old spelling still sets the same value (an out-of-range value is refused
+    /// under the new name), and only `--help-hidden` shows it.
+    @Test func renamedOptionsKeepTheirOldSpellingHidden() throws {
+        let bin = try farcastBinary()
+        let cases: [(command: [String], new: String, old: String, value: String)] = [
+            (["vnc", "info", "127.0.0.1::9"], "--timeout", "--connect-timeout", "0"),
+            (["vnc", "screenshot", "127.0.0.1::9", "-o", "/tmp/never.png"], "--timeout", "--connect-timeout", "0"),
+            (["sendspin", "play", "ws://127.0.0.1:9/sendspin", "--output", "null"], "--timeout", "--connect-timeout", "0"),
+            (["discover"], "--duration", "--seconds", "99"),
+            (["punktfunk", "discover"], "--duration", "--seconds", "99"),
+            (["punktfunk", "receive", "127.0.0.1"], "--duration", "--seconds", "0"),
+            (["jellyfin", "discover"], "--duration", "--timeout", "99"),
+        ]
+        for c in cases {
+            for spelling in [c.new, c.old] {
+                let result = try run(bin, c.command + [spelling, c.value])
+                #expect(result.status == 2 && result.stderr.contains("\(c.new) must be"), "\(c.command) \(spelling): \(result.stderr)")
+            }
+            let help = try run(bin, c.command.prefix(2).filter { !$0.contains(":") && !$0.contains(".") } + ["--help"])
+            #expect(help.stdout.contains(c.new) && !help.stdout.contains(c.old + " "), "\(c.command): \(help.stdout)")
+            let hidden = try run(bin, c.command.prefix(2).filter { !$0.contains(":") && !$0.contains(".") } + ["--help-hidden"])
+            #expect(hidden.stdout.contains(c.old + " "), "\(c.command): --help-hidden should list \(c.old)")
+        }
+        let screenshot = try run(bin, ["vnc", "screenshot", "--help"])
+        #expect(screenshot.stdout.contains("--frame-timeout"))
+    }
+
     @Test func helpOfEveryGroupExitsZero() throws {
         let bin = try farcastBinary()
         for arguments in [["vnc"], ["vnc", "--help"], ["sendspin", "--help"], ["vnc", "clipboard"], ["vnc", "screenshot", "--help"]] {

@@ -46,7 +46,7 @@ struct DiscoverCommandTests {
         _ = try responder.browse("_punktfunk._udp") { $0.contains { $0.name == "gamebox" } }
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = AvahiResponder.busAddress
-        let result = try run(try farcastBinary(), ["discover", "--seconds", "2", "--protocol", "vnc", "--protocol", "sendspin",
+        let result = try run(try farcastBinary(), ["discover", "--duration", "2", "--protocol", "vnc", "--protocol", "sendspin",
                                                    "--protocol", "punktfunk", "--json"], environment: environment)
         #expect(result.status == 0, "\(result.stderr)\n\(responder.logs)")
         let listed = try Self.decode(result.stdout)
@@ -80,7 +80,7 @@ struct DiscoverCommandTests {
     @Test func jellyfinServersAnsweringUDP7359AreListed() async throws {
         let responder = try JellyfinResponder(id: "0123456789abcdef0123456789abcdef", name: "Den", address: "http://127.0.0.1:8096")
         defer { responder.stop() }
-        let result = try run(try farcastBinary(), ["discover", "--protocol", "jellyfin", "--jellyfin-target", "127.0.0.1", "--seconds", "1", "--json"])
+        let result = try run(try farcastBinary(), ["discover", "--protocol", "jellyfin", "--jellyfin-target", "127.0.0.1", "--duration", "1", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let listed = try Self.decode(result.stdout)
         #expect(listed.count == 1)
@@ -98,7 +98,7 @@ struct DiscoverCommandTests {
         defer { responder.stop() }
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/system_bus_socket"
-        let result = try run(try farcastBinary(), ["discover", "--jellyfin-target", "127.0.0.1", "--seconds", "1"], environment: environment)
+        let result = try run(try farcastBinary(), ["discover", "--jellyfin-target", "127.0.0.1", "--duration", "1"], environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("Den"), "\(result.stdout)")
         let warnings = result.stderr.split(separator: "\n").filter { $0.hasPrefix("farcast: warning:") }

@@ -56,7 +56,7 @@ struct FaultInjectionTests {
         let folder = try TemporaryFolder()
         for (mode, cause) in Self.vncCases {
             let server = try HostileServer(mode: mode)
-            let outcome = try Self.farcast(["vnc", "screenshot", "127.0.0.1::\(server.port)", "-o", folder.path + "/x.png", "--connect-timeout", "3"],
+            let outcome = try Self.farcast(["vnc", "screenshot", "127.0.0.1::\(server.port)", "-o", folder.path + "/x.png", "--timeout", "3"],
                                            folder: folder)
             Self.expectOneLine(outcome, cause, within: 6)
         }
@@ -93,7 +93,7 @@ struct FaultInjectionTests {
     @Test func aSilentServerGetsTheTLSFirstHintEarly() throws {
         let folder = try TemporaryFolder()
         let server = try HostileServer(mode: "silent")
-        let outcome = try Self.farcast(["vnc", "info", "127.0.0.1::\(server.port)", "--connect-timeout", "7"], folder: folder)
+        let outcome = try Self.farcast(["vnc", "info", "127.0.0.1::\(server.port)", "--timeout", "7"], folder: folder)
         #expect(outcome.result.status == 1)
         let lines = outcome.result.stderr.split(separator: "\n")
         #expect(lines.count == 2, "stderr: \(outcome.result.stderr)")
@@ -212,7 +212,7 @@ struct FaultInjectionTests {
         let folder = try TemporaryFolder()
         for (mode, path, cause) in Self.sendspinCases {
             let server = try HostileServer(mode: mode)
-            let outcome = try Self.farcast(["sendspin", "play", "ws://127.0.0.1:\(server.port)\(path)", "--connect-timeout", "3", "--duration", "20"],
+            let outcome = try Self.farcast(["sendspin", "play", "ws://127.0.0.1:\(server.port)\(path)", "--timeout", "3", "--duration", "20"],
                                            folder: folder)
             Self.expectOneLine(outcome, cause, within: 6)
         }
@@ -248,7 +248,7 @@ struct FaultInjectionTests {
         for signal in [SIGINT, SIGTERM] {
             let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
             // A one-shot command waiting on a silent server: interrupted, exit 1.
-            let vnc = try Self.interrupt(["vnc", "info", "127.0.0.1::\(silent.port)", "--connect-timeout", "60"], with: signal, folder: folder)
+            let vnc = try Self.interrupt(["vnc", "info", "127.0.0.1::\(silent.port)", "--timeout", "60"], with: signal, folder: folder)
             #expect(vnc.seconds < 2, "vnc info took \(vnc.seconds) s to stop on \(name)")
             #expect(vnc.status == 1 && vnc.log.contains("interrupted by \(name)"), "\(vnc.status): \(vnc.log)")
             // The same words for a punktfunk handshake waiting on a host that never answers.
@@ -257,7 +257,7 @@ struct FaultInjectionTests {
             #expect(pf.status == 1 && pf.log.contains("farcast: interrupted by \(name)"), "\(pf.status): \(pf.log)")
             // A player that runs until stopped, in every phase of opening: exit 0.
             for (server, phase) in [(wsSilent, "the WebSocket upgrade"), (noInit, "client/init")] {
-                let play = try Self.interrupt(["sendspin", "play", "ws://127.0.0.1:\(server.port)/sendspin", "--connect-timeout", "60"], with: signal, folder: folder)
+                let play = try Self.interrupt(["sendspin", "play", "ws://127.0.0.1:\(server.port)/sendspin", "--timeout", "60"], with: signal, folder: folder)
                 #expect(play.seconds < 2, "sendspin play waiting for \(phase) took \(play.seconds) s to stop on \(name)")
                 #expect(play.status == 0, "sendspin play waiting for \(phase) exited \(play.status) on \(name): \(play.log)")
             }

@@ -123,8 +123,8 @@ struct HostBookProcessTests {
         }
         let reached: [([String], String)] = [
             (["punktfunk", "probe", "gamebox", "--timeout", "1"], "127.0.0.1:9"),
-            (["vnc", "info", "office", "--connect-timeout", "2"], "127.0.0.1::9"),
-            (["sendspin", "play", "kitchen", "--connect-timeout", "2", "--output", "null"], "127.0.0.1:9"),
+            (["vnc", "info", "office", "--timeout", "2"], "127.0.0.1::9"),
+            (["sendspin", "play", "kitchen", "--timeout", "2", "--output", "null"], "127.0.0.1:9"),
         ]
         for (arguments, address) in reached {
             let result = try run(farcast, arguments, environment: environment, timeout: 30)

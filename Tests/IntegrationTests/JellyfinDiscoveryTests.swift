@@ -15,7 +15,7 @@ struct JellyfinDiscoveryTests {
         let folder = try TemporaryFolder()
         var env = ProcessInfo.processInfo.environment
         env["XDG_STATE_HOME"] = folder.path
-        let result = try run(try farcastBinary(), ["jellyfin", "discover", "--json", "--timeout", "1.5"], environment: env)
+        let result = try run(try farcastBinary(), ["jellyfin", "discover", "--json", "--duration", "1.5"], environment: env)
         #expect(result.status == 0, "\(result.stderr)")
         let found: [[String: Any]]? = try jsonItems(result.stdout)
         #expect(found?.count == 1)
@@ -27,7 +27,7 @@ struct JellyfinDiscoveryTests {
         // The library's seam, and the human table.
         let servers = try await UDPBroadcastDiscovery().discover(timeout: .seconds(1))
         #expect(servers.map(\.name) == ["Broadcast Box"])
-        let table = try run(try farcastBinary(), ["jellyfin", "discover", "--timeout", "1"], environment: env)
+        let table = try run(try farcastBinary(), ["jellyfin", "discover", "--duration", "1"], environment: env)
         #expect(table.stdout.contains("Broadcast Box") && table.stdout.contains("http://127.0.0.1:\(server.port)"))
     }
 
@@ -37,7 +37,7 @@ struct JellyfinDiscoveryTests {
         var env = ProcessInfo.processInfo.environment
         env["XDG_STATE_HOME"] = folder.path
         // Nobody listens on this port.
-        let result = try run(try farcastBinary(), ["jellyfin", "discover", "--json", "--timeout", "0.5", "--address", "127.0.0.1:17359"], environment: env)
+        let result = try run(try farcastBinary(), ["jellyfin", "discover", "--json", "--duration", "0.5", "--address", "127.0.0.1:17359"], environment: env)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"items":[]}"#)
     }

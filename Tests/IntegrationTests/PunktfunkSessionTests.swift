@@ -321,7 +321,7 @@ struct PunktfunkSessionTests {
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--frames", "30"], folder: folder)
         let stats = folder.path + "/stats.json"
         let start = Date()
-        let result = try Self.farcast(["receive", host.address, "--tofu", "--mode", "1280x720x60", "--seconds", "60", "--stall-limit", "5",
+        let result = try Self.farcast(["receive", host.address, "--tofu", "--mode", "1280x720x60", "--duration", "60", "--stall-limit", "5",
                                        "--stats-json", stats], state: folder.path + "/client", timeout: 60)
         let seconds = Date().timeIntervalSince(start)
         #expect(result.status == 1, "\(result.stderr)")
@@ -336,7 +336,7 @@ struct PunktfunkSessionTests {
         // A host that sends no video at all (every video datagram dropped): not "0 access
         // units" and exit 0, but exit 1 saying nothing came.
         let silent = try PunktfunkStandInHost(stateDir: folder.path + "/silent-host", arguments: ["--mode", "1280x720x60", "--loss", "100"], folder: folder)
-        let nothing = try Self.farcast(["receive", silent.address, "--tofu", "--mode", "1280x720x60", "--seconds", "60", "--stall-limit", "3"],
+        let nothing = try Self.farcast(["receive", silent.address, "--tofu", "--mode", "1280x720x60", "--duration", "60", "--stall-limit", "3"],
                                        state: folder.path + "/client", timeout: 60)
         #expect(nothing.status == 1, "\(nothing.stderr)")
         #expect(nothing.stderr.contains("farcast: the host sent no video at all (mode 1280x720x60); it may not serve that mode: nothing for 3 s"), "\(nothing.stderr)")
@@ -365,7 +365,7 @@ struct PunktfunkStreamingTests {
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1920x1080x60", "--loss", "5", "--fec", "20", "--seed", "7"],
                                             folder: folder)
         let auLog = folder.path + "/au.jsonl", stats = folder.path + "/stats.json", saved = folder.path + "/out.h265"
-        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--tofu", "--seconds", "10", "--mode", "1920x1080x60",
+        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--tofu", "--duration", "10", "--mode", "1920x1080x60",
                                                         "--au-log", auLog, "--stats-json", stats, "--save", saved, "--json"],
                                                        state: folder.path + "/client", timeout: 120)
         #expect(result.status == 0, "\(result.stderr)")
@@ -410,7 +410,7 @@ struct PunktfunkStreamingTests {
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--fec", "20", "--seed", "3",
                                                                                           "--loss-schedule", "2:30,4:0"], folder: folder)
         let auLog = folder.path + "/au.jsonl"
-        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--tofu", "--seconds", "7", "--mode", "1280x720x60",
+        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--tofu", "--duration", "7", "--mode", "1280x720x60",
                                                         "--au-log", auLog, "--json"], state: folder.path + "/client", timeout: 120)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try PunktfunkSessionTests.json(result.stdout)
@@ -470,7 +470,7 @@ struct PunktfunkStreamingTests {
         #expect(abs(offset) < 3_000, "clock offset \(offset) µs with a symmetric delay")
 
         let auLog = folder.path + "/au.jsonl"
-        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--seconds", "5", "--mode", "1280x720x60", "--au-log", auLog, "--json"],
+        let result = try PunktfunkSessionTests.farcast(["receive", host.address, "--duration", "5", "--mode", "1280x720x60", "--au-log", auLog, "--json"],
                                                        state: folder.path + "/client", timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try PunktfunkSessionTests.json(result.stdout)
@@ -545,7 +545,7 @@ struct PunktfunkDiscoveryTests {
                                             folder: folder)
         var entry: [String: Any]?
         for _ in 0..<3 where entry == nil {
-            let result = try PunktfunkSessionTests.farcast(["discover", "--seconds", "3", "--json"], state: folder.path + "/client")
+            let result = try PunktfunkSessionTests.farcast(["discover", "--duration", "3", "--json"], state: folder.path + "/client")
             #expect(result.status == 0, "\(result.stderr)")
             let list = try jsonItems(result.stdout)
             entry = list.first { $0["name"] as? String == "farcast-pf-host" }

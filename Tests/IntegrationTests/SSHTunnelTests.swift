@@ -199,7 +199,7 @@ struct SSHTunnelTests {
         #expect(refused.stderr.split(separator: "\n").filter { $0.hasPrefix("farcast: ") }.count == 1, "\(refused.stderr)")
 
         let vnc = try HostileServer(mode: "rfb-banner-silent")
-        let wrongPort = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", "\(SSHServer.user)@127.0.0.1:\(vnc.port)", "--ssh-via", "builtin", "--connect-timeout", "5"],
+        let wrongPort = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::5999", "--ssh", "\(SSHServer.user)@127.0.0.1:\(vnc.port)", "--ssh-via", "builtin", "--timeout", "5"],
                                 environment: environment, stdin: Data(), timeout: 30)
         #expect(wrongPort.status == 1, "\(wrongPort.stderr)")
         #expect(wrongPort.stderr.contains("127.0.0.1:\(vnc.port) is not an SSH server: it is a VNC server"), "\(wrongPort.stderr)")

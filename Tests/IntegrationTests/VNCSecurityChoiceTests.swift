@@ -354,7 +354,7 @@ struct VNCSecurityChoiceTests {
         let server = try X11vncServer(password: passwords.password, folder: folder, extra: ["-ssl", "TMP", "-sslonly"],
                                       startupTimeout: 60, tlsFromTheFirstByte: true)
         func info(_ address: String, _ extra: [String] = [], timeout: Int = 15) throws -> ProcessResult {
-            try run(try farcastBinary(), ["vnc", "info", address, "--password-file", passwords.plain, "--json", "--connect-timeout", "\(timeout)"] + extra,
+            try run(try farcastBinary(), ["vnc", "info", address, "--password-file", passwords.plain, "--json", "--timeout", "\(timeout)"] + extra,
                     environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
         }
         // x11vnc -sslonly listens before its TLS setup is ready and resets connections until it
@@ -388,7 +388,7 @@ struct VNCSecurityChoiceTests {
         func attempt() throws -> (ProcessResult, TimeInterval) {
             let started = Date()
             let result = try run(try farcastBinary(), ["vnc", "info", "127.0.0.1::\(server.port)", "--username", "nosuchuser",
-                                                      "--password-file", passwordFile, "--connect-timeout", "15"],
+                                                      "--password-file", passwordFile, "--timeout", "15"],
                                  environment: ["XDG_STATE_HOME": folder.path + "/state", "PATH": "/usr/bin:/bin"], timeout: 60)
             return (result, Date().timeIntervalSince(started))
         }

@@ -46,7 +46,7 @@ def run(rate):
     env = dict(os.environ, XDG_STATE_HOME=state + "/client")
     host_cpu0 = proc_cpu(host.pid)
     t0 = time.monotonic()
-    client = subprocess.Popen([FARCAST, "punktfunk", "receive", "127.0.0.1:" + port, "--tofu", "--seconds", str(SECONDS),
+    client = subprocess.Popen([FARCAST, "punktfunk", "receive", "127.0.0.1:" + port, "--tofu", "--duration", str(SECONDS),
                                "--mode", "1920x1080x60", "--stats-json", stats, "--quiet"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(client.pid, 0)
