@@ -84,9 +84,13 @@ public actor VNCClient {
     /// Input waits while more than this many bytes are queued for the server.
     private static let sendQueueLimit = 1 << 20
     private var readyWaiter: CheckedContinuation<ServerInfo, any Error>?
-    private var firstFrameWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     private var nextWaiterID = 0
-    private var firstFrameComplete = false
+    /// The first complete frame: still awaited (by these waiters), or arrived.
+    private enum FirstFrame {
+        case awaited([Int: CheckedContinuation<Void, any Error>])
+        case arrived
+    }
+    private var firstFrame = FirstFrame.awaited([:])
     /// Where the session stands.
     private enum Lifecycle {
         case open
@@ -106,15 +110,21 @@ public actor VNCClient {
     private var handshakeDeadline: ContinuousClock.Instant?
     /// Answers the core's credential requests during the handshake.
     private var credentialProvider: VNCCredentialProvider?
-    /// A step of the read path is waiting (TLS starting, a credentials prompt): input that
-    /// arrives meanwhile waits here, in order.
-    private var awaitingStep = false
-    private var deferredInput: [ByteBuffer] = []
-    private var deferredBytes = 0
-    private var readingPaused = false
-    /// Reading is switched off until the waiting step is done (more than `deferredInputLimit`
-    /// arrived meanwhile).
-    private var heldForStep = false
+    /// The read path: flowing, or a step running (TLS starting, a credentials prompt) while the
+    /// input that arrives meanwhile waits, in order (`bytes` of it).
+    private enum ReadStep {
+        case flowing
+        case waiting(deferred: [ByteBuffer], bytes: Int)
+    }
+    private var readStep = ReadStep.flowing
+    private var awaitingStep: Bool { if case .waiting = readStep { true } else { false } }
+    /// Why reading the socket is switched off: a step has more than `deferredInputLimit` waiting
+    /// behind it, or the server is not reading what we send. Reading resumes when no reason is left.
+    private enum ReadHold: Hashable {
+        case step
+        case sendQueue
+    }
+    private var readHolds: Set<ReadHold> = []
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     private let tlsOutcome = TLSOutcome()
     private var input = InputTracker()
@@ -364,7 +374,7 @@ public actor VNCClient {
 
     /// Waits until every pixel of the framebuffer has been received once.
     public func waitForFirstFrame(timeout: Duration = .seconds(30)) async throws {
-        if firstFrameComplete { return }
+        if case .arrived = firstFrame { return }
         if let endReason { throw endReason }
         let id = nextWaiterID
         nextWaiterID += 1
@@ -374,12 +384,16 @@ public actor VNCClient {
         }
         defer { timer.cancel() }
         try await withCheckedThrowingContinuation { continuation in
-            firstFrameWaiters[id] = continuation
+            guard case .awaited(var waiters) = firstFrame else { return continuation.resume() }
+            waiters[id] = continuation
+            firstFrame = .awaited(waiters)
         }
     }
 
     private func failWaiter(_ id: Int, _ error: RFBError) {
-        firstFrameWaiters.removeValue(forKey: id)?.resume(throwing: error)
+        guard case .awaited(var waiters) = firstFrame, let waiter = waiters.removeValue(forKey: id) else { return }
+        firstFrame = .awaited(waiters)
+        waiter.resume(throwing: error)
     }
 
     /// Sends a message (input event, update request, resize request).
@@ -786,19 +800,19 @@ public actor VNCClient {
     /// Everything the socket delivers, in order, on the event loop that is this actor's executor
     /// (`InboundRelay` calls it synchronously from the pipeline). What the core answers is done
     /// at once, except the steps that must wait — TLS starting, credentials from a prompt — which
-    /// continue in a task while later input waits in `deferredInput`, so order is kept.
+    /// continue in a task while later input waits in `readStep`, so order is kept.
     func received(_ buffer: ByteBuffer) {
         guard !ended else { return }
-        if awaitingStep {
+        if case .waiting(var deferred, let bytes) = readStep {
             // A live server waits while the client starts TLS or asks for a password, but one
             // that sends ahead (a replay writing a whole recorded session at once) must not be
             // held in memory without bound while a prompt stays open, nor fail for a slow
             // typist: past the limit the socket is read no further until the step is done —
             // TCP's own back-pressure. (Set again on every read while over: over SSH the relay
             // switches reading back on when its own backlog drains.)
-            deferredInput.append(buffer)
-            deferredBytes += buffer.readableBytes
-            if deferredBytes > Self.deferredInputLimit { holdReadingForStep() }
+            deferred.append(buffer)
+            readStep = .waiting(deferred: deferred, bytes: bytes + buffer.readableBytes)
+            if bytes + buffer.readableBytes > Self.deferredInputLimit { hold(.step) }
             return
         }
         consume(buffer)
@@ -807,9 +821,19 @@ public actor VNCClient {
     /// How much input may wait while a step waits before reading stops.
     static let deferredInputLimit = 1 << 20
 
-    private func holdReadingForStep() {
-        heldForStep = true
+    /// Switches reading off for `reason` (again on every call: over SSH the relay also switches
+    /// reading back on when its own backlog drains). True when the reason is new.
+    @discardableResult
+    private func hold(_ reason: ReadHold) -> Bool {
         channel?.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        return readHolds.insert(reason).inserted
+    }
+
+    /// Lifts one reason; reading resumes once none is left.
+    private func release(_ reason: ReadHold) {
+        guard readHolds.remove(reason) != nil, readHolds.isEmpty, !ended, let channel else { return }
+        channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        channel.read()
     }
 
     private func consume(_ buffer: ByteBuffer) {
@@ -838,7 +862,7 @@ public actor VNCClient {
         }
         if writer.pendingBytes > Self.sendQueueLimit { pauseReading() }
         guard !rest.isEmpty else { return }
-        awaitingStep = true
+        readStep = .waiting(deferred: [], bytes: 0)
         Task { await self.continueRead(rest) }
     }
 
@@ -846,24 +870,12 @@ public actor VNCClient {
     /// request): stop reading it until that queue is half drained, instead of queueing without
     /// bound — TCP's own back-pressure, one level up.
     private func pauseReading() {
-        guard let channel else { return }
-        // Set on every read while over the limit, not only the first time: over SSH the relay
-        // also switches reading back on when its own backlog drains.
-        channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
-        guard !readingPaused else { return }
-        readingPaused = true
+        guard channel != nil, hold(.sendQueue) else { return }
         let writer = self.writer
         Task {
             try? await writer.waitForRoom(limit: Self.sendQueueLimit / 2)
-            self.resumeReading()
+            self.release(.sendQueue)
         }
-    }
-
-    private func resumeReading() {
-        readingPaused = false
-        guard !ended, let channel else { return }
-        channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-        channel.read()
     }
 
     /// Finishes the actions from the one that had to wait, then what arrived meanwhile.
@@ -871,32 +883,28 @@ public actor VNCClient {
         do {
             try await perform(Array(actions), credentials: credentialProvider)
         } catch {
-            awaitingStep = false
-            deferredInput = []
+            readStep = .flowing
             failRead(error)
             resumeDrainWaiters()
             return
         }
-        awaitingStep = false
-        deferredBytes = 0
-        while !awaitingStep, !ended, !deferredInput.isEmpty {
-            consume(deferredInput.removeFirst())
+        var pending: [ByteBuffer] = []
+        if case .waiting(let deferred, _) = readStep { pending = deferred }
+        readStep = .flowing
+        while !awaitingStep, !ended, !pending.isEmpty {
+            consume(pending.removeFirst())
         }
         if awaitingStep {
-            // Another step began (TLS, then a password): what still waits counts toward it.
-            deferredBytes = deferredInput.reduce(0) { $0 + $1.readableBytes }
-            if deferredBytes > Self.deferredInputLimit { holdReadingForStep() }
+            // Another step began (TLS, then a password): what still waits is ahead of anything
+            // that arrives from now on, and counts toward its limit.
+            let bytes = pending.reduce(0) { $0 + $1.readableBytes }
+            readStep = .waiting(deferred: pending, bytes: bytes)
+            if bytes > Self.deferredInputLimit { hold(.step) }
             return
         }
         resumeDrainWaiters()
-        if heldForStep {
-            heldForStep = false
-            // Unless the send queue's own back-pressure holds reading off.
-            if !readingPaused, !ended, let channel {
-                channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-                channel.read()
-            }
-        }
+        // Unless the send queue's own back-pressure holds reading off.
+        release(.step)
     }
 
     private func failRead(_ error: any Error) {
@@ -1034,10 +1042,9 @@ public actor VNCClient {
             // The server moved its pointer: a later press "in place" lands where it now is.
             _ = input.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
         }
-        if case .framebufferUpdated(_, let first) = event, first {
-            firstFrameComplete = true
-            for (_, waiter) in firstFrameWaiters { waiter.resume() }
-            firstFrameWaiters = [:]
+        if case .framebufferUpdated(_, let first) = event, first, case .awaited(let waiters) = firstFrame {
+            firstFrame = .arrived
+            for waiter in waiters.values { waiter.resume() }
         }
         var outgoing = event
         if lostUpdate, case .framebufferUpdated(_, let first) = event {
@@ -1193,8 +1200,10 @@ public actor VNCClient {
         let failure = error ?? .connectionClosed("before the handshake finished")
         readyWaiter?.resume(throwing: failure)
         readyWaiter = nil
-        for (_, waiter) in firstFrameWaiters { waiter.resume(throwing: error ?? .connectionClosed("before the first frame was complete")) }
-        firstFrameWaiters = [:]
+        if case .awaited(let waiters) = firstFrame {
+            firstFrame = .awaited([:])
+            for waiter in waiters.values { waiter.resume(throwing: error ?? .connectionClosed("before the first frame was complete")) }
+        }
         let waiterFailure = error ?? RFBError.connectionClosed("while waiting for the server")
         for (id, waiter) in eventWaiters {
             if let continuation = waiter.continuation {
