@@ -413,9 +413,8 @@ public actor VNCClient {
     /// and a server that receives a reset may discard the last messages we sent — the releases.
     public func close(closeTimeout: Duration = .seconds(2)) async {
         guard !ended else { return }
-        if !options.configuration.viewOnly {
-            for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
-        }
+        // (A view-only session has nothing held: the core refused every press.)
+        for message in input.releaseAll() { try? await perform(core.send(message), credentials: nil) }
         guard !ended, let channel else { return finish(nil) }
         lifecycle = .closing(halfClosed: false)
         // The whole close takes at most `closeTimeout`: a server that has stopped reading cannot
@@ -483,7 +482,6 @@ public actor VNCClient {
     }
 
     private func sendMessage(_ message: ClientMessage) async throws {
-        if options.configuration.viewOnly && message.isInput { throw RFBError.viewOnly }
         guard !ended else { throw endReason ?? .notConnected }
         try await perform(core.send(message), credentials: nil)
         // Queued already, in order; a sender faster than the server waits here for room.
@@ -627,22 +625,11 @@ public actor VNCClient {
 
     // MARK: - Input
 
-    private func sendInput(_ message: ClientMessage) async throws {
-        guard !options.configuration.viewOnly else { throw RFBError.viewOnly }
-        try await sendMessage(message)
-    }
-
-    /// Presses or releases one key. With QEMU extended key events (when the server offers
-    /// them) and a known scancode, the physical key travels too.
+    /// Presses or releases one key (`RFBConnection.keyMessages`: with QEMU extended key events
+    /// and a known scancode the physical key travels too).
     public func key(_ keysym: UInt32, down: Bool, scancode: UInt32? = nil) async throws {
-        if down { try await prepareKeyboard(for: keysym) }
         guard input.key(keysym, down: down) else { return }
-        let code = scancode ?? (core.serverSupportsExtendedKeyEvents ? XTScancode.forKeysym(keysym) : nil)
-        if let code, core.serverSupportsExtendedKeyEvents {
-            try await sendInput(.qemuKeyEvent(down: down, keysym: keysym, scancode: code))
-        } else {
-            try await sendInput(.keyEvent(down: down, keysym: keysym))
-        }
+        for message in core.keyMessages(keysym, down: down, scancode: scancode) { try await sendMessage(message) }
     }
 
     /// Presses a combination such as "ctrl+alt+Delete": keys down in order, up in reverse.
@@ -659,22 +646,21 @@ public actor VNCClient {
     /// Types text, one key press per character (by keysym, so any layout on the server works).
     public func type(_ text: String) async throws {
         for keysym in Keysym.forText(text) {
-            try await prepareKeyboard(for: keysym)
             guard input.key(keysym, down: true) else { continue }
-            try await sendInput(.keyEvent(down: true, keysym: keysym))
+            for message in core.keyMessages(keysym, down: true, physicalKey: false) { try await sendMessage(message) }
             // Servers map keysyms their keymap lacks onto a spare keycode on demand (Xvnc), and
             // take it back or reuse it for the next such keysym; an application reads a key press
             // with the keymap as it is when it reads it. Such a key is therefore held the way a
             // typist holds it — the server has taken the press (a fence round trip), then
             // `remapHold` passes — so an application on a busy machine reads it while it is
             // still mapped.
-            let mayRemap = Self.mayNeedKeymapChange(keysym)
+            let mayRemap = RFBConnection.mayNeedKeymapChange(keysym)
             if mayRemap {
                 if core.serverSupportsFence { try await sync() }
                 try await Task.sleep(for: Self.remapHold)
             }
             _ = input.key(keysym, down: false)
-            try await sendInput(.keyEvent(down: false, keysym: keysym))
+            for message in core.keyMessages(keysym, down: false, physicalKey: false) { try await sendMessage(message) }
             if mayRemap && core.serverSupportsFence { try await sync() }
         }
     }
@@ -683,27 +669,6 @@ public actor VNCClient {
     /// applications on a machine busy with three CPU-bound loops on two cores kept up with in
     /// the tests (pressed and released back to back, they read some as nothing).
     static let remapHold: Duration = .milliseconds(60)
-
-    /// False until this session has sent a key.
-    private var keyboardUsed = false
-
-    /// Xvnc takes the first key event after it starts through a switch of its core keyboard, and
-    /// an application then reads a keysym the server had to add to its keymap for that very
-    /// press as NoSymbol (checked: a fresh Xvnc, "α" typed first arrives as keysym 0). When a
-    /// session's first key is such a keysym, a Shift tap goes first and takes the switch.
-    private func prepareKeyboard(for keysym: UInt32) async throws {
-        guard !keyboardUsed else { return }
-        keyboardUsed = true
-        guard Self.mayNeedKeymapChange(keysym) else { return }
-        try await sendInput(.keyEvent(down: true, keysym: 0xFFE1))
-        try await sendInput(.keyEvent(down: false, keysym: 0xFFE1))
-    }
-
-    /// Keysyms beyond Latin-1, which a common keymap lacks, except the function-key page
-    /// (Return, arrows, modifiers, keypad), which every keymap has.
-    static func mayNeedKeymapChange(_ keysym: UInt32) -> Bool {
-        keysym > 0xFF && !(0xFF00...0xFFFF).contains(keysym)
-    }
 
     /// Where the pointer is (as last sent) and which buttons are held.
     public var pointer: (x: Int, y: Int, buttons: UInt16) { (input.x, input.y, input.buttons) }
@@ -734,7 +699,7 @@ public actor VNCClient {
     /// Moves the pointer to a framebuffer position (clamped to the screen).
     public func movePointer(toX x: Int, y: Int) async throws {
         let p = input.move(toX: x, y: y, width: core.framebuffer.width, height: core.framebuffer.height)
-        try await sendInput(core.pointerMessage(buttons: input.buttons, x: p.x, y: p.y))
+        try await sendMessage(core.pointerMessage(buttons: input.buttons, x: p.x, y: p.y))
     }
 
     /// Puts the pointer at a framebuffer position with exactly these buttons held (bit 0 =
@@ -746,7 +711,7 @@ public actor VNCClient {
         // Refused before the state changes when the server cannot carry these buttons.
         let message = try core.pointerMessage(buttons: next.buttons, x: p.x, y: p.y)
         input = next
-        try await sendInput(message)
+        try await sendMessage(message)
     }
 
     /// Moves the pointer by a relative amount; fractions accumulate (trackpad motion, a viewer's
@@ -761,7 +726,7 @@ public actor VNCClient {
         // Refused before the state changes when the server cannot carry these buttons.
         let message = try core.pointerMessage(buttons: next.buttons, x: p.x, y: p.y)
         input = next
-        try await sendInput(message)
+        try await sendMessage(message)
     }
 
     /// Presses or releases mouse button 1–15 (4/5 wheel up/down, 6/7 wheel left/right, 8/9 back
@@ -773,7 +738,7 @@ public actor VNCClient {
         // Refused before the state changes when the server cannot carry this button.
         let message = try core.pointerMessage(buttons: buttons, x: input.x, y: input.y)
         input = next
-        try await sendInput(message)
+        try await sendMessage(message)
     }
 
     /// Moves to (x, y) and clicks `button` (1 left, 2 middle, 3 right).

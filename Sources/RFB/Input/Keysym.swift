@@ -10,6 +10,7 @@ public enum Keysym {
     public static let backSpace: UInt32 = 0xFF08
     public static let escape: UInt32 = 0xFF1B
     public static let delete: UInt32 = 0xFFFF
+    public static let shiftLeft: UInt32 = 0xFFE1
 
     private static let tables: (names: [String: UInt32], lowercased: [String: UInt32], unicode: [UInt32: UInt32]) = {
         var names: [String: UInt32] = [:], lowercased: [String: UInt32] = [:], unicode: [UInt32: UInt32] = [:]

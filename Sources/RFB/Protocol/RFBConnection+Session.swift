@@ -43,6 +43,34 @@ extension RFBConnection {
         return .pointerEvent(buttonMask: UInt8(buttons), x: x, y: y)
     }
 
+    /// The messages that press or release a key. With QEMU extended key events (when the server
+    /// offers them) and a scancode — `scancode`, else the keysym's usual key when `physicalKey` —
+    /// the physical key travels too; otherwise the keysym alone (typed text, which must come out
+    /// the same whatever the server's layout).
+    ///
+    /// Xvnc takes the first key event after it starts through a switch of its core keyboard, and
+    /// an application then reads a keysym the server had to add to its keymap for that very press
+    /// as NoSymbol (checked: a fresh Xvnc, "α" typed first arrives as keysym 0). When a session's
+    /// first key press is such a keysym, a Shift tap goes first and takes the switch.
+    public mutating func keyMessages(_ keysym: UInt32, down: Bool, scancode: UInt32? = nil, physicalKey: Bool = true) -> [ClientMessage] {
+        var messages: [ClientMessage] = []
+        if down && !keyboardUsed {
+            keyboardUsed = true
+            if Self.mayNeedKeymapChange(keysym) {
+                messages += [.keyEvent(down: true, keysym: Keysym.shiftLeft), .keyEvent(down: false, keysym: Keysym.shiftLeft)]
+            }
+        }
+        let code = serverSupportsExtendedKeyEvents ? scancode ?? (physicalKey ? XTScancode.forKeysym(keysym) : nil) : nil
+        messages.append(code.map { .qemuKeyEvent(down: down, keysym: keysym, scancode: $0) } ?? .keyEvent(down: down, keysym: keysym))
+        return messages
+    }
+
+    /// Keysyms beyond Latin-1, which a common keymap lacks, except the function-key page
+    /// (Return, arrows, modifiers, keypad), which every keymap has.
+    public static func mayNeedKeymapChange(_ keysym: UInt32) -> Bool {
+        keysym > 0xFF && !(0xFF00...0xFFFF).contains(keysym)
+    }
+
     // MARK: - Normal phase
 
     mutating func readMessage(_ reader: inout ByteReader, _ out: inout ConnectionOutput) throws {

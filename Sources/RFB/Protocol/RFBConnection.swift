@@ -159,6 +159,8 @@ public struct RFBConnection: ~Copyable, Sendable {
     public internal(set) var serverSupportsExtendedDesktopSize = false
     /// True once the server confirmed QEMU extended key events (a -258 pseudo-rectangle).
     public internal(set) var serverSupportsExtendedKeyEvents = false
+    /// False until this session has pressed a key (`keyMessages`).
+    var keyboardUsed = false
     /// True once the server confirmed ExtendedMouseButtons (a -316 pseudo-rectangle).
     public internal(set) var serverSupportsExtendedMouseButtons = false
     /// The server confirmed QEMU audio (and the stream was started in `Configuration.audio`).
@@ -338,10 +340,11 @@ public struct RFBConnection: ~Copyable, Sendable {
     }
 
     /// Sends a normal-phase message (input events, update requests, resize requests). In
-    /// view-only mode input messages are dropped here, so nothing can slip through.
-    public mutating func send(_ message: ClientMessage) -> [Action] {
+    /// view-only mode input is refused here with `.viewOnly`: the one place that rule is kept,
+    /// so nothing can slip through whichever way it was sent.
+    public mutating func send(_ message: ClientMessage) throws(RFBError) -> [Action] {
         guard isReady else { return [] }
-        if configuration.viewOnly && message.isInput { return [] }
+        if configuration.viewOnly && message.isInput { throw .viewOnly }
         return sending(message.encoded())
     }
 
@@ -352,7 +355,7 @@ public struct RFBConnection: ~Copyable, Sendable {
         guard !configuration.viewOnly else { throw .viewOnly }
         if clipboard.isActive { return sending(try clipboard.offer(text)) }
         let latin1 = text.unicodeScalars.map { $0.value <= 0xFF ? UInt8($0.value) : UInt8(ascii: "?") }
-        return send(.clientCutText(latin1))
+        return try send(.clientCutText(latin1))
     }
 
     /// Asks an Extended Clipboard server for its text (it answers with a provide message).
@@ -363,7 +366,8 @@ public struct RFBConnection: ~Copyable, Sendable {
 
     /// Asks for an update of the whole framebuffer.
     public mutating func requestUpdate(incremental: Bool) -> [Action] {
-        send(.framebufferUpdateRequest(incremental: incremental, fullFrame))
+        guard isReady else { return [] }
+        return sending(ClientMessage.framebufferUpdateRequest(incremental: incremental, fullFrame).encoded())
     }
 
     private mutating func sending(_ bytes: [UInt8]) -> [Action] {

@@ -97,11 +97,10 @@ import Testing
                                         .clientCutText([0x41]), .setDesktopSize(width: 8, height: 8, screens: []),
                                         .qemuKeyEvent(down: true, keysym: 0x61, scancode: 0x1E)]
         for message in blocked {
-            let actions = c.send(message)
-            #expect(actions.isEmpty, "\(message) must not be sent")
+            #expect(throws: RFBError.viewOnly, "\(message) must not be sent") { _ = try c.send(message) }
         }
         #expect(throws: RFBError.viewOnly) { _ = try c.setClipboard("x") }
-        let request = c.send(.framebufferUpdateRequest(incremental: true, RFBRect(x: 0, y: 0, width: 4, height: 4)))
+        let request = try c.send(.framebufferUpdateRequest(incremental: true, RFBRect(x: 0, y: 0, width: 4, height: 4)))
         #expect(!request.isEmpty, "update requests are not input")
 
         var interactive = RFBConnection(configuration: .init())
@@ -120,6 +119,35 @@ import Testing
         h.feed(s.bytes)
         #expect(h.connection.serverSupportsExtendedKeyEvents == true)
         #expect(h.closeError == nil)
+    }
+
+    /// The key-event choice and Xvnc's first-key rule, in the core: a Shift tap before a session's
+    /// first press when that key is beyond Latin-1 (and only then, and only once); QEMU extended
+    /// key events with a scancode once the server offers them, the keysym alone for typed text.
+    @Test func keyMessagesChooseTheEventAndTapShiftBeforeAFirstKeymapKey() {
+        var greek = RFBConnection(configuration: .init())
+        _ = greek.receive(ServerScript.handshake(width: 4, height: 4).bytes)
+        #expect(greek.keyMessages(0x7E1, down: true) == [.keyEvent(down: true, keysym: 0xFFE1), .keyEvent(down: false, keysym: 0xFFE1),
+                                                         .keyEvent(down: true, keysym: 0x7E1)])
+        #expect(greek.keyMessages(0x7E1, down: false) == [.keyEvent(down: false, keysym: 0x7E1)])
+        #expect(greek.keyMessages(0x7E2, down: true) == [.keyEvent(down: true, keysym: 0x7E2)], "only the session's first key")
+
+        var latin = RFBConnection(configuration: .init())
+        _ = latin.receive(ServerScript.handshake(width: 4, height: 4).bytes)
+        #expect(latin.keyMessages(0x61, down: true) == [.keyEvent(down: true, keysym: 0x61)])
+        #expect(latin.keyMessages(0x7E1, down: true) == [.keyEvent(down: true, keysym: 0x7E1)], "a Latin-1 key took the switch")
+
+        var qemu = RFBConnection(configuration: .init())
+        _ = qemu.receive(ServerScript.handshake(width: 4, height: 4).bytes)
+        var s = ServerScript()
+        s.updateHeader(rects: 1)
+        s.rect(RFBRect(x: 0, y: 0, width: 0, height: 0), .qemuExtendedKeyEvent, [])
+        _ = qemu.receive(s.bytes)
+        #expect(qemu.keyMessages(Keysym.returnKey, down: true) == [.qemuKeyEvent(down: true, keysym: Keysym.returnKey, scancode: 0x1C)])
+        #expect(qemu.keyMessages(0x61, down: true) == [.keyEvent(down: true, keysym: 0x61)], "a layout-dependent key has no scancode of its own")
+        #expect(qemu.keyMessages(0x61, down: false, scancode: 0x1E) == [.qemuKeyEvent(down: false, keysym: 0x61, scancode: 0x1E)])
+        #expect(qemu.keyMessages(Keysym.returnKey, down: false, physicalKey: false) == [.keyEvent(down: false, keysym: Keysym.returnKey)],
+                "typed text: the keysym alone")
     }
 
     @Test func croppingToAMonitorCopiesItsPixels() {
