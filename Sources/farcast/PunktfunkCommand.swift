@@ -82,7 +82,7 @@ struct PunktfunkHostOptions: ParsableArguments {
         var options = PunktfunkClient.Options(host: h, port: p, stateDirectory: try StateDirectory.resolve(),
                                               trust: pairing ? .pairing : trust ? .acceptChange : tofu ? .trustOnFirstUse : .pinnedOnly,
                                               name: name)
-        options.connectTimeout = timeout
+        options.connectTimeout = .seconds(timeout)
         return options
     }
 }
@@ -112,7 +112,7 @@ final class PunktfunkInterrupt: Sendable {
     /// the process never exits while that thread is inside ngtcp2 or GnuTLS.
     func finish() async {
         guard let client = state.withLock({ $0.client }) else { return }
-        if !(await client.closeAndWait(timeout: 2)) {
+        if !(await client.closeAndWait(timeout: .seconds(2))) {
             FileHandleOutput.stderr("farcast: the QUIC connection did not finish closing within 2 s\n")
         }
     }
@@ -193,7 +193,7 @@ struct PunktfunkSessionStart {
         interrupt.attach(client)
         do {
             var bound: DataPlaneSocket?
-            let (welcome, samples) = try await client.establish(hello, timeout: timeout) { welcome in
+            let (welcome, samples) = try await client.establish(hello, timeout: .seconds(timeout)) { welcome in
                 let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
                 try beforeStart(client, welcome, socket)
                 bound = socket
@@ -401,7 +401,7 @@ struct PunktfunkPairCommand: AsyncParsableCommand {
             let client = try await PunktfunkClient.connect(options)
             interrupt.attach(client)
             do {
-                try await client.pair(pin: pin.trimmingCharacters(in: .whitespaces), timeout: hostOptions.timeout)
+                try await client.pair(pin: pin.trimmingCharacters(in: .whitespaces), timeout: .seconds(hostOptions.timeout))
             } catch {
                 client.close()
                 throw error

@@ -186,7 +186,7 @@ struct PunktfunkSessionTests {
         let host = try PunktfunkStandInHost(stateDir: folder.path + "/host", arguments: ["--mode", "1280x720x60", "--feedback-at", "0.5"], folder: folder)
         var options = PunktfunkClient.Options(host: "127.0.0.1", port: UInt16(host.port), stateDirectory: StateDirectory(path: folder.path + "/client"),
                                               trust: .trustOnFirstUse)
-        options.idleTimeout = 8
+        options.idleTimeout = .seconds(8)
         let client = try await PunktfunkClient.connect(options)
         let received = Mutex<[[UInt8]]>([])
         client.onDatagram { d in received.withLock { $0.append(d) } }
@@ -305,7 +305,7 @@ struct PunktfunkSessionTests {
         // Wait for a message a host never sends (a client's pairing request): the connection must
         // end with a reason well before this 30 s bound.
         await #expect(throws: PunktfunkSessionError.idleTimeout(seconds: 8)) {
-            _ = try await client.next(.pairRequest, timeout: 30, waitingFor: "anything")
+            _ = try await client.next(.pairRequest, timeout: .seconds(30), waitingFor: "anything")
         }
         let elapsed = Date().timeIntervalSince(killed)
         #expect(elapsed < 8 + 1.5, "ended after \(elapsed) s")
@@ -504,7 +504,7 @@ struct PunktfunkStreamingTests {
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let before = frames.withLock { $0.count }
         client.send(.reconfigure(StreamMode(width: 1280, height: 720, refreshHz: 60)))
-        let answer = try await client.next(.reconfigured, timeout: 10, waitingFor: "Reconfigured")
+        let answer = try await client.next(.reconfigured, timeout: .seconds(10), waitingFor: "Reconfigured")
         #expect(answer == .reconfigured(accepted: true, mode: StreamMode(width: 1280, height: 720, refreshHz: 60)))
         try await Task.sleep(nanoseconds: 1_500_000_000)
         socket.stop()

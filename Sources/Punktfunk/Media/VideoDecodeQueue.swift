@@ -79,16 +79,16 @@ public final class VideoDecodeQueue: Sendable {
         condition.unlock()
     }
 
-    /// Stops the thread after the unit it is decoding; returns once it has ended (or after `timeout` seconds).
+    /// Stops the thread after the unit it is decoding; returns once it has ended (or after `timeout`).
     @discardableResult
-    public func stop(timeout: Double = 2) -> Bool {
+    public func stop(timeout: Duration = .seconds(2)) -> Bool {
         state.withLock { $0.stopped = true; $0.queue.removeAll() }
         condition.lock()
         condition.broadcast()
         condition.unlock()
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = ContinuousClock.now + timeout
         while !finished.withLock({ $0 }) {
-            if Date() >= deadline { return false }
+            if ContinuousClock.now >= deadline { return false }
             usleep(2_000)
         }
         return true

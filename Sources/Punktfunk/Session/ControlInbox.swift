@@ -100,17 +100,17 @@ public final class ControlInbox: Sendable {
     /// The error that ended the inbox, if any.
     public var failure: PunktfunkSessionError? { state.withLock { $0.failure } }
 
-    /// The first payload matching `matches`, waiting up to `timeout` seconds.
-    public func next(timeout: Double, waitingFor what: String,
+    /// The first payload matching `matches`, waiting up to `timeout`.
+    public func next(timeout: Duration, waitingFor what: String,
                      matching matches: @escaping @Sendable ([UInt8]) -> Bool = { _ in true }) async throws(PunktfunkSessionError) -> [UInt8] {
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1
             return s.nextID
         }
         let timer = Task {
-            try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1e9))
+            try? await Task.sleep(for: max(.zero, timeout))
             guard !Task.isCancelled else { return }
-            self.expire(id: id, error: .timeout(waitingFor: what, seconds: timeout))
+            self.expire(id: id, error: .timeout(waitingFor: what, seconds: timeout.inSeconds))
         }
         defer {
             timer.cancel()
@@ -125,7 +125,7 @@ public final class ControlInbox: Sendable {
                         return .success(payload)
                     }
                     if let failure = s.failure { return .failure(failure) }
-                    if s.expired.remove(id) != nil { return .failure(.timeout(waitingFor: what, seconds: timeout)) }
+                    if s.expired.remove(id) != nil { return .failure(.timeout(waitingFor: what, seconds: timeout.inSeconds)) }
                     s.waiters.append(Waiter(id: id, matches: matches, continuation: continuation))
                     return nil
                 }

@@ -30,8 +30,10 @@ public final class PunktfunkClient: Sendable {
         public var trust: HostTrustPolicy
         /// Device name shown by the host.
         public var name: String
-        public var connectTimeout: Double = 10
-        public var idleTimeout: Double = 8
+        /// The QUIC handshake's deadline (the CLI's `--timeout`).
+        public var connectTimeout: Duration = .seconds(10)
+        /// How long a silent host is waited for once the session is up (the host uses 8 s).
+        public var idleTimeout: Duration = .seconds(8)
 
         public init(host: String, port: UInt16 = 9777, stateDirectory: StateDirectory, trust: HostTrustPolicy = .pinnedOnly,
                     name: String = "farcast") {
@@ -207,11 +209,11 @@ public final class PunktfunkClient: Sendable {
         quic.close(code: 0x51, reason: "client quit")
     }
 
-    /// Closes and waits (up to `timeout` seconds) until the connection's thread has sent the
+    /// Closes and waits (up to `timeout`) until the connection's thread has sent the
     /// close and released QUIC and TLS — what a program does before it exits, so no library
     /// teardown runs while that thread still uses the library. True when it finished in time.
     @discardableResult
-    public func closeAndWait(timeout: Double = 2) async -> Bool {
+    public func closeAndWait(timeout: Duration = .seconds(2)) async -> Bool {
         close()
         return await quic.waitUntilClosed(timeout: timeout)
     }
@@ -219,7 +221,7 @@ public final class PunktfunkClient: Sendable {
     // MARK: - handshake
 
     /// Sends Hello and returns the host's Welcome.
-    public func handshake(_ hello: Hello, timeout: Double = 10) async throws(PunktfunkSessionError) -> Welcome {
+    public func handshake(_ hello: Hello, timeout: Duration = .seconds(10)) async throws(PunktfunkSessionError) -> Welcome {
         sendPayload(hello.encoded())
         let payload = try await inbox.next(timeout: timeout, waitingFor: "Welcome")
         guard !ControlMessage.isControl(payload) else {
@@ -233,9 +235,9 @@ public final class PunktfunkClient: Sendable {
     /// Runs the opening of the session through `SessionHandshake`: Hello, Welcome, the data socket
     /// (`bindDataSocket` binds it and returns its port), Start and the clock batch. Payloads that
     /// arrive meanwhile and belong to later are left in the inbox.
-    public func establish(_ hello: Hello, timeout: Double = 10,
+    public func establish(_ hello: Hello, timeout: Duration = .seconds(10),
                           bindDataSocket: (Welcome) throws -> UInt16) async throws -> (welcome: Welcome, samples: [ClockSample]) {
-        var machine = SessionHandshake(hello: hello, welcomeTimeoutNs: Int64(timeout * 1e9))
+        var machine = SessionHandshake(hello: hello, welcomeTimeoutNs: Int64(timeout / .nanoseconds(1)))
         var pending = machine.start(now: DataPlaneSocket.monotonic())
         var held: [[UInt8]] = []
         defer { inbox.requeue(held) }
@@ -252,7 +254,7 @@ public final class PunktfunkClient: Sendable {
             case .established(let welcome, let samples):
                 return (welcome, samples)
             case .wait(let deadline):
-                let remaining = max(0, Double(deadline - DataPlaneSocket.monotonic()) / 1e9)
+                let remaining = Duration.nanoseconds(max(0, deadline - DataPlaneSocket.monotonic()))
                 do {
                     let payload = try await inbox.next(timeout: remaining, waitingFor: "the handshake")
                     pending += try machine.receive(payload, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
@@ -278,7 +280,7 @@ public final class PunktfunkClient: Sendable {
         while !batch.isFinished {
             let payload: [UInt8]
             do {
-                payload = try await inbox.next(timeout: Double(ClockOffsetEstimator.roundTimeoutNs) / 1e9, waitingFor: "clock echo") { p in
+                payload = try await inbox.next(timeout: .nanoseconds(ClockOffsetEstimator.roundTimeoutNs), waitingFor: "clock echo") { p in
                     ControlMessage.payload(p, is: .clockEcho)
                 }
             } catch .timeout {
@@ -293,7 +295,7 @@ public final class PunktfunkClient: Sendable {
     }
 
     /// Waits for the first control message of a kind (others stay queued).
-    public func next(_ kind: ControlMessage.Kind, timeout: Double, waitingFor what: String) async throws(PunktfunkSessionError) -> ControlMessage {
+    public func next(_ kind: ControlMessage.Kind, timeout: Duration, waitingFor what: String) async throws(PunktfunkSessionError) -> ControlMessage {
         let payload = try await inbox.next(timeout: timeout, waitingFor: what) { p in ControlMessage.payload(p, is: kind) }
         return try ControlMessage.decode(payload)
     }
@@ -301,7 +303,7 @@ public final class PunktfunkClient: Sendable {
     // MARK: - pairing
 
     /// Pairs with the PIN the host shows (side A of SPAKE2); on success pins the host.
-    public func pair(pin: String, timeout: Double = 10, scalar: [UInt8]? = nil) async throws -> Void {
+    public func pair(pin: String, timeout: Duration = .seconds(10), scalar: [UInt8]? = nil) async throws -> Void {
         var exchange = try PairingExchange(pin: pin, name: options.name, clientFingerprint: identity.fingerprint,
                                            hostFingerprint: quic.hostFingerprint, scalar: scalar)
         send(exchange.start())
@@ -324,14 +326,14 @@ public final class PunktfunkClient: Sendable {
 
     /// Asks the host for a probe burst and counts what arrives on the data socket. `counter`
     /// reports (packets, bytes) received so far; the caller's data plane owns the socket.
-    public func speedTest(targetKbps: UInt32, durationMs: UInt32, grace: Double = 0.5,
+    public func speedTest(targetKbps: UInt32, durationMs: UInt32, grace: Duration = .milliseconds(500),
                           counter: @Sendable () -> (UInt64, UInt64)) async throws(PunktfunkSessionError) -> SpeedTestResult {
         let before = counter()
         send(.probeRequest(targetKbps: targetKbps, durationMs: durationMs))
-        let answer = try await next(.probeResult, timeout: Double(durationMs) / 1000 + 10, waitingFor: "probe result")
+        let answer = try await next(.probeResult, timeout: .milliseconds(Int(durationMs)) + .seconds(10), waitingFor: "probe result")
         guard case .probeResult(let result) = answer else { throw .malformed("probe result") }
         // Datagrams still in flight when the result (on the reliable stream) overtook them.
-        try? await Task.sleep(nanoseconds: UInt64(grace * 1e9))
+        try? await Task.sleep(for: grace)
         let after = counter()
         return SpeedTestResult(targetKbps: targetKbps, result: result, receivedPackets: after.0 - before.0,
                                receivedBytes: after.1 - before.1)

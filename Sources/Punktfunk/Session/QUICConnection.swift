@@ -39,9 +39,9 @@ public final class QUICConnection: Sendable {
         public var alpn = "pkf1"
         public var serverName = "punktfunk"
         /// QUIC idle timeout (the host uses 8 s).
-        public var idleTimeout: Double = 8
+        public var idleTimeout: Duration = .seconds(8)
         /// Handshake deadline.
-        public var handshakeTimeout: Double = 10
+        public var handshakeTimeout: Duration = .seconds(10)
 
         public init(host: String, port: UInt16, identity: ClientIdentity, pinnedFingerprint: [UInt8]? = nil) {
             self.host = host
@@ -51,7 +51,7 @@ public final class QUICConnection: Sendable {
         }
 
         /// Keep-alive as the host expects: min(idle / 2, 4 s).
-        public var keepAlive: Double { min(idleTimeout / 2, 4) }
+        public var keepAlive: Duration { min(idleTimeout / 2, .seconds(4)) }
     }
 
     enum Command {
@@ -126,12 +126,12 @@ public final class QUICConnection: Sendable {
     /// True once the I/O thread has stopped and released its QUIC and TLS state.
     public var isClosed: Bool { mailbox.isDone }
 
-    /// Waits up to `timeout` seconds for the I/O thread to stop (after `close`, or the connection
+    /// Waits up to `timeout` for the I/O thread to stop (after `close`, or the connection
     /// ending by itself); true when it has.
-    public func waitUntilClosed(timeout: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+    public func waitUntilClosed(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
         while !isClosed {
-            guard Date() < deadline else { return false }
+            guard ContinuousClock.now < deadline else { return false }
             try? await Task.sleep(nanoseconds: 5_000_000)
         }
         return true
@@ -455,7 +455,7 @@ final class QUICEngine: @unchecked Sendable {
         var settings = ngtcp2_settings()
         cngtcp2_settings_default(&settings)
         settings.initial_ts = Self.now()
-        settings.handshake_timeout = UInt64(configuration.handshakeTimeout * 1e9)
+        settings.handshake_timeout = ngtcp2Nanoseconds(configuration.handshakeTimeout)
         var params = ngtcp2_transport_params()
         cngtcp2_transport_params_default(&params)
         params.initial_max_stream_data_bidi_local = 1 << 20
@@ -468,7 +468,7 @@ final class QUICEngine: @unchecked Sendable {
         // slow handshake at 8 s whatever `handshakeTimeout` says: advertise the longer of the two.
         // Afterwards the negotiated value is the smaller of both sides' (the host's 8 s), and the
         // idle check in `run` holds `idleTimeout` whatever was negotiated.
-        params.max_idle_timeout = UInt64(max(configuration.idleTimeout, configuration.handshakeTimeout) * 1e9)
+        params.max_idle_timeout = ngtcp2Nanoseconds(max(configuration.idleTimeout, configuration.handshakeTimeout))
         params.max_datagram_frame_size = 65535
 
         var dcidBytes = [UInt8](repeating: 0, count: 18)
@@ -486,7 +486,7 @@ final class QUICEngine: @unchecked Sendable {
         }
         guard rc == 0, let conn else { throw .quic(code: rc, detail: String(cString: ngtcp2_strerror(rc))) }
         ngtcp2_conn_set_tls_native_handle(conn, UnsafeMutableRawPointer(session))
-        ngtcp2_conn_set_keep_alive_timeout(conn, UInt64(configuration.keepAlive * 1e9))
+        ngtcp2_conn_set_keep_alive_timeout(conn, ngtcp2Nanoseconds(configuration.keepAlive))
     }
 
     /// ngtcp2 keeps copies of the addresses, so a temporary path is enough for each call.
@@ -542,7 +542,7 @@ final class QUICEngine: @unchecked Sendable {
         if let error = writePackets() { return error }
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: mailbox.wakeRead, events: Int16(POLLIN), revents: 0)]
         lastPacketAt = Self.now()
-        let idleNs = UInt64(configuration.idleTimeout * 1e9)
+        let idleNs = ngtcp2Nanoseconds(configuration.idleTimeout)
         while true {
             guard let conn else { return .closed }
             let now = Self.now()
@@ -590,7 +590,7 @@ final class QUICEngine: @unchecked Sendable {
             }
             if handshakeDone, Self.now() >= lastPacketAt + idleNs {
                 phase = .hostGone
-                return .idleTimeout(seconds: configuration.idleTimeout)
+                return .idleTimeout(seconds: configuration.idleTimeout.inSeconds)
             }
             if Self.now() >= ngtcp2_conn_get_expiry(conn) {
                 let rc = ngtcp2_conn_handle_expiry(conn, Self.now())
@@ -780,10 +780,10 @@ final class QUICEngine: @unchecked Sendable {
             }
             return Self.transportError(code: ccerr.error_code, reason: reason, host: configuration.host)
         case NGTCP2_ERR_IDLE_CLOSE:
-            return handshakeDone ? .idleTimeout(seconds: configuration.idleTimeout)
-                                 : .handshakeTimeout(host: "\(remote)", seconds: configuration.handshakeTimeout)
+            return handshakeDone ? .idleTimeout(seconds: configuration.idleTimeout.inSeconds)
+                                 : .handshakeTimeout(host: "\(remote)", seconds: configuration.handshakeTimeout.inSeconds)
         case NGTCP2_ERR_HANDSHAKE_TIMEOUT:
-            return .handshakeTimeout(host: "\(remote)", seconds: configuration.handshakeTimeout)
+            return .handshakeTimeout(host: "\(remote)", seconds: configuration.handshakeTimeout.inSeconds)
         case NGTCP2_ERR_CRYPTO, NGTCP2_ERR_CALLBACK_FAILURE:
             var detail = String(cString: ngtcp2_strerror(rc))
             if let session {
@@ -809,3 +809,6 @@ final class QUICEngine: @unchecked Sendable {
         return .quic(code: Int32(truncatingIfNeeded: code), detail: "the host closed the connection with QUIC error 0x\(String(code, radix: 16))\(reason.isEmpty ? "" : ": \(reason)")")
     }
 }
+
+/// A duration as ngtcp2 takes it: nanoseconds.
+private func ngtcp2Nanoseconds(_ duration: Duration) -> UInt64 { UInt64(max(.zero, duration) / .nanoseconds(1)) }
