@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The `farcast` command as a user runs it: exit codes, one-line failures, JSON output.
-@Suite struct CLITests {
+@Suite(.tags(.groupA)) struct CLITests {
     @Test func versionAndHelp() throws {
         let bin = try farcastBinary()
         let version = try run(bin, ["--version"])

@@ -7,7 +7,7 @@ import Testing
 /// on a private avahi-daemon (see `AvahiResponder`), a small responder answers Jellyfin's UDP
 /// 7359 query (no Jellyfin server runs here: the responder sends the reply format of jellyfin
 /// notes §5, from `AutoDiscoveryHost`), and the listing must carry each one's fields.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupC), .serialized, .timeLimit(.minutes(3)))
 struct DiscoverCommandTests {
     struct Listed: Decodable {
         var `protocol`: String

@@ -8,7 +8,7 @@ import Testing
 /// 1 for a failure and 2 for a mistake in the command — checked for each finding of the faults
 /// issue. Peers: scripts/lib/hostile_server.py for the misbehaving servers, real Xvnc and
 /// aiosendspin for the rest.
-@Suite(.serialized, .timeLimit(.minutes(6)))
+@Suite(.tags(.groupA), .serialized, .timeLimit(.minutes(6)))
 struct FaultInjectionTests {
     struct Outcome {
         var result: ProcessResult

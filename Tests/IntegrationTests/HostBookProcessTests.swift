@@ -5,7 +5,7 @@ import Testing
 /// The host book shared by farcast processes: two of them adding hosts at the same moment lose
 /// nothing and corrupt nothing (WAL, writers wait for each other); an export imports back into
 /// an empty book as it was; and a password saved with a host is nowhere in the database's bytes.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(3)))
 struct HostBookProcessTests {
     static func environment(_ folder: TemporaryFolder) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment

@@ -7,7 +7,7 @@ import Testing
 /// 255.255.255.255. The namespace has only `lo`; the same preparation as the mDNS tests (a
 /// default route through `lo`) lets the limited broadcast reach it. No real Jellyfin server can
 /// run on these machines.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupC), .serialized, .timeLimit(.minutes(3)))
 struct JellyfinDiscoveryTests {
     @Test func discoverFindsTheServerByBroadcast() async throws {
         try AvahiResponder.prepareProcess()

@@ -5,7 +5,7 @@ import Testing
 /// these machines; JellyfinStandInServer), whose /Items/{id}/Download serves the media files with
 /// byte ranges and, on request, breaks: cut after half the file, or a Content-Length that lies.
 /// Every file is compared byte for byte with the stand-in's own.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.tags(.groupC), .serialized, .timeLimit(.minutes(5)))
 struct JellyfinDownloadTests {
     typealias User = JellyfinCLITests.User
 

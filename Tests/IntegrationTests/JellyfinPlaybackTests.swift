@@ -6,7 +6,7 @@ import Testing
 /// (`vo=null`, `ao=null`: mpv still plays in real time). The stand-in keeps every playback
 /// report it receives (`/StandIn/PlaybackReports`), so the tests read what a real server would
 /// have been told, in order. A private data folder: these tests move the demo user's resume points.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.tags(.groupA), .serialized, .timeLimit(.minutes(5)))
 struct JellyfinPlaybackTests {
     typealias User = JellyfinCLITests.User
     static let headless = ["--mpv-option", "vo=null", "--mpv-option", "ao=null"]

@@ -6,7 +6,7 @@ import Testing
 /// schemas, and jellyfin-apiclient-python (written against real servers, and browsing through
 /// the legacy routes real servers still answer) signs in, browses and searches it. Both are
 /// pinned in .venv-jellyfin by scripts/setup. No real Jellyfin server can run on these machines.
-@Suite(.serialized, .timeLimit(.minutes(8)))
+@Suite(.tags(.groupC), .serialized, .timeLimit(.minutes(8)))
 struct JellyfinStandInConformanceTests {
     static var venv: String { ProcessInfo.processInfo.environment["FARCAST_JELLYFIN_VENV"] ?? packageRoot.appendingPathComponent(".venv-jellyfin").path }
 

@@ -7,7 +7,7 @@ import Testing
 /// Differential test against libvncclient 0.9.14 (Debian's libvncserver), the C reference
 /// client: the same recorded real-server streams must leave both with identical framebuffers.
 /// The harness (scripts/lib/bench/libvncclient_replay.c) is the one `scripts/bench vnc` uses.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupC), .serialized, .timeLimit(.minutes(3)))
 struct LibVNCClientDifferentialTests {
     static func build(_ source: String, output: String, flags: [String]) throws -> String {
         let gcc = try requireExecutable("gcc", package: "gcc")

@@ -3,7 +3,7 @@ import Testing
 
 /// scripts/test runs the integration tests in a network namespace of their own so that no
 /// server a test starts can reach beyond loopback. This proves the isolation actually holds.
-@Suite struct NamespaceTests {
+@Suite(.tags(.groupA)) struct NamespaceTests {
     @Test func integrationTestsSeeOnlyLoopback() throws {
         guard ProcessInfo.processInfo.environment["FARCAST_REQUIRE_NETNS"] == "1" else {
             // Run by hand outside scripts/test: nothing to prove about isolation.

@@ -4,7 +4,7 @@ import Testing
 /// The impairment other tests rely on (scripts/impair, netimpair over NFQUEUE) does what it says
 /// on UDP through loopback: a fixed delay delays every datagram, jitter spreads them, loss drops
 /// the share asked for, a rate limit holds throughput to it, and stopping removes the rule.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct NetImpairTests {
     /// A UDP echo server on 127.0.0.1 and a client that times round trips.
     final class Echo: @unchecked Sendable {

@@ -10,7 +10,7 @@ import Testing
 /// can be built here (its Rust dependency graph needs crates.io), so the peer is our clean-room
 /// Python host on aioquic with the bit-true oracles; `PunktfunkRemoteHostTests` runs the same
 /// checks against a real host when one is reachable.
-@Suite(.serialized)
+@Suite(.tags(.timing), .serialized)
 struct PunktfunkSessionTests {
     static func farcast(_ args: [String], state: String, stdin: String? = nil, timeout: TimeInterval = 60) throws -> ProcessResult {
         var env = ProcessInfo.processInfo.environment
@@ -535,7 +535,7 @@ struct PunktfunkStreamingTests {
 /// `farcast punktfunk discover` against the stand-in host's mDNS announcement (python-zeroconf,
 /// as a real host announces with mdns-sd), through the shared Discovery seam and a private
 /// avahi-daemon on the namespace's loopback (`AvahiResponder`).
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupC), .serialized, .timeLimit(.minutes(3)))
 struct PunktfunkDiscoveryTests {
     @Test func discoverListsTheHostWithItsTXT() throws {
         let responder = try AvahiResponder()

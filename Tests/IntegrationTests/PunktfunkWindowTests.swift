@@ -9,7 +9,7 @@ import Testing
 /// in its sequence as a bar code across the top (scripts/punktfunk-host/media.py) and logs which
 /// picture every access unit carries; xwd reads the window back, xdotool types and clicks into it
 /// as a person's keyboard and mouse (XTEST), and the host logs the input datagrams that arrive.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(5)))
 struct PunktfunkWindowTests {
     let folder: TemporaryFolder
     static let mode = "640x360x30"

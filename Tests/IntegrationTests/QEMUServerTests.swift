@@ -5,7 +5,7 @@ import Testing
 
 /// QEMU's own VNC server (qemu-system-x86 7.2, a PC with no disk: SeaBIOS says it found nothing
 /// to boot), compared with QEMU's own picture of its screen (`screendump` on the monitor).
-@Suite(.serialized, .timeLimit(.minutes(4)))
+@Suite(.tags(.groupA), .serialized, .timeLimit(.minutes(4)))
 struct QEMUServerTests {
     /// Every encoding QEMU serves decodes to exactly QEMU's screendump. The text cursor blinks,
     /// so the two are compared until one moment when they agree (within 15 s).

@@ -7,7 +7,7 @@ import Testing
 /// encoding each server really serves is forced in turn and the decoded framebuffer is compared
 /// with the X server's own (`xwd -root`): lossless encodings pixel for pixel. Serialized: each
 /// test runs its own X and VNC servers, and two cores cannot run twenty of them at once.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(5)))
 struct RFBServerTests {
     static func connect(_ server: some XDisplay, password: String?, configure: (inout RFBConnection.Configuration) -> Void = { _ in },
                         options: (inout VNCClient.Options) -> Void = { _ in }) async throws -> VNCClient {

@@ -5,7 +5,7 @@ import Testing
 
 /// RSA-AES (RA2, RA2ne, RA2_256, RA2ne_256) against TigerVNC's own server: x0vncserver 1.15 from
 /// Debian trixie (scripts/setup), scraping an Xvfb display.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(3)))
 struct RSAAESTests {
     @Test func everyRSAAESTypeLogsInAndAnEncryptedSessionIsPixelExact() async throws {
         let folder = try TemporaryFolder()

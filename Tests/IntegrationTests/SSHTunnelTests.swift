@@ -14,7 +14,7 @@ import Testing
 ///
 /// Not covered because swift-nio-ssh 0.15.1 cannot do them (see docs/hosts.md): RSA user keys,
 /// keys held by ssh-agent, keyboard-interactive.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.tags(.groupA), .serialized, .timeLimit(.minutes(5)))
 struct SSHTunnelTests {
     static let logger: Logger = {
         var logger = Logger(label: "test.ssh")

@@ -5,7 +5,7 @@ import Testing
 /// (`dbus-run-session`), its login keyring unlocked with a test password, in a HOME of the
 /// test's own. farcast must put a saved host's password there (read back with libsecret's own
 /// `secret-tool`), not in its state directory and not in the host book.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(2)))
 struct SecretServiceTests {
     @Test func aSavedHostsPasswordGoesToTheKeyringAndNowhereElse() throws {
         let folder = try TemporaryFolder()

@@ -11,7 +11,7 @@ import Testing
 /// edge leaves the oracle's DAC at a known time; farcast rendered it for a departure it computed
 /// from the device's delay reports. The two must agree — that is the latency compensation — and
 /// the engine's own record says the render matched the server's timestamp.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct SendspinALSATests {
     /// Pulses of 2 ms every half second, 0.8 of full scale (stereo).
     static let pulses = "aevalsrc=exprs=if(lt(mod(n\\,24000)\\,96)\\,0.8\\,0):s=48000:c=stereo"

@@ -8,7 +8,7 @@ import Testing
 /// reference client on the same server. The player used to withdraw its availability whenever
 /// the filter error passed 5 ms, and the server then moved it to a stopped group for good; now it
 /// must stay available and keep playing.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct SendspinJitterTests {
     @Test func jitterNeitherWithdrawsAvailabilityNorStopsPlayback() async throws {
         let folder = try TemporaryFolder()

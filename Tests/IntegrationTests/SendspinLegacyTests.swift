@@ -7,7 +7,7 @@ import Testing
 
 /// The opt-in legacy wire against aiosendspin 5.3.0, a server that speaks only it: it closes
 /// the connection on the encrypted protocol's client/init without a word.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct SendspinLegacyTests {
     static func play(_ url: String, allowLegacy: Bool, codec: String = "pcm", store: PlayerStore? = nil, wav: String,
                      seconds: Double = 8, observer: SendspinPlayer.SessionObserver? = nil,

@@ -9,7 +9,7 @@ import WSClient
 
 /// Server-initiated Sendspin: farcast listens, aiosendspin's `sendspin serve --client URL` dials
 /// it (loopback, inside the test namespace).
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct SendspinListenTests {
     /// A value several tasks share.
     final class Shared<Value: Sendable>: Sendable {

@@ -9,7 +9,7 @@ import Testing
 /// true clock offset is zero and the player's timing can be judged absolutely.
 /// Serialized: each test runs its own Python server, and two cores cannot run them all at once
 /// without starving the players' clocks.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct SendspinServerTests {
     static func play(_ server: SendspinServer, codec: String, seconds: Double, suite: NoiseSuite = .chaChaPoly,
                      wav: String) async throws -> SendspinPlayer.Report {

@@ -6,7 +6,7 @@ import Testing
 /// plugin reading a 1 kHz tone, the test ALSA input the issue names — when the server asks; the
 /// server logs each chunk's capture timestamp and its arrival on its own clock and plays the
 /// input to the group, where two more farcast players (and the source itself) play it in sync.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(2)))
 struct SendspinSourceTests {
     @Test(arguments: ["flac", "opus", "pcm"])
     func aLineInIsStampedOnTheServersClockAndPlayedToTheGroupInSync(codec: String) throws {

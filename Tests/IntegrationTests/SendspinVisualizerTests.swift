@@ -8,7 +8,7 @@ import Testing
 /// `farcast sendspin play --visualizer-json --color-json` must write what the server computed,
 /// each frame when its sound leaves the software DAC (checked against the player's own
 /// --trace of when each audio chunk left) and each palette from its time.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(2)))
 struct SendspinVisualizerTests {
     struct Line: Decodable {
         var type: String

@@ -6,7 +6,7 @@ import Testing
 /// What TigerVNC 1.15's server (x0vncserver from Debian trixie, scraping an Xvfb display)
 /// negotiates beyond Xvnc 1.12 (ExtendedMouseButtons, so back/forward and buttons up to 15 reach X
 /// applications), and CursorWithAlpha, which both send, so the local cursor keeps its alpha.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(2)))
 struct TigerVNC115Tests {
     @Test func buttonsBeyondEightArriveThroughExtendedMouseButtons() async throws {
         let folder = try TemporaryFolder()

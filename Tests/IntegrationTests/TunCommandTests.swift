@@ -5,7 +5,7 @@ import Testing
 /// `farcast tun` as a user runs it: `echo` answering real pings, `pipe` carrying real TCP and UDP
 /// between two network namespaces joined by a veth pair (with and without offload, 1 and 2
 /// queues, MTU 1280 and 9000), and the exit codes and one-line failures of the command line.
-@Suite(.serialized, .timeLimit(.minutes(10)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(10)))
 struct TunCommandTests {
     init() throws { try requireTunnelPrerequisites() }
 

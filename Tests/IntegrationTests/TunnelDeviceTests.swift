@@ -6,7 +6,7 @@ import Tunnel
 /// The `Tunnel` library against the real kernel, in the private network namespace scripts/test
 /// runs integration tests in: devices created and adopted, configuration over rtnetlink read back
 /// with `ip -j`, blocking, batch and async I/O, interruption, and GSO packets from the kernel.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupA), .serialized, .timeLimit(.minutes(3)))
 struct TunnelDeviceTests {
     init() throws { try requireTunnelPrerequisites() }
 

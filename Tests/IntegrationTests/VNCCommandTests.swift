@@ -4,7 +4,7 @@ import RFB
 import Testing
 
 /// `farcast vnc …` as a user runs it against a real Xvnc.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.groupA), .serialized, .timeLimit(.minutes(3)))
 struct VNCCommandTests {
     @Test func screenshotWritesAPNGIdenticalToTheXServersFramebuffer() throws {
         let folder = try TemporaryFolder()

@@ -5,7 +5,7 @@ import Testing
 
 /// Working *through* a real Xvnc with `farcast vnc type/key/click/move/clipboard/resize/do`,
 /// checked from the X side: an X client that echoes its input, xdotool, xclip, xdpyinfo, xwd.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(3)))
 struct VNCInteractionTests {
     let folder: TemporaryFolder
     let environment: [String: String]

@@ -8,7 +8,7 @@ import Testing
 /// starts the server as a user would (defaults included), connects with farcast's default
 /// preference unless the row says otherwise, and checks the types offered, the method chosen
 /// and a complete first frame through it.
-@Suite(.serialized, .timeLimit(.minutes(8)))
+@Suite(.tags(.groupB), .serialized, .timeLimit(.minutes(8)))
 struct VNCSecurityChoiceTests {
     /// One row: a server configuration and what must happen against it.
     struct Row: CustomTestStringConvertible, Sendable {

@@ -62,7 +62,7 @@ final class ViewerScreen: XDisplay, @unchecked Sendable {
 /// `farcast vnc view`: the window, checked from the outside — its pixels read back with xwd,
 /// input typed and clicked into it with xdotool (XTEST, as a person's keyboard) and seen by an
 /// X client on the VNC server's desktop, the clipboard read with xclip on both displays.
-@Suite(.serialized, .timeLimit(.minutes(4)))
+@Suite(.tags(.timing), .serialized, .timeLimit(.minutes(4)))
 struct VNCViewerWindowTests {
     let folder: TemporaryFolder
 

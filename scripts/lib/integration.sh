@@ -21,24 +21,16 @@ else
   UNSHARE=(unshare -rn)   # unprivileged user namespace, where the kernel allows it
 fi
 # Most integration time is spent waiting on real servers (a full serial run keeps the two cores
-# about a quarter busy), so the suites run as test processes side by side: four groups at once,
-# balanced by their measured durations, then the suites that judge timing (QUIET below) alone,
-# one at a time as every suite ran before. Each group is one test process in a network
-# namespace of its own, with its own range of X display numbers
-# (X keeps its locks in the shared /tmp) and its own state folders. Within a group one suite at
-# a time: many tests wait synchronously on real servers, and Swift Testing runs those on the
-# cooperative thread pool (two threads on a two-core machine), where they would starve the async
-# tests' timers. The test binary is run directly: `swift test` holds a lock on .build.
-# The last concurrent group takes every suite not named here, so a new suite always runs.
-SUITE_GROUPS=(
-  'FaultInjectionTests|SSHTunnelTests|QEMUServerTests|VNCCommandTests|TunnelDeviceTests|CLITests|NamespaceTests|JellyfinPlaybackTests'
-  'VNCSecurityChoiceTests|RFBServerTests|RSAAESTests|HostBookProcessTests|TigerVNC115Tests|SecretServiceTests|TunCommandTests'
-  'JellyfinStandInConformanceTests|LibVNCClientDifferentialTests|PunktfunkDiscoveryTests|DiscoverCommandTests|JellyfinDiscoveryTests|JellyfinDownloadTests'
-)
-# Suites that judge timing (audio and playback sync, chunks on time, datagram loss, the viewer's
-# window and typing, the impairment tool's delays). In a fresh-clone CI run with them among the
-# groups, SendspinLegacyTests saw 6 late chunks (bound 2) while the other groups loaded both cores.
-QUIET='SendspinALSATests|SendspinVisualizerTests|SendspinSourceTests|SendspinServerTests|SendspinListenTests|SendspinLegacyTests|SendspinJitterTests|PunktfunkSessionTests|PunktfunkWindowTests|VNCViewerWindowTests|VNCInteractionTests|NetImpairTests'
+# about a quarter busy), so the suites run as test processes side by side, then the suites that
+# judge timing alone, one at a time. Which suite runs where is a Swift Testing tag on the suite
+# (Tests/IntegrationTests/Support/Tags.swift says how the groups are chosen): .groupA, .groupB
+# and .groupC, and a last group that takes every suite without a tag, so a new suite always runs;
+# .timing suites run after them. Each group is one test process in a network namespace of its
+# own, with its own range of X display numbers (X keeps its locks in the shared /tmp) and its own
+# state folders. Within a group one suite at a time: many tests wait synchronously on real
+# servers, and Swift Testing runs those on the cooperative thread pool (two threads on a two-core
+# machine), where they would starve the async tests' timers. The test binary is run directly:
+# `swift test` holds a lock on .build.
 TESTS="$BIN/FarcastPackageTests.xctest"
 RUNS="$(mktemp -d)"
 group() {  # group NAME DISPLAY_BASE SELECTION...: runs the selected integration suites, output in $RUNS/NAME.log
@@ -55,6 +47,15 @@ report() {  # report NAME STATUS: the group's whole output, then its verdict
   sed 's/^/['"$1"'] /' "$RUNS/$1.log" >&2
   if [ "$2" -ne 0 ]; then FAILED+=("$1"); say "integration group $1 FAILED (exit $2)"; else say "integration group $1 passed"; fi
 }
+# The tags, read from the test binary's own listing (the tests are not run by it).
+"$TESTS" --testing-library swift-testing --list-tests --event-stream-output-path "$RUNS/tests.jsonl" \
+  --experimental-event-stream-version 99 > /dev/null
+declare -A PLACED=()
+while read -r tag suites; do PLACED[$tag]=$suites; done \
+  < <(python3 scripts/lib/integration_groups.py "$RUNS/tests.jsonl")
+[ ${#PLACED[@]} -eq 4 ] || { say "integration: could not read the suites' placement tags"; exit 1; }
+SUITE_GROUPS=("${PLACED[groupA]}" "${PLACED[groupB]}" "${PLACED[groupC]}")
+QUIET=${PLACED[timing]}
 say "integration: $((${#SUITE_GROUPS[@]} + 1)) groups of suites at once"
 PIDS=()
 named=""
