@@ -157,14 +157,7 @@ public struct WireGuardConfiguration: Sendable {
 
     /// `host:port` or `[v6]:port` split, or nil.
     public static func splitEndpoint(_ text: String) -> (host: String, port: UInt16)? {
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":"), let port = UInt16(rest.dropFirst()) else { return nil }
-            return (String(text[text.index(after: text.startIndex)..<close]), port)
-        }
-        guard let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon,
-              let port = UInt16(text[text.index(after: colon)...]), colon > text.startIndex else { return nil }
-        return (String(text[..<colon]), port)
+        UDPEndpoint.split(text)
     }
 }
 

@@ -106,30 +106,14 @@ public final class WireGuardInterface: Sendable {
     }
 
     private static func resolve(_ text: String) throws(WireGuardInterfaceError) -> UDPEndpoint {
-        if let literal = UDPEndpoint(text) { return literal }
-        guard let (host, port) = WireGuardConfiguration.splitEndpoint(text) else { throw .endpoint(text, "not HOST:PORT") }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, nil, &hints, &list)
-        guard status == 0, let first = list else { throw .endpoint(text, String(cString: gai_strerror(status))) }
-        defer { freeaddrinfo(list) }
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let current = entry {
-            let info = current.pointee
-            if info.ai_family == AF_INET, let raw = info.ai_addr {
-                let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
-                return UDPEndpoint(address: .v4(address), port: port)
+        do throws(UDPEndpoint.ResolveError) {
+            return try UDPEndpoint.resolve(text)
+        } catch {
+            switch error {
+            case .malformed: throw .endpoint(text, "not HOST:PORT")
+            case .unresolved(_, let reason): throw .endpoint(text, reason)
             }
-            if info.ai_family == AF_INET6, let raw = info.ai_addr {
-                let bytes = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
-                }
-                if let address = IPAddress(bytes: bytes) { return UDPEndpoint(address: address, port: port) }
-            }
-            entry = info.ai_next
         }
-        throw .endpoint(text, "no IPv4 or IPv6 address")
     }
 
     /// The UAPI socket at /var/run/wireguard/NAME.sock (0600: `get` shows the private key); nil

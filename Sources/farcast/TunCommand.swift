@@ -375,7 +375,13 @@ struct TunPipeCommand: AsyncParsableCommand {
             if let mtu = device.mtu, mtu + frameOverhead > 65507 {
                 throw ValidationError("--mtu \(mtu) is too large for tun pipe: each packet travels in one UDP datagram of at most 65507 bytes, so the MTU can be at most \(65507 - frameOverhead)\(tap ? " with --tap" : "")")
             }
-            let remote = try resolvePeer()
+            let remote: UDPEndpoint
+            do throws(UDPEndpoint.ResolveError) {
+                remote = try UDPEndpoint.resolve(peer)
+            } catch {
+                guard case .unresolved = error else { throw ValidationError("--peer must be HOST:PORT ([IPv6]:PORT), not '\(peer)'") }
+                throw CommandFailure(message: error.description)
+            }
             guard Int(remote.port) + device.queues - 1 <= 65535 else {
                 throw ValidationError("--peer's port plus \(device.queues - 1) (one port per queue) exceeds 65535")
             }
@@ -405,85 +411,32 @@ struct TunPipeCommand: AsyncParsableCommand {
             defer { signals.cancel() }
             let tun = try options.open(tap: tap)
             defer { tun.close() }
-            var sockets: [UDPBatchSocket] = []
+            // A TAP frame is the MTU plus an Ethernet header and up to two VLAN tags.
+            var pipeOptions = UDPPipe.Options(listenPort: UInt16(listen), peer: remote)
+            pipeOptions.batch = batch
+            pipeOptions.slotSize = max(options.mtu ?? 1500, 576) + frameOverhead
+            pipeOptions.coalesce = device.offload && !noGRO
+            pipeOptions.udpOffload = !noUDPOffload
+            // Only a TUN device whose MTU is over what fits can hand over packets too big.
+            pipeOptions.tooBigOver = fits.flatMap { fits in !tap && (options.mtu ?? 1500) > fits ? fits : nil }
+            let pipe: UDPPipe
             do {
-                for i in 0..<tun.queues.count {
-                    sockets.append(try UDPBatchSocket(localPort: UInt16(listen + i),
-                                                      remote: UDPEndpoint(address: remote.address, port: remote.port + UInt16(i)),
-                                                      segmentationOffload: !noUDPOffload, receiveOffload: !noUDPOffload))
+                pipe = try UDPPipe(device: tun, options: pipeOptions) { failure in
+                    latch.stop(failure: failure.description)
                 }
             } catch {
                 throw CommandFailure(message: "\(describe(error))")
             }
-            defer { for s in sockets { s.close() } }
-            let workers = WorkerThreads()
-            // A TAP frame is the MTU plus an Ethernet header and up to two VLAN tags.
-            let slot = max(options.mtu ?? 1500, 576) + frameOverhead
-            let useGRO = device.offload && !noGRO
-            let batchSize = batch
-            // Only a TUN device whose MTU is over what fits can hand over packets too big.
-            let tooBigOver = fits.flatMap { fits in !tap && (options.mtu ?? 1500) > fits ? fits : nil }
-            let tooBigAnswered = Atomic<Int>(0)
+            let sockets = pipe.sockets
+            let useGRO = pipeOptions.coalesce
             let start = ContinuousClock.now
-            for (i, queue) in tun.queues.enumerated() {
-                let socket = sockets[i]
-                workers.start("tun-pipe-out-\(i)") {
-                    let packets = PacketBatch(capacity: batchSize, slotSize: slot)
-                    let answers = PacketBatch(capacity: batchSize, slotSize: PacketTooBig.maximumReplyLength)
-                    do {
-                        while true {
-                            packets.removeAll()
-                            _ = try queue.readPackets(into: packets, timeout: nil)
-                            if let limit = tooBigOver {
-                                answers.removeAll()
-                                packets.removeAll { index in
-                                    guard packets.length(at: index) > limit else { return false }
-                                    var answered = false
-                                    answers.append { reply in
-                                        let n = PacketTooBig.reply(to: UnsafeRawBufferPointer(packets[index]), mtu: limit, into: reply) ?? 0
-                                        answered = n > 0
-                                        return n
-                                    }
-                                    return answered
-                                }
-                                if !answers.isEmpty {
-                                    tooBigAnswered.add(answers.count, ordering: .relaxed)
-                                    try queue.writePackets(answers, coalescingWith: nil)
-                                }
-                            }
-                            try socket.send(packets)
-                        }
-                    } catch TunnelError.interrupted {
-                    } catch TunnelError.closed {
-                    } catch {
-                        latch.stop(failure: "\(tun.name) queue \(i) to the peer: \(describe(error))")
-                    }
-                }
-                workers.start("tun-pipe-in-\(i)") {
-                    let packets = PacketBatch(capacity: batchSize, slotSize: slot)
-                    let gro = useGRO ? tun.makeGROTable(capacity: batchSize) : nil
-                    do {
-                        while true {
-                            packets.removeAll()
-                            _ = try socket.receive(into: packets)
-                            try queue.writePackets(packets, coalescingWith: gro)
-                        }
-                    } catch TunnelError.interrupted {
-                    } catch TunnelError.closed {
-                    } catch {
-                        latch.stop(failure: "\(tun.name) queue \(i) from the peer: \(describe(error))")
-                    }
-                }
-            }
             if !global.quiet {
                 let mtuNote = options.mtu.map { mtu in device.mtu == nil && pathMTU != nil ? "MTU \(mtu) (the path's \(pathMTU!) less \(gained))" : "MTU \(mtu)" } ?? "MTU 1500"
                 FileHandleOutput.stderr("\(tun.name) piped to \(remote) from UDP port \(listen) (\(mtuNote), \(tun.queues.count) queue\(tun.queues.count == 1 ? "" : "s"), offload \(tun.offload), GRO \(useGRO ? "on" : "off"), UDP GSO \(sockets[0].segmentationOffload ? "on" : "off"), UDP GRO \(sockets[0].receiveOffload ? "on" : "off"))\n")
             }
             await latch.wait(duration: device.duration)
             let seconds = (ContinuousClock.now - start).inSeconds
-            tun.interrupt()
-            for s in sockets { s.interrupt() }
-            workers.join()
+            pipe.stop()
             if let failure = latch.failure { throw CommandFailure(message: failure) }
             let q = tun.queues.map(\.statistics)
             let u = sockets.map(\.statistics)
@@ -496,7 +449,7 @@ struct TunPipeCommand: AsyncParsableCommand {
                 malformedDropped: q.map(\.malformedDropped).reduce(0, +), deviceWriteDropped: q.map(\.writeDropped).reduce(0, +),
                 datagramsSent: u.map(\.datagramsSent).reduce(0, +), datagramsReceived: u.map(\.datagramsReceived).reduce(0, +),
                 sendCalls: u.map(\.sendCalls).reduce(0, +), receiveCalls: u.map(\.receiveCalls).reduce(0, +),
-                udpDropped: u.map(\.dropped).reduce(0, +), tooBigAnswered: tooBigAnswered.load(ordering: .relaxed),
+                udpDropped: u.map(\.dropped).reduce(0, +), tooBigAnswered: pipe.tooBigAnswered,
                 perQueue: zip(q, u).map { Report.QueueReport(packetsFromDevice: $0.packetsRead, packetsToDevice: $0.packetsWritten,
                                                              datagramsSent: $1.datagramsSent, datagramsReceived: $1.datagramsReceived) })
             if global.json {
@@ -505,37 +458,6 @@ struct TunPipeCommand: AsyncParsableCommand {
                 print("\(report.packetsFromDevice) packets to the peer in \(report.datagramsSent) datagrams (\(report.superPacketsSplit) super-packets split); \(report.packetsToDevice) packets from the peer (\(report.superPacketsWritten) coalesced writes); dropped: \(report.malformedDropped) malformed, \(report.deviceWriteDropped) refused by the device, \(report.udpDropped) by UDP; \(report.tooBigAnswered) too big for the path answered with ICMP")
             }
         }
-    }
-
-    /// The peer endpoint: an address literal, or a host name resolved once (exit 2 if malformed,
-    /// 1 if the name does not resolve).
-    private func resolvePeer() throws -> UDPEndpoint {
-        if let endpoint = UDPEndpoint(peer) { return endpoint }
-        guard let colon = peer.lastIndex(of: ":"), let port = UInt16(peer[peer.index(after: colon)...]), port > 0 else {
-            throw ValidationError("--peer must be HOST:PORT, not '\(peer)'")
-        }
-        let host = String(peer[..<colon])
-        guard !host.isEmpty, !host.contains(":") else { throw ValidationError("--peer must be HOST:PORT ([IPv6]:PORT), not '\(peer)'") }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, nil, &hints, &result)
-        guard status == 0, let first = result else {
-            throw CommandFailure(message: "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(result) }
-        let address: IPAddress?
-        if first.pointee.ai_family == AF_INET {
-            address = first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                IPAddress.v4(UInt32(bigEndian: $0.pointee.sin_addr.s_addr))
-            }
-        } else {
-            address = first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
-                withUnsafeBytes(of: p.pointee.sin6_addr) { IPAddress(bytes: $0) }
-            }
-        }
-        guard let address else { throw CommandFailure(message: "cannot resolve \(host) to an IP address") }
-        return UDPEndpoint(address: address, port: port)
     }
 }
 #endif

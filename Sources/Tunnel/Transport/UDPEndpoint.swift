@@ -74,6 +74,66 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension UDPEndpoint {
+    /// Splits `HOST:PORT` (`[IPv6]:PORT` for an IPv6 literal) without resolving the host; nil when
+    /// the text is not of that shape or the port is not 0–65535.
+    public static func split(_ text: String) -> (host: String, port: UInt16)? {
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":"), let port = UInt16(rest.dropFirst()) else { return nil }
+            return (String(text[text.index(after: text.startIndex)..<close]), port)
+        }
+        guard let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon,
+              let port = UInt16(text[text.index(after: colon)...]), colon > text.startIndex else { return nil }
+        return (String(text[..<colon]), port)
+    }
+
+    /// Why `resolve` found no endpoint.
+    public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// The text is not `HOST:PORT` (`[IPv6]:PORT`).
+        case malformed(String)
+        /// The host name did not resolve (the resolver's reason), or only to other families.
+        case unresolved(host: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .malformed(let text): "'\(text)' is not HOST:PORT (an IPv6 address in brackets: [fd00::1]:51820)"
+            case .unresolved(let host, let reason): "cannot resolve \(host): \(reason)"
+            }
+        }
+    }
+
+    /// An endpoint from `ADDRESS:PORT` or `HOSTNAME:PORT`: an address literal as it is, a host
+    /// name resolved once through the system resolver (its first IPv4 or IPv6 address, in the
+    /// resolver's order). Blocks while the resolver works.
+    public static func resolve(_ text: String) throws(ResolveError) -> UDPEndpoint {
+        if let literal = UDPEndpoint(text) { return literal }
+        guard let (host, port) = split(text), !host.isEmpty else { throw .malformed(text) }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0, let first = list else { throw .unresolved(host: host, reason: String(cString: gai_strerror(status))) }
+        defer { freeaddrinfo(list) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            let info = current.pointee
+            if info.ai_family == AF_INET, let raw = info.ai_addr {
+                let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
+                return UDPEndpoint(address: .v4(address), port: port)
+            }
+            if info.ai_family == AF_INET6, let raw = info.ai_addr {
+                let address = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
+                }
+                if let address { return UDPEndpoint(address: address, port: port) }
+            }
+            entry = info.ai_next
+        }
+        throw .unresolved(host: host, reason: "no IPv4 or IPv6 address")
+    }
+}
+
+extension UDPEndpoint {
     /// The MTU of the path to this endpoint as the kernel knows it now: the MTU of the device its
     /// route leaves by, or a smaller one learned from ICMP since (Linux: IP_MTU / IPV6_MTU of a
     /// UDP socket connected to it; nothing is sent). nil when there is no route or the system
