@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 import Punktfunk
 import Sendspin
@@ -82,13 +83,13 @@ final class PunktfunkAudioOutput: Sendable {
         let frame = AudioPlayout.frameSamples
         var decoded: [Float] = [], stereo: [Float] = []
         var samples = [Int32](repeating: 0, count: frame * 2)
-        let start = DataPlaneSocket.monotonic()
+        let start = SystemClock().now().nanoseconds
         let lead = Int64(Self.bufferMicroseconds) * 1000
         var rendered: Int64 = 0
         while !stopped.load(ordering: .acquiring) {
             // Rendered time may lead the wall clock by the device's buffer, no more.
             let due = start + Int64(Double(rendered) * 1e9 / Double(Self.sampleRate) / 1.001) - lead
-            let now = DataPlaneSocket.monotonic()
+            let now = SystemClock().now().nanoseconds
             if due > now { usleep(useconds_t(min(50_000, (due - now) / 1000))); continue }
             playout.withLock { $0.render(into: &decoded) }
             ChannelFold.fold(decoded, frames: frame, from: sourceChannels, to: 2, into: &stereo)

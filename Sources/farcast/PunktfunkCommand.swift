@@ -177,39 +177,6 @@ struct WelcomeSummary: Encodable {
     }
 }
 
-/// Connect, Hello → Welcome, data socket + Start, clock sync: what probe, speedtest and receive share.
-struct PunktfunkSessionStart {
-    let client: PunktfunkClient
-    let welcome: Welcome
-    let dataSocket: DataPlaneSocket
-    let clock: ClockOffsetEstimator
-    let samples: [ClockSample]
-
-    /// `beforeStart` runs once the data socket exists and before Start, so a receiver can be
-    /// listening when the host's first datagram arrives.
-    static func open(_ options: PunktfunkClient.Options, hello: Hello, timeout: Double, interrupt: PunktfunkInterrupt,
-                     beforeStart: (PunktfunkClient, Welcome, DataPlaneSocket) throws -> Void = { _, _, _ in }) async throws -> PunktfunkSessionStart {
-        let client = try await PunktfunkClient.connect(options)
-        interrupt.attach(client)
-        do {
-            var bound: DataPlaneSocket?
-            let (welcome, samples) = try await client.establish(hello, timeout: .seconds(timeout)) { welcome in
-                let socket = try DataPlaneSocket(host: client.quic.remoteAddress, udpPort: welcome.udpPort)
-                try beforeStart(client, welcome, socket)
-                bound = socket
-                return socket.localPort
-            }
-            guard let socket = bound else { throw CommandFailure(message: "internal: the data socket was not bound") }
-            var clock = ClockOffsetEstimator()
-            clock.apply(batch: samples)
-            return PunktfunkSessionStart(client: client, welcome: welcome, dataSocket: socket, clock: clock, samples: samples)
-        } catch {
-            client.close()
-            throw error
-        }
-    }
-}
-
 struct PunktfunkDiscoverCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "discover",
@@ -340,7 +307,7 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
             let options = try hostOptions.clientOptions()
             guard let streamMode = StreamMode(parsing: mode) else { throw CommandFailure(message: "--mode is WIDTHxHEIGHTxHZ", exitCode: 2) }
             let hello = Hello(mode: streamMode, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
-            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
+            let session = try await StreamStart.open(options, hello: hello, timeout: .seconds(hostOptions.timeout), connected: interrupt.attach)
             session.client.close()
             hostOptions.markConnected()
             let report = Report(host: options.peerKey, fingerprint: session.client.hostFingerprintHex, trust: session.client.trustOutcome.rawValue,
@@ -460,7 +427,7 @@ struct PunktfunkSpeedtestCommand: AsyncParsableCommand {
             let options = try hostOptions.clientOptions()
             let hello = Hello(mode: StreamMode(width: 1280, height: 720, refreshHz: 60), name: hostOptions.name,
                               videoCaps: [.probeSequence], codecs: [.hevc])
-            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt)
+            let session = try await StreamStart.open(options, hello: hello, timeout: .seconds(hostOptions.timeout), connected: interrupt.attach)
             hostOptions.markConnected()
             let counter = try ProbeCounter(welcome: session.welcome)
             session.dataSocket.start { datagram, _ in counter.count(datagram) }
@@ -567,7 +534,7 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
             let hello = Hello(mode: streamMode, bitrateKbps: bitrateKbps, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
             let audioFrames = Mutex<UInt64>(0)
             let streamBox = Mutex<VideoStreamSession?>(nil)
-            let session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
+            let session = try await StreamStart.open(options, hello: hello, timeout: .seconds(hostOptions.timeout), connected: interrupt.attach) { client, welcome, socket in
                 client.onDatagram { d in if d.first == 0xC9 { audioFrames.withLock { $0 += 1 } } }
                 let policy = StreamingPolicy(bitrate: fixedBitrate ? nil : BitrateAdaptation(openedAtKbps: welcome.bitrateKbps))
                 let stream = try VideoStreamSession(client: client, welcome: welcome, clock: ClockOffsetEstimator(), policy: policy,
@@ -578,16 +545,7 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
                         auHandle.write(Data(line.utf8))
                     }
                 }
-                // Reconfigured and BitrateChanged may arrive at any time; note them, keep the rest queued.
-                client.inbox.observe { payload in
-                    guard ControlMessage.isControl(payload), let message = try? ControlMessage.decode(payload) else { return false }
-                    switch message {
-                    case .reconfigured(true, let m): stream.modeChanged(to: m); return true
-                    case .bitrateChanged(let kbps): stream.bitrateChanged(to: kbps); return true
-                    case .reconfigured: return true
-                    default: return false
-                    }
-                }
+                stream.followControlMessages(of: client)
                 streamBox.withLock { $0 = stream }
                 socket.start { datagram, received in stream.handle(datagram, receivedAt: received) }
             }
@@ -595,42 +553,37 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
             let client = session.client
             guard let stream = streamBox.withLock({ $0 }) else { throw CommandFailure(message: "internal: no video receiver") }
             stream.applyClock(session.samples)
-            let started = DataPlaneSocket.monotonic()
+            let started = options.clock.now().nanoseconds
             var ended = "time"
             var failure: (any Error)?
-            var policy = StreamingPolicy()
-            _ = policy.clockResyncDue(now: started)
-            while true {
-                let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
-                if let seconds, elapsed >= seconds { break }
-                if interrupt.fired { ended = "interrupted"; break }
-                if let error = client.inbox.failure {
-                    ended = "connection"
-                    failure = error
-                    break
-                }
-                switch stream.watchForStalls(now: DataPlaneSocket.monotonic()) {
-                case .none, .requestKeyframe:
-                    break
+            let quiet = global.quiet
+            let end = await stream.watch(notice: { notice in
+                switch notice {
                 case .stalled(let silentNs):
                     FileHandleOutput.stderr(String(format: "farcast: warning: no video from the host for %.1f s; asking it for a keyframe\n", Double(silentNs) / 1e9))
                 case .resumed(let silentNs):
-                    if !global.quiet { FileHandleOutput.stderr(String(format: "farcast: video resumed after %.1f s\n", Double(silentNs) / 1e9)) }
-                case .giveUp(let silentNs):
-                    let received = stream.statistics.accessUnits
-                    let what = received == 0
-                        ? "the host sent no video at all (mode \(session.welcome.mode)); it may not serve that mode"
-                        : "the host stopped sending video after \(received) access units"
-                    ended = "stalled"
-                    failure = CommandFailure(message: String(format: "%@: nothing for %.0f s (--stall-limit)", what, Double(silentNs) / 1e9))
+                    if !quiet { FileHandleOutput.stderr(String(format: "farcast: video resumed after %.1f s\n", Double(silentNs) / 1e9)) }
                 }
-                if failure != nil { break }
-                if policy.clockResyncDue(now: DataPlaneSocket.monotonic()) {
-                    if let batch = try? await client.measureClock() { stream.applyClock(batch) }
-                }
-                try? await Task.sleep(nanoseconds: 50_000_000)
+            }, shouldStop: {
+                if let seconds, Double(options.clock.now().nanoseconds - started) / 1e9 >= seconds { return true }
+                if interrupt.fired { ended = "interrupted"; return true }
+                return false
+            })
+            switch end {
+            case .stopped:
+                break
+            case .connection(let error):
+                ended = "connection"
+                failure = error
+            case .gaveUp(let silentNs):
+                let received = stream.statistics.accessUnits
+                let what = received == 0
+                    ? "the host sent no video at all (mode \(session.welcome.mode)); it may not serve that mode"
+                    : "the host stopped sending video after \(received) access units"
+                ended = "stalled"
+                failure = CommandFailure(message: String(format: "%@: nothing for %.0f s (--stall-limit)", what, Double(silentNs) / 1e9))
             }
-            let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
+            let elapsed = Double(options.clock.now().nanoseconds - started) / 1e9
             session.dataSocket.stop()
             client.close()
             for _ in 0..<20 where !session.dataSocket.isStopped { try? await Task.sleep(nanoseconds: 10_000_000) }

@@ -193,9 +193,9 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
             let streamSize = Mutex((width: Int(streamMode.width), height: Int(streamMode.height)))
             let audioBox = Mutex<PunktfunkAudioOutput?>(nil)
             let (audioDevice, quiet) = (audioDevice, global.quiet)
-            let session: PunktfunkSessionStart
+            let session: StreamStart
             do {
-                session = try await PunktfunkSessionStart.open(options, hello: hello, timeout: hostOptions.timeout, interrupt: interrupt) { client, welcome, socket in
+                session = try await StreamStart.open(options, hello: hello, timeout: .seconds(hostOptions.timeout), connected: interrupt.attach) { client, welcome, socket in
                     guard let codec = VideoCodec(welcomeCodec: welcome.codec) else {
                         throw CommandFailure(message: "the host chose a codec farcast cannot decode (\(welcome.codecName))")
                     }
@@ -258,18 +258,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                         frames.withLock { $0.saw(frame.frameIndex) }
                         queue.enqueue(frame, isRandomAccessPoint: keyframe)
                     }
-                    client.inbox.observe { payload in
-                        guard ControlMessage.isControl(payload), let message = try? ControlMessage.decode(payload) else { return false }
-                        switch message {
-                        case .reconfigured(true, let m):
-                            stream.modeChanged(to: m)
-                            streamSize.withLock { $0 = (Int(m.width), Int(m.height)) }
-                            return true
-                        case .bitrateChanged(let kbps): stream.bitrateChanged(to: kbps); return true
-                        case .reconfigured: return true
-                        default: return false
-                        }
-                    }
+                    stream.followControlMessages(of: client) { m in streamSize.withLock { $0 = (Int(m.width), Int(m.height)) } }
                     pipeline.withLock { $0 = (stream, queue, description) }
                     socket.start { datagram, received in stream.handle(datagram, receivedAt: received) }
                 }
@@ -336,37 +325,22 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                 closed.store(true, ordering: .relaxed)
             }
 
-            let started = DataPlaneSocket.monotonic()
+            let started = options.clock.now().nanoseconds
             var ended = "time"
             var failure: (any Error)?
-            var policy = StreamingPolicy()
-            _ = policy.clockResyncDue(now: started)
             var nextHUD = 0.0
             var hudBase = (time: 0.0, presented: 0, bytes: UInt64(0))
-            while true {
-                let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
-                if let duration, elapsed >= duration { break }
-                if closed.load(ordering: .relaxed) { ended = "window closed"; break }
-                if interrupt.fired { ended = "interrupted"; break }
-                if let error = client.inbox.failure {
-                    ended = "connection"
-                    failure = error
-                    break
-                }
-                switch stream.watchForStalls(now: DataPlaneSocket.monotonic()) {
-                case .none, .requestKeyframe, .resumed:
-                    break
-                case .stalled(let silentNs):
+            let end = await stream.watch(notice: { notice in
+                if case .stalled(let silentNs) = notice {
                     FileHandleOutput.stderr(String(format: "farcast: warning: no video from the host for %.1f s; asking it for a keyframe\n", Double(silentNs) / 1e9))
-                case .giveUp(let silentNs):
-                    ended = "stalled"
-                    failure = CommandFailure(message: String(format: "the host sent no video for %.0f s (--stall-limit)", Double(silentNs) / 1e9))
                 }
-                if failure != nil { break }
-                if policy.clockResyncDue(now: DataPlaneSocket.monotonic()), let batch = try? await client.measureClock() {
-                    stream.applyClock(batch)
-                    clockOffsetNs.store(stream.statistics.clockOffsetNs, ordering: .relaxed)
-                }
+            }, shouldStop: {
+                let elapsed = Double(options.clock.now().nanoseconds - started) / 1e9
+                if let duration, elapsed >= duration { return true }
+                if closed.load(ordering: .relaxed) { ended = "window closed"; return true }
+                if interrupt.fired { ended = "interrupted"; return true }
+                // The picture's timestamps follow the latest clock batch.
+                clockOffsetNs.store(stream.statistics.clockOffsetNs, ordering: .relaxed)
                 if elapsed >= nextHUD {
                     nextHUD = elapsed + 1
                     let (s, p) = (stream.statistics, window.pictureStatistics)
@@ -376,9 +350,19 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                     let format = pictureFormat.withLock { $0 }.map(Self.formatDescription)
                     window.setHUDExtra(Self.hudLines(s, queue.statistics, p, decoder: decoderName + (format.map { ", " + $0 } ?? ""), rate: rate))
                 }
-                try? await Task.sleep(nanoseconds: 50_000_000)
+                return false
+            })
+            switch end {
+            case .stopped:
+                break
+            case .connection(let error):
+                ended = "connection"
+                failure = error
+            case .gaveUp(let silentNs):
+                ended = "stalled"
+                failure = CommandFailure(message: String(format: "the host sent no video for %.0f s (--stall-limit)", Double(silentNs) / 1e9))
             }
-            let elapsed = Double(DataPlaneSocket.monotonic() - started) / 1e9
+            let elapsed = Double(options.clock.now().nanoseconds - started) / 1e9
             session.dataSocket.stop()
             queue.stop()
             microphone?.stop()

@@ -1,3 +1,4 @@
+import FarcastSupport
 import AudioCodecs
 import Foundation
 import Punktfunk
@@ -69,12 +70,12 @@ final class PunktfunkMicrophone: Sendable {
     private func run(_ box: CaptureBox, send: @Sendable ([UInt8]) -> Void, hostOffsetNs: @Sendable () -> Int64) {
         var samples: [Int16] = []
         var sequence: UInt32 = 0
-        let start = DataPlaneSocket.monotonic()
+        let start = SystemClock().now().nanoseconds
         var read: Int64 = 0
         while !stopped.load(ordering: .acquiring) {
             // Frame n is complete at start + (n + 1) × 20 ms, not before.
             let due = start + (read + 1) * 20_000_000
-            let now = DataPlaneSocket.monotonic()
+            let now = SystemClock().now().nanoseconds
             if due > now { usleep(useconds_t(min(20_000, (due - now) / 1000))); continue }
             do {
                 try box.capture.read(frames: Self.frameSamples, into: &samples)

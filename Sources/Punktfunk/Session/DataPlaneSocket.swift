@@ -1,3 +1,4 @@
+import FarcastSupport
 import Foundation
 import Synchronization
 
@@ -21,9 +22,11 @@ public final class DataPlaneSocket: Sendable {
     private let running = Mutex(true)
     private let stopped = Mutex(false)
     private let punches = Mutex(0)
+    private let clock: any MonotonicClock
 
-    /// Binds and connects the socket; `start` begins receiving.
-    public init(host: SocketAddress, udpPort: UInt16) throws(PunktfunkSessionError) {
+    /// Binds and connects the socket; `start` begins receiving. `clock` times the hole punches
+    /// (the session's, `PunktfunkClient.Options.clock`).
+    public init(host: SocketAddress, udpPort: UInt16, clock: any MonotonicClock = SystemClock()) throws(PunktfunkSessionError) {
         let remote = host.withPort(udpPort)
         let fd = socket(remote.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .network(operation: "create the data-plane UDP socket", reason: String(cString: strerror(errno))) }
@@ -44,6 +47,7 @@ public final class DataPlaneSocket: Sendable {
         let port = withUnsafeBytes(of: &address) { raw in UInt16(raw[2]) << 8 | UInt16(raw[3]) }
         self.fd = fd
         self.localPort = port
+        self.clock = clock
     }
 
     deinit {
@@ -71,17 +75,17 @@ public final class DataPlaneSocket: Sendable {
     private func run(_ handler: Handler) {
         defer { stopped.withLock { $0 = true } }
         var schedule = HolePunchSchedule()
-        schedule.start(now: Self.monotonic())
+        schedule.start(now: clock.now().nanoseconds)
         var buffer = [UInt8](repeating: 0, count: 9216)
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while running.withLock({ $0 }) {
-            let now = Self.monotonic()
+            let now = clock.now().nanoseconds
             if schedule.isDue(now: now) {
                 _ = HolePunchSchedule.payload.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
                 schedule.didSend(now: now)
                 punches.withLock { $0 += 1 }
             }
-            let untilPunch = max(0, ((schedule.nextDue ?? now) - Self.monotonic()) / 1_000_000)
+            let untilPunch = max(0, ((schedule.nextDue ?? now) - clock.now().nanoseconds) / 1_000_000)
             pfd.revents = 0
             let ready = poll(&pfd, 1, Int32(min(untilPunch, 100)))
             guard ready > 0 else { continue }
@@ -93,13 +97,6 @@ public final class DataPlaneSocket: Sendable {
                 buffer.withUnsafeMutableBytes { handler(UnsafeMutableRawBufferPointer(rebasing: $0[0..<n]), received) }
             }
         }
-    }
-
-    /// CLOCK_MONOTONIC in ns.
-    public static func monotonic() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
     /// CLOCK_REALTIME in ns (the clock pts and clock probes use).

@@ -34,6 +34,10 @@ public final class PunktfunkClient: Sendable {
         public var connectTimeout: Duration = .seconds(10)
         /// How long a silent host is waited for once the session is up (the host uses 8 s).
         public var idleTimeout: Duration = .seconds(8)
+        /// The monotonic clock the session's deadlines, pacing and stall watch read (the data
+        /// socket's hole punches, the handshake's waits, the video's feedback timing); tests may
+        /// pass a `ManualClock`.
+        public var clock: any MonotonicClock = SystemClock()
 
         public init(host: String, port: UInt16 = 9777, stateDirectory: StateDirectory, trust: HostTrustPolicy = .pinnedOnly,
                     name: String = "farcast") {
@@ -238,7 +242,8 @@ public final class PunktfunkClient: Sendable {
     public func establish(_ hello: Hello, timeout: Duration = .seconds(10),
                           bindDataSocket: (Welcome) throws -> UInt16) async throws -> (welcome: Welcome, samples: [ClockSample]) {
         var machine = SessionHandshake(hello: hello, welcomeTimeoutNs: Int64(timeout / .nanoseconds(1)))
-        var pending = machine.start(now: DataPlaneSocket.monotonic())
+        let clock = options.clock
+        var pending = machine.start(now: clock.now().nanoseconds)
         var held: [[UInt8]] = []
         defer { inbox.requeue(held) }
         while !pending.isEmpty {
@@ -248,18 +253,18 @@ public final class PunktfunkClient: Sendable {
             case .bindDataSocket(let welcome):
                 try recordTrust()
                 let port = try bindDataSocket(welcome)
-                pending += machine.dataSocketBound(port: port, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                pending += machine.dataSocketBound(port: port, now: clock.now().nanoseconds, realtime: DataPlaneSocket.realtime())
             case .unhandled(let payload):
                 held.append(payload)
             case .established(let welcome, let samples):
                 return (welcome, samples)
             case .wait(let deadline):
-                let remaining = Duration.nanoseconds(max(0, deadline - DataPlaneSocket.monotonic()))
+                let remaining = Duration.nanoseconds(max(0, deadline - clock.now().nanoseconds))
                 do {
                     let payload = try await inbox.next(timeout: remaining, waitingFor: "the handshake")
-                    pending += try machine.receive(payload, now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                    pending += try machine.receive(payload, now: clock.now().nanoseconds, realtime: DataPlaneSocket.realtime())
                 } catch .timeout {
-                    pending += try machine.timedOut(now: DataPlaneSocket.monotonic(), realtime: DataPlaneSocket.realtime())
+                    pending += try machine.timedOut(now: clock.now().nanoseconds, realtime: DataPlaneSocket.realtime())
                 }
             }
         }

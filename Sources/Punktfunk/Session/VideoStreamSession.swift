@@ -1,3 +1,4 @@
+import FarcastSupport
 import Synchronization
 
 /// Receives a session's video: the data plane's `VideoReceiver` on the data socket's thread,
@@ -32,7 +33,9 @@ public final class VideoStreamSession: @unchecked Sendable {
         public var lastMode: StreamMode?
     }
 
-    private let client: PunktfunkClient
+    let client: PunktfunkClient
+    /// The session's monotonic clock (`PunktfunkClient.Options.clock`), read once per datagram.
+    let monotonic: any MonotonicClock
     /// The Welcome's codec (HEVC when it names one this client does not know), for telling keyframes.
     public let codec: VideoCodec
     private let receiver: VideoReceiver
@@ -64,6 +67,7 @@ public final class VideoStreamSession: @unchecked Sendable {
         _ = try? warmUp.decode(originalCount: 2, recoveryCount: 2, originals: [0: [0, 0]],
                                recovery: [0: try warmUp.encode([[0, 0], [1, 1]], recoveryCount: 2)[0]])
         self.client = client
+        monotonic = client.options.clock
         codec = VideoCodec(welcomeCodec: welcome.codec) ?? .hevc
         self.policy = policy ?? StreamingPolicy(bitrate: BitrateAdaptation(openedAtKbps: welcome.bitrateKbps))
         self.clock = Mutex((clock, clock.rttNs != nil))
@@ -77,7 +81,7 @@ public final class VideoStreamSession: @unchecked Sendable {
     public func handle(_ datagram: UnsafeMutableRawBufferPointer, receivedAt realtimeNs: UInt64) {
         events.removeAll(keepingCapacity: true)
         receiver.receive(UnsafeRawBufferPointer(datagram), at: realtimeNs, into: &events)
-        let now = DataPlaneSocket.monotonic()
+        let now = monotonic.now().nanoseconds
         var outgoing: [ControlMessage] = []
         for event in events {
             switch event {
