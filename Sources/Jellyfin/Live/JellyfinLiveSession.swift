@@ -12,11 +12,12 @@ extension JellyfinSession {
     /// asks, reconnected with back-off when it drops, with this client's capabilities posted on
     /// each connect. Events arrive in order; the stream ends when the consumer stops iterating
     /// (the socket is closed) or with `JellyfinError.signedOutByServer` once the token is refused.
-    public func liveEvents(options: LiveSessionCore.Options = LiveSessionCore.Options(),
+    /// `clock` times the keep-alives and the server's silence (tests may pass a `ManualClock`).
+    public func liveEvents(options: LiveSessionCore.Options = LiveSessionCore.Options(), clock: any MonotonicClock = SystemClock(),
                            logger: Logger = Logger(label: "farcast.jellyfin.socket")) -> AsyncThrowingStream<LiveEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveEvent.self, throwing: (any Error).self)
         let task = Task {
-            let runner = LiveSocketRunner(session: self, options: options, logger: logger, events: continuation)
+            let runner = LiveSocketRunner(session: self, options: options, clock: clock, logger: logger, events: continuation)
             do {
                 try await runner.run()
                 continuation.finish()
@@ -33,6 +34,7 @@ extension JellyfinSession {
 struct LiveSocketRunner: Sendable {
     let session: JellyfinSession
     let options: LiveSessionCore.Options
+    let clock: any MonotonicClock
     let logger: Logger
     let events: AsyncThrowingStream<LiveEvent, any Error>.Continuation
 
@@ -41,7 +43,6 @@ struct LiveSocketRunner: Sendable {
 
     func run() async throws {
         let core = Locked(LiveSessionCore(options: options))
-        let clock = SystemClock()
         guard var url = session.authenticatedURL(path: "/socket", query: [("deviceId", session.server.identity.deviceId)], webSocket: true) else {
             throw JellyfinError.invalidAddress(session.server.address.description, reason: "cannot build the WebSocket URL")
         }
@@ -102,7 +103,7 @@ struct LiveSocketRunner: Sendable {
     }
 
     private func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, core: Locked<LiveSessionCore>,
-                               clock: SystemClock) async throws {
+                               clock: any MonotonicClock) async throws {
         let writer = OrderedWriter<String>()
         let events = self.events
         /// Runs the core under its lock and queues what it said in the same step — frames in
