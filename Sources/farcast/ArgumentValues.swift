@@ -1,4 +1,5 @@
 import ArgumentParser
+import Punktfunk
 import RFB
 import Sendspin
 import Viewer
@@ -16,6 +17,15 @@ extension SourceCodec: ExpressibleByArgument {}
 extension RFBEncoding: ExpressibleByArgument {
     public init?(argument: String) { self.init(name: argument) }
     public static var allValueStrings: [String] { decodable.map(\.name) }
+}
+
+extension StreamMode: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+    public var defaultValueDescription: String { description }
+}
+
+extension VideoCodec: ExpressibleByArgument {
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
 
 extension PixelFormat: ExpressibleByArgument {

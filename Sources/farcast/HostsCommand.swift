@@ -75,6 +75,14 @@ func openHostBook() throws -> HostBook {
     do { return try HostBook(path: HostBook.defaultPath()) } catch { throw CommandFailure(message: describe(error)) }
 }
 
+/// The host saved as `name`, or the failure that says there is none.
+func savedHost(named name: String, in book: HostBook) throws -> SavedHost {
+    let found: SavedHost?
+    do { found = try book.host(named: name) } catch { throw CommandFailure(message: describe(error)) }
+    guard let found else { throw CommandFailure(message: HostBookError.notFound(name).description) }
+    return found
+}
+
 func secretStore() throws -> any SecretStore {
     do {
         return try SecretStores.preferred(stateDirectory: try StateDirectory.resolve())
@@ -227,10 +235,7 @@ struct HostsShowCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let book = try openHostBook()
-            let found: SavedHost?
-            do { found = try book.host(named: name) } catch { throw CommandFailure(message: describe(error)) }
-            guard let host = found else { throw CommandFailure(message: HostBookError.notFound(name).description) }
+            let host = try savedHost(named: name, in: try openHostBook())
             // nil when the store cannot be read (no keyring running): unknown, not absent.
             let hasSecret: Bool?
             do { hasSecret = try secretStore().secret(for: host.secretAccount) != nil } catch { hasSecret = nil }
@@ -357,12 +362,11 @@ struct HostsRemoveCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let book = try openHostBook()
-            let host: SavedHost?
-            do { host = try book.host(named: name) } catch { throw CommandFailure(message: describe(error)) }
-            guard let host else { throw CommandFailure(message: HostBookError.notFound(name).description) }
+            let host = try savedHost(named: name, in: book)
             do { try book.remove(named: name) } catch { throw CommandFailure(message: describe(error)) }
             try? secretStore().removeSecret(for: host.secretAccount)
-            if global.json { try printJSON(["removed": host.name]) } else { print("removed \(host.name)") }
+            struct Removed: Encodable { var removed: String }
+            if global.json { try printJSON(Removed(removed: host.name)) } else { print("removed \(host.name)") }
         }
     }
 }
@@ -411,7 +415,8 @@ struct HostsExportCommand: AsyncParsableCommand {
                 let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 close(fd)
                 guard written == bytes.count else { throw CommandFailure(message: "cannot write \(output)") }
-                if global.json { try printJSON(["path": JSONValue.string(output), "hosts": .number(Double(hosts.count))]) } else { print("wrote \(hosts.count) host(s) to \(output)") }
+                struct Exported: Encodable { var path: String; var hosts: Int }
+                if global.json { try printJSON(Exported(path: output, hosts: hosts.count)) } else { print("wrote \(hosts.count) host(s) to \(output)") }
             } else {
                 print(text)
             }
@@ -462,7 +467,8 @@ struct HostsImportCommand: AsyncParsableCommand {
                     if let value = secrets[host.name] { try store.setSecret(value, for: host.secretAccount) }
                 }
             }
-            if global.json { try printJSON(["imported": export.hosts.count]) } else { print("imported \(export.hosts.count) host(s)") }
+            struct Imported: Encodable { var imported: Int }
+            if global.json { try printJSON(Imported(imported: export.hosts.count)) } else { print("imported \(export.hosts.count) host(s)") }
         }
     }
 }

@@ -19,14 +19,10 @@ struct JellyfinCastTargetCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var target: JellyfinTarget
 
-    @Option(help: ArgumentHelp("Run for this many seconds, then stop (default: until Ctrl-C).", valueName: "seconds"))
-    var duration: Double?
+    @OptionGroup var length: PlayLengthOption
+    var duration: Double? { length.duration }
 
     @OptionGroup var player: MPVPlayerOptions
-
-    func validate() throws {
-        if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
-    }
 
     func run() async throws {
         try await reportingFailures {

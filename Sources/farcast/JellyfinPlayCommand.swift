@@ -9,6 +9,17 @@ extension TrackChoice: ExpressibleByArgument {
     public init?(argument: String) { self.init(parsing: argument) }
 }
 
+/// `--duration` of the commands that play until stopped (`play`, `tv watch`, `syncplay new|join`,
+/// `cast-target`).
+struct PlayLengthOption: ParsableArguments {
+    @Option(help: ArgumentHelp("Stop after this many seconds, as pressing stop would (default: no limit).", valueName: "seconds"))
+    var duration: Double?
+
+    func validate() throws {
+        if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
+    }
+}
+
 /// How commands that play (`play`, `cast-target`) run mpv and what they ask the server for.
 struct MPVPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
@@ -99,8 +110,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start here, in seconds (default: the server's resume point; 0: from the beginning).", valueName: "seconds"))
     var start: Double?
 
-    @Option(help: ArgumentHelp("Stop after this many seconds of playback, as pressing stop would (nothing after it plays).", valueName: "seconds"))
-    var duration: Double?
+    @OptionGroup var length: PlayLengthOption
+    var duration: Double? { length.duration }
 
     @OptionGroup var player: MPVPlayerOptions
 
@@ -118,7 +129,6 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let start { guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") } }
-        if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
         if audio == TrackChoice.none { throw ValidationError("--audio takes a stream index or a language; audio cannot be none (use --mpv-option mute=yes)") }
         if offline {
             if audio != nil || subtitle != nil { throw ValidationError("--audio and --subtitle ask the server; offline, pick tracks in mpv (--mpv-option aid=N)") }

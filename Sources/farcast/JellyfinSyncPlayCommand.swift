@@ -147,15 +147,14 @@ struct JellyfinSyncPlayCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Start ITEM here, in seconds.", valueName: "seconds"))
         var start: Double = 0
 
-        @Option(help: ArgumentHelp("Follow for this many seconds, then leave (default: until Ctrl-C).", valueName: "seconds"))
-        var duration: Double?
+        @OptionGroup var length: PlayLengthOption
+        var duration: Double? { length.duration }
 
         @OptionGroup var player: MPVPlayerOptions
 
         func validate() throws {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the group needs a name") }
             guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") }
-            if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
         }
 
         func run() async throws {
@@ -183,14 +182,10 @@ struct JellyfinSyncPlayCommand: AsyncParsableCommand {
         @Argument(help: ArgumentHelp("The group: its name or id (see `syncplay list`).", valueName: "GROUP"))
         var group: String
 
-        @Option(help: ArgumentHelp("Follow for this many seconds, then leave (default: until Ctrl-C).", valueName: "seconds"))
-        var duration: Double?
+        @OptionGroup var length: PlayLengthOption
+        var duration: Double? { length.duration }
 
         @OptionGroup var player: MPVPlayerOptions
-
-        func validate() throws {
-            if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
-        }
 
         func run() async throws {
             try await reportingFailures {

@@ -139,14 +139,10 @@ struct JellyfinTVCommand: AsyncParsableCommand {
         @Argument(help: ArgumentHelp("The channel: number, name or id.", valueName: "CHANNEL"))
         var channel: String
 
-        @Option(help: ArgumentHelp("Stop after this many seconds, as pressing stop would.", valueName: "seconds"))
-        var duration: Double?
+        @OptionGroup var length: PlayLengthOption
+        var duration: Double? { length.duration }
 
         @OptionGroup var player: MPVPlayerOptions
-
-        func validate() throws {
-            if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
-        }
 
         func run() async throws {
             try await reportingFailures {

@@ -5,6 +5,12 @@ func printJSON<T: Encodable>(_ value: T) throws {
     print(try jsonString(value))
 }
 
+/// A report is a typed `Encodable` (docs/cli.md), never a dictionary: this overload turns such a
+/// call into a compile error.
+@available(*, unavailable, message: "print a typed Encodable report, not a dictionary")
+func printJSON<K, V>(_ value: [K: V]) throws {}
+
+
 /// Prints a list the one way every command does (docs/cli.md): an object whose `items` array
 /// holds the entries, so a listing can gain fields (a total, a cursor) without changing shape.
 func printJSONList<T: Encodable>(_ items: [T]) throws {

@@ -148,6 +148,19 @@ func interruptible(_ body: (PunktfunkInterrupt) async throws -> Void) async thro
     await interrupt.finish()
 }
 
+/// What `receive` and `connect` share about a running stream: when to give up on silent video,
+/// and where the statistics go at the end.
+struct StreamWatchOptions: ParsableArguments {
+    @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file when the stream ends.", valueName: "path"))
+    var statsJSON: String?
+    @Option(name: .customLong("stall-limit"), help: ArgumentHelp("End with an error when no video arrives for this many seconds (after 2 s of silence farcast warns and asks for a keyframe).", valueName: "seconds"))
+    var stallLimit: Double = 10
+
+    func validate() throws {
+        guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
+    }
+}
+
 /// A Welcome as JSON.
 struct WelcomeSummary: Encodable {
     var wireVersion: UInt32
@@ -284,12 +297,8 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
 
     @OptionGroup var hostOptions: PunktfunkHostOptions
     @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
-    var mode: String = "1920x1080x60"
+    var mode = StreamMode(width: 1920, height: 1080, refreshHz: 60)
     @OptionGroup var global: GlobalOptions
-
-    func validate() throws {
-        guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
-    }
 
     struct Report: Encodable {
         var host: String
@@ -305,8 +314,7 @@ struct PunktfunkProbeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures { try await interruptible { interrupt in
             let options = try hostOptions.clientOptions()
-            guard let streamMode = StreamMode(parsing: mode) else { throw CommandFailure(message: "--mode is WIDTHxHEIGHTxHZ", exitCode: 2) }
-            let hello = Hello(mode: streamMode, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
+            let hello = Hello(mode: mode, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
             let session = try await StreamStart.open(options, hello: hello, timeout: .seconds(hostOptions.timeout), connected: interrupt.attach)
             session.client.close()
             hostOptions.markConnected()
@@ -477,24 +485,21 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
     /// `--duration`, or its old spelling.
     var seconds: Double? { oldSeconds ?? duration }
     @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
-    var mode: String = "1920x1080x60"
+    var mode = StreamMode(width: 1920, height: 1080, refreshHz: 60)
     @Option(help: ArgumentHelp("Bitrate to ask for (0 = the host's default).", valueName: "kbps"))
     var bitrateKbps: UInt32 = 0
     @Flag(help: "Keep the opening bitrate even when the link keeps losing frames (no SetBitrate).")
     var fixedBitrate = false
     @Option(help: ArgumentHelp("Write the access units (Annex-B HEVC) to this file.", valueName: "path"))
     var save: String?
-    @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file.", valueName: "path"))
-    var statsJSON: String?
     @Option(name: .customLong("au-log"), help: ArgumentHelp("Write one JSON line per access unit (frame index, bytes, SHA-256, latency).", valueName: "path"))
     var auLog: String?
-    @Option(name: .customLong("stall-limit"), help: ArgumentHelp("End with an error when no video arrives for this many seconds (after 2 s of silence farcast warns and asks for a keyframe).", valueName: "seconds"))
-    var stallLimit: Double = 10
+    @OptionGroup var watch: StreamWatchOptions
+    var statsJSON: String? { watch.statsJSON }
+    var stallLimit: Double { watch.stallLimit }
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
-        guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
         if let seconds { guard seconds > 0, seconds <= 86_400 else { throw ValidationError("--duration must be within 0…86400 seconds") } }
     }
 
@@ -528,10 +533,9 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures { try await interruptible { interrupt in
             let options = try hostOptions.clientOptions()
-            guard let streamMode = StreamMode(parsing: mode) else { throw CommandFailure(message: "--mode is WIDTHxHEIGHTxHZ", exitCode: 2) }
             let saveHandle = try save.map { try Self.create($0) }
             let auHandle = try auLog.map { try Self.create($0) }
-            let hello = Hello(mode: streamMode, bitrateKbps: bitrateKbps, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
+            let hello = Hello(mode: mode, bitrateKbps: bitrateKbps, name: hostOptions.name, videoCaps: [.probeSequence], codecs: [.hevc])
             let audioFrames = Mutex<UInt64>(0)
             let streamBox = Mutex<VideoStreamSession?>(nil)
             let session = try await StreamStart.open(options, hello: hello, timeout: .seconds(hostOptions.timeout), connected: interrupt.attach) { client, welcome, socket in

@@ -47,11 +47,11 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
 
     @OptionGroup var hostOptions: PunktfunkHostOptions
     @Option(help: ArgumentHelp("The mode to ask for, WIDTHxHEIGHTxHZ.", valueName: "mode"))
-    var mode: String = "1920x1080x60"
+    var mode = StreamMode(width: 1920, height: 1080, refreshHz: 60)
     @Option(help: ArgumentHelp("Bitrate in Mbit/s, or auto (the host's choice).", valueName: "auto|mbps"))
     var bitrate: String = "auto"
     @Option(help: ArgumentHelp("The codec to ask for: hevc, h264 or av1 (the host may answer with another it supports).", valueName: "codec"))
-    var codec: String = "hevc"
+    var codec: VideoCodec = .hevc
     @Option(help: ArgumentHelp("Where video is decoded: auto (VA-API when it opens, else software), software, or vaapi (VA-API's default device; software with a warning when it does not open).", valueName: "auto|software|vaapi"))
     var decode: Decode = .auto
     @Option(name: .customLong("bit-depth"), help: ArgumentHelp("Offer the host 10-bit video (less banding at the same bitrate). The window shows 8 bits (SDL 2 has no deeper textures).", valueName: "8|10"))
@@ -74,17 +74,13 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     var hudCorner: ViewerCorner = .topLeft
     @Option(help: ArgumentHelp("Disconnect after this many seconds (default: when the window closes).", valueName: "seconds"))
     var duration: Double?
-    @Option(name: .customLong("stats-json"), help: ArgumentHelp("Write the statistics as JSON to this file when the stream ends.", valueName: "path"))
-    var statsJSON: String?
-    @Option(name: .customLong("stall-limit"), help: ArgumentHelp("End with an error when no video arrives for this many seconds (after 2 s of silence farcast asks for a keyframe).", valueName: "seconds"))
-    var stallLimit: Double = 10
+    @OptionGroup var watch: StreamWatchOptions
+    var statsJSON: String? { watch.statsJSON }
+    var stallLimit: Double { watch.stallLimit }
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard StreamMode(parsing: mode) != nil else { throw ValidationError("--mode is WIDTHxHEIGHTxHZ, e.g. 1920x1080x60") }
         guard (try? bitrateKbps()) != nil else { throw ValidationError("--bitrate is auto or Mbit/s above 0 and at most 3000") }
-        guard VideoCodec(rawValue: codec.lowercased()) != nil else { throw ValidationError("--codec is hevc, h264 or av1") }
-        guard stallLimit >= 2, stallLimit <= 3600 else { throw ValidationError("--stall-limit must be within 2…3600 seconds") }
         if let maxFPS { guard maxFPS >= 1, maxFPS <= 1000 else { throw ValidationError("--max-fps must be within 1…1000") } }
         if let duration { guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be within 0…86400 seconds") } }
         if let mic { guard micDevice(mic) != nil else { throw ValidationError("--mic is alsa or alsa:DEVICE (see `arecord -L`), not '\(mic)'") } }
@@ -161,9 +157,7 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures { try await interruptible { interrupt in
             let options = try hostOptions.clientOptions()
-            guard let streamMode = StreamMode(parsing: mode), let wanted = VideoCodec(rawValue: codec.lowercased()) else {
-                throw CommandFailure(message: "--mode or --codec is not valid", exitCode: 2)
-            }
+            let (streamMode, wanted) = (mode, codec)
             var configuration = ViewerConfiguration()
             configuration.title = "\(hostOptions.host) — farcast punktfunk"
             configuration.fullscreen = fullscreen

@@ -13,18 +13,7 @@ enum Secrets {
     /// The first line of a file (trailing CR/LF removed). The file should not be world-readable;
     /// a warning is returned when it is.
     static func readFirstLine(ofFile path: String, what: String = "password file") throws -> (value: String, warning: String?) {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else {
-            throw CommandFailure(message: "cannot read the \(what) \(path): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
-        }
-        close(fd)
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw CommandFailure(message: "cannot read the \(what) \(path): it is a directory", exitCode: 2)
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure(message: "cannot read the \(what) \(path)", exitCode: 2)
-        }
+        let data = try readBytes(ofFile: path, what: what)
         var text = String(decoding: data, as: UTF8.self)
         if let newline = text.firstIndex(where: { $0 == "\n" || $0 == "\r" }) { text = String(text[..<newline]) }
         var warning: String?
@@ -35,8 +24,8 @@ enum Secrets {
         return (text, warning)
     }
 
-    /// A whole text file (scripts, configurations), with the OS reason when it cannot be read.
-    static func readWhole(ofFile path: String, what: String) throws -> (text: String, bytes: Int) {
+    /// A file's bytes, or a usage failure (exit 2) that names `what` and the OS's reason.
+    private static func readBytes(ofFile path: String, what: String) throws -> Data {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else {
             throw CommandFailure(message: "cannot read the \(what) \(path): \(String(cString: strerror(errno)).lowercased())", exitCode: 2)
@@ -49,6 +38,12 @@ enum Secrets {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CommandFailure(message: "cannot read the \(what) \(path)", exitCode: 2)
         }
+        return data
+    }
+
+    /// A whole text file (scripts, configurations), with the OS reason when it cannot be read.
+    static func readWhole(ofFile path: String, what: String) throws -> (text: String, bytes: Int) {
+        let data = try readBytes(ofFile: path, what: what)
         guard let text = String(data: data, encoding: .utf8) else {
             throw CommandFailure(message: "the \(what) \(path) is not UTF-8 text", exitCode: 2)
         }

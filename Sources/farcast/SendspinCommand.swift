@@ -594,7 +594,8 @@ struct SendspinDaemonCommand: AsyncParsableCommand {
             let signal = stopping.withLock { $0 } ?? SIGINT
             // Worded as every interrupted command is; exit 0, as a daemon's stop is its normal end.
             logger.notice("stopped (interrupted by \(Signals.name(signal)))")
-            if global.json { try printJSON(["stopped": Signals.name(signal).lowercased()]) }
+            struct Stopped: Encodable { var stopped: String }
+            if global.json { try printJSON(Stopped(stopped: Signals.name(signal).lowercased())) }
         }
     }
 }
@@ -623,7 +624,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 let token = try store.pairingToken()
                 let clientID = Base64URL.encode(Array(try store.identity().publicKey.rawRepresentation))
                 if global.json {
-                    try printJSON(["token": token, "client_id": clientID])
+                    struct Token: Encodable { var token: String; var clientId: String }
+                    try printJSON(Token(token: token, clientId: clientID))
                 } else {
                     print(token)
                     FileHandleOutput.stderr("client_id \(clientID); keep the token private: it lets a server pair with this player\n")
@@ -631,6 +633,9 @@ struct SendspinPairCommand: AsyncParsableCommand {
             }
         }
     }
+
+    /// `pair code --json`: whether a code is now "set" or "cleared".
+    struct PairingCodeReport: Encodable { var pairingCode: String }
 
     struct Code: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -647,7 +652,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 let store = PlayerStore(directory: try StateDirectory.resolve())
                 if clear {
                     try store.setStaticPairingCode(nil)
-                    if global.json { try printJSON(["pairing_code": "cleared"]) } else { print("pairing by code is off") }
+                    if global.json { try printJSON(PairingCodeReport(pairingCode: "cleared")) } else { print("pairing by code is off") }
                     return
                 }
                 if isatty(STDIN_FILENO) != 0 { FileHandleOutput.stderr("pairing code (8 digits): ") }
@@ -656,7 +661,7 @@ struct SendspinPairCommand: AsyncParsableCommand {
                     throw CommandFailure(message: "a pairing code is exactly 8 digits (spaces and hyphens are ignored)", exitCode: 2)
                 }
                 if global.json {
-                    try printJSON(["pairing_code": "set"])
+                    try printJSON(PairingCodeReport(pairingCode: "set"))
                 } else {
                     print("pairing code set; open the pairing window with `farcast sendspin listen --pairing-window` when the server asks for it")
                 }
@@ -695,7 +700,8 @@ struct SendspinPairCommand: AsyncParsableCommand {
                 guard try PlayerStore(directory: try StateDirectory.resolve()).forget(serverID: serverID) else {
                     throw CommandFailure(message: "not paired with \(serverID) (see `farcast sendspin pair list`)")
                 }
-                if global.json { try printJSON(["forgotten": serverID]) } else { print("forgot the pairing with \(serverID)") }
+                struct Forgotten: Encodable { var forgotten: String }
+                if global.json { try printJSON(Forgotten(forgotten: serverID)) } else { print("forgot the pairing with \(serverID)") }
             }
         }
     }

@@ -236,7 +236,8 @@ struct VNCClipboardGetCommand: AsyncParsableCommand {
             try await runVNCSteps([(1, .getClipboard(wait: wait))], connection: connection, global: quiet) { value in text.withLock { $0 = value } }
             let value = text.withLock { $0 } ?? ""
             if global.json {
-                try printJSON(["text": value])
+                struct Clipboard: Encodable { var text: String }
+                try printJSON(Clipboard(text: value))
             } else {
                 // Exactly the text, plus a line end on a terminal so the prompt stays tidy.
                 var bytes = Array(value.utf8)
