@@ -27,8 +27,6 @@ final class Runtime: Sendable {
         var outputFormat: OutputFormat?
         /// client/time exchanges waiting for their answer, by t1, each with its 1 s deadline.
         var pendingTimes: [Int64: PendingTime] = [:]
-        /// The connection's event loop: the exchanges' deadlines run on its timers.
-        var executor: EventLoopExecutor?
         /// nil while the connection lives.
         var ending: Ending?
         var exchanges = 0
@@ -132,12 +130,9 @@ final class Runtime: Sendable {
     var serverID: String? { state.withLock { $0.serverID } }
     func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
 
-    /// The connection is open: its frame queue and the executor its tasks run on.
-    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>, executor: EventLoopExecutor) {
-        state.withLock { s in
-            s.frames = frames
-            s.executor = executor
-        }
+    /// The connection is open: its frame queue.
+    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>) {
+        state.withLock { $0.frames = frames }
     }
 
     /// Runs `body` on the session and queues the frames it produced before the lock is let go
@@ -203,12 +198,12 @@ final class Runtime: Sendable {
     }
 
     /// Sends client/time and waits (≤ 1 s) for its answer and arrival time. The deadline is a
-    /// timer on the connection's loop, cancelled by the answer: no task per exchange.
-    func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
+    /// timer on `loop` (the connection's), cancelled by the answer: no task per exchange.
+    func exchangeTime(t1: Int64, now: Int64, deadlineOn loop: EventLoopExecutor) async -> (ServerTime, Int64)? {
         let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
             let actions = state.withLock { s -> [SendspinSession.Action]? in
                 guard s.ending == nil else { return nil }
-                let deadline = s.executor?.schedule(after: .seconds(1)) { [weak self] in
+                let deadline = loop.schedule(after: .seconds(1)) { [weak self] in
                     let late = self?.state.withLock { $0.pendingTimes.removeValue(forKey: t1) }
                     late?.continuation.resume(returning: nil)
                 }
