@@ -215,7 +215,7 @@ let package = Package(
         // Linux; its pure parts (scaling, key mapping, the staging buffer, the menu) everywhere.
         .target(
             name: "Viewer",
-            dependencies: ["ViewerKernels", .target(name: "CSDL2", condition: .when(platforms: [.linux])),
+            dependencies: ["FarcastSupport", "ViewerKernels", .target(name: "CSDL2", condition: .when(platforms: [.linux])),
                            .target(name: "CSDL2Loader", condition: .when(platforms: [.linux]))]
         ),
         // WireGuard: the protocol core (BLAKE2s, the Noise IKpsk2 handshake, cookies, transport

@@ -1,37 +1,6 @@
+import FarcastSupport
 /// An integer rectangle in pixels (remote framebuffer or window coordinates).
-public struct ViewerRect: Sendable, Equatable, Hashable, CustomStringConvertible {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-
-    public var isEmpty: Bool { width <= 0 || height <= 0 }
-    public var area: Int { isEmpty ? 0 : width * height }
-    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
-
-    /// The part of this rectangle inside `other` (empty when they do not meet).
-    public func intersection(_ other: ViewerRect) -> ViewerRect {
-        let x0 = max(x, other.x), y0 = max(y, other.y)
-        let x1 = min(x + width, other.x + other.width), y1 = min(y + height, other.y + other.height)
-        return ViewerRect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
-    }
-
-    /// The smallest rectangle holding both.
-    public func union(_ other: ViewerRect) -> ViewerRect {
-        if isEmpty { return other }
-        if other.isEmpty { return self }
-        let x0 = min(x, other.x), y0 = min(y, other.y)
-        let x1 = max(x + width, other.x + other.width), y1 = max(y + height, other.y + other.height)
-        return ViewerRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
-    }
-}
+public typealias ViewerRect = PixelRect
 
 /// How the remote picture fills the window.
 public enum ScaleMode: String, Sendable, CaseIterable {

@@ -19,10 +19,8 @@ struct JellyfinCastTargetCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var target: JellyfinTarget
 
-    @OptionGroup var length: PlayLengthOption
-    var duration: Double? { length.duration }
-
     @OptionGroup var player: MPVPlayerOptions
+    var duration: Double? { player.duration }
 
     func run() async throws {
         try await reportingFailures {

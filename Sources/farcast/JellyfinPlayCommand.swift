@@ -9,19 +9,12 @@ extension TrackChoice: ExpressibleByArgument {
     public init?(argument: String) { self.init(parsing: argument) }
 }
 
-/// `--duration` of the commands that play until stopped (`play`, `tv watch`, `syncplay new|join`,
-/// `cast-target`).
-struct PlayLengthOption: ParsableArguments {
+/// How commands that play (`play`, `tv watch`, `syncplay new|join`, `cast-target`) run mpv, for
+/// how long, and what they ask the server for.
+struct MPVPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Stop after this many seconds, as pressing stop would (default: no limit).", valueName: "seconds"))
     var duration: Double?
 
-    func validate() throws {
-        if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
-    }
-}
-
-/// How commands that play (`play`, `cast-target`) run mpv and what they ask the server for.
-struct MPVPlayerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Streaming quality: maximum (no cap of ours), high (20 Mbit/s), medium (8), low (3).", valueName: "quality"))
     var quality: PlaybackQuality = .maximum
 
@@ -45,6 +38,7 @@ struct MPVPlayerOptions: ParsableArguments {
     var progressInterval: Double = 10
 
     func validate() throws {
+        if let duration { guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be positive") } }
         if let maxBitrate { guard maxBitrate > 0, maxBitrate <= 1000 else { throw ValidationError("--max-bitrate must be between 0 and 1000 Mbit/s") } }
         guard progressInterval > 0 else { throw ValidationError("--test-progress-interval must be positive") }
         for name in skip.flatMap({ $0.split(separator: ",") }) where MediaSegmentType(named: String(name).trimmingCharacters(in: .whitespaces)) == nil {
@@ -110,10 +104,8 @@ struct JellyfinPlayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start here, in seconds (default: the server's resume point; 0: from the beginning).", valueName: "seconds"))
     var start: Double?
 
-    @OptionGroup var length: PlayLengthOption
-    var duration: Double? { length.duration }
-
     @OptionGroup var player: MPVPlayerOptions
+    var duration: Double? { player.duration }
 
     @Option(help: ArgumentHelp("The audio to play: a stream index from `farcast jellyfin info`, or a language (eng, de, fre…) (default: the server's choice, which follows your language settings).", valueName: "index|language"))
     var audio: TrackChoice?

@@ -147,10 +147,8 @@ struct JellyfinSyncPlayCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Start ITEM here, in seconds.", valueName: "seconds"))
         var start: Double = 0
 
-        @OptionGroup var length: PlayLengthOption
-        var duration: Double? { length.duration }
-
         @OptionGroup var player: MPVPlayerOptions
+        var duration: Double? { player.duration }
 
         func validate() throws {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the group needs a name") }
@@ -182,10 +180,8 @@ struct JellyfinSyncPlayCommand: AsyncParsableCommand {
         @Argument(help: ArgumentHelp("The group: its name or id (see `syncplay list`).", valueName: "GROUP"))
         var group: String
 
-        @OptionGroup var length: PlayLengthOption
-        var duration: Double? { length.duration }
-
         @OptionGroup var player: MPVPlayerOptions
+        var duration: Double? { player.duration }
 
         func run() async throws {
             try await reportingFailures {

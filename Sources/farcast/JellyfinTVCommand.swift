@@ -139,10 +139,8 @@ struct JellyfinTVCommand: AsyncParsableCommand {
         @Argument(help: ArgumentHelp("The channel: number, name or id.", valueName: "CHANNEL"))
         var channel: String
 
-        @OptionGroup var length: PlayLengthOption
-        var duration: Double? { length.duration }
-
         @OptionGroup var player: MPVPlayerOptions
+        var duration: Double? { player.duration }
 
         func run() async throws {
             try await reportingFailures {

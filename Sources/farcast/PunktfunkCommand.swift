@@ -573,13 +573,8 @@ struct PunktfunkReceiveCommand: AsyncParsableCommand {
                 if interrupt.fired { ended = "interrupted"; return true }
                 return false
             })
-            switch end {
-            case .stopped:
-                break
-            case .connection(let error):
-                ended = "connection"
-                failure = error
-            case .gaveUp(let silentNs):
+            if case .connection(let error) = end { (ended, failure) = ("connection", error) }
+            if case .gaveUp(let silentNs) = end {
                 let received = stream.statistics.accessUnits
                 let what = received == 0
                     ? "the host sent no video at all (mode \(session.welcome.mode)); it may not serve that mode"

@@ -346,13 +346,8 @@ struct PunktfunkConnectCommand: AsyncParsableCommand {
                 }
                 return false
             })
-            switch end {
-            case .stopped:
-                break
-            case .connection(let error):
-                ended = "connection"
-                failure = error
-            case .gaveUp(let silentNs):
+            if case .connection(let error) = end { (ended, failure) = ("connection", error) }
+            if case .gaveUp(let silentNs) = end {
                 ended = "stalled"
                 failure = CommandFailure(message: String(format: "the host sent no video for %.0f s (--stall-limit)", Double(silentNs) / 1e9))
             }

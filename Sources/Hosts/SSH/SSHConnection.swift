@@ -220,25 +220,34 @@ public final class SSHConnection: Sendable {
                                 }) async throws -> any Channel {
         let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let promise = channel.eventLoop.makePromise(of: (any Channel).self)
-        channel.eventLoop.execute { [channel] in
-            do {
-                let handler = try channel.pipeline.syncOperations.handler(type: NIOSSHHandler.self)
-                let origin = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
-                handler.createChannel(promise, channelType: .directTCPIP(.init(targetHost: host, targetPort: port, originatorAddress: origin))) { child, _ in
-                    child.eventLoop.makeCompletedFuture {
-                        try child.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                        try initialize(child)
-                    }
-                }
-            } catch {
-                promise.fail(error)
-            }
+        channel.eventLoop.execute { [self] in
+            createDirectTCPIP(host: host, port: port, promise: promise, initialize: initialize)
         }
         do {
             return try await promise.futureResult.get()
         } catch {
             if let rejection = SSHTunnelError.channelRejection(error, bastion: route.display, target: target) { throw rejection }
             throw SSHTunnelError.connectionLost(host: route.display, reason: Self.describe(error))
+        }
+    }
+
+    /// On the event loop: asks the server for a direct-tcpip channel to `host:port` (half-closure
+    /// allowed, then `initialize` on the new channel before any data flows); `promise` gets the
+    /// channel or the refusal.
+    func createDirectTCPIP(host: String, port: Int, promise: EventLoopPromise<any Channel>,
+                           initialize: @escaping @Sendable (any Channel) throws -> Void) {
+        channel.eventLoop.preconditionInEventLoop()
+        do {
+            let handler = try channel.pipeline.syncOperations.handler(type: NIOSSHHandler.self)
+            let origin = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
+            handler.createChannel(promise, channelType: .directTCPIP(.init(targetHost: host, targetPort: port, originatorAddress: origin))) { child, _ in
+                child.eventLoop.makeCompletedFuture {
+                    try child.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                    try initialize(child)
+                }
+            }
+        } catch {
+            promise.fail(error)
         }
     }
 

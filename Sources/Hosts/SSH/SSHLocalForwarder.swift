@@ -101,18 +101,9 @@ extension SSHConnection {
         loop.preconditionInEventLoop()
         let promise = loop.makePromise(of: (any Channel).self)
         let localBox = NIOLoopBound(local, eventLoop: loop)
-        do {
-            let handler = try channel.pipeline.syncOperations.handler(type: NIOSSHHandler.self)
-            let origin = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
-            handler.createChannel(promise, channelType: .directTCPIP(.init(targetHost: host, targetPort: port, originatorAddress: origin))) { child, _ in
-                child.eventLoop.makeCompletedFuture {
-                    try child.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                    try child.pipeline.syncOperations.addHandler(SSHChannelDataBridge())
-                    try child.pipeline.syncOperations.addHandler(TunnelGlue(name: "ssh") { glue in localBox.value.attach(glue) })
-                }
-            }
-        } catch {
-            promise.fail(error)
+        createDirectTCPIP(host: host, port: port, promise: promise) { child in
+            try child.pipeline.syncOperations.addHandler(SSHChannelDataBridge())
+            try child.pipeline.syncOperations.addHandler(TunnelGlue(name: "ssh") { glue in localBox.value.attach(glue) })
         }
         let route = self.route.display
         promise.futureResult.whenFailure { error in

@@ -1,28 +1,6 @@
+import FarcastSupport
 /// A rectangle in framebuffer coordinates.
-public struct RFBRect: Hashable, Sendable, CustomStringConvertible {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-
-    public var area: Int { width * height }
-    public var isEmpty: Bool { width <= 0 || height <= 0 }
-    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
-
-    /// The overlap of two rectangles (empty when they do not meet).
-    public func intersection(_ other: RFBRect) -> RFBRect {
-        let x0 = max(x, other.x), y0 = max(y, other.y)
-        let x1 = min(x + width, other.x + other.width), y1 = min(y + height, other.y + other.height)
-        return RFBRect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
-    }
-}
+public typealias RFBRect = PixelRect
 
 /// The client's copy of the remote screen: row-major 32-bit words `0xXXRRGGBB` in host byte
 /// order (bytes B, G, R, X in memory on little-endian machines), stride equal to the width. The
