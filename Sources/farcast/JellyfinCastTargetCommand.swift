@@ -20,7 +20,6 @@ struct JellyfinCastTargetCommand: AsyncParsableCommand {
     @OptionGroup var target: JellyfinTarget
 
     @OptionGroup var player: MPVPlayerOptions
-    var duration: Double? { player.duration }
 
     func run() async throws {
         try await reportingFailures {
@@ -49,7 +48,7 @@ struct JellyfinCastTargetCommand: AsyncParsableCommand {
             var live = LiveSessionCore.Options()
             live.subscribeToSessions = false
             let stream = session.liveEvents(options: live)
-            let failure = await JellyfinCLI.untilStopped(after: duration) {
+            let failure = await JellyfinCLI.untilStopped(after: player.duration) {
                 do {
                     for try await event in stream {
                         switch event {

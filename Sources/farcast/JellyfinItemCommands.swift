@@ -67,41 +67,30 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
         }
     }
 
+    /// `info --json`: the item as the listings print it (`ItemRow`: an episode's season and
+    /// number, a track's disc and number), and what only the detail view shows.
     struct InfoResult: Encodable {
-        var id: String
-        var name: String
-        var type: String
-        var year: Int?
-        var series: String?
-        var season: Int?
-        var episode: Int?
+        var row: ItemRow
         var album: String?
         var albumArtist: String?
-        var runtimeSeconds: Double?
         var overview: String?
         var genres: [String]
         var container: String?
         var streams: [StreamRow]
         var images: [String: String]
         var blurHashes: [String: String]
-        var played: Bool?
-        var favourite: Bool?
-        var positionSeconds: Double?
         var playCount: Int?
         var lastPlayed: Date?
         var parentId: String?
 
+        private enum CodingKeys: String, CodingKey {
+            case album, albumArtist, overview, genres, container, streams, images, blurHashes, playCount, lastPlayed, parentId
+        }
+
         init(_ item: JellyfinItem) {
-            id = item.id
-            name = item.name
-            type = item.kind.rawValue
-            year = item.productionYear
-            series = item.seriesName
-            season = item.parentIndexNumber
-            episode = item.indexNumber
+            row = ItemRow(item)
             album = item.album
             albumArtist = item.albumArtist
-            runtimeSeconds = item.runTimeTicks.map { Double($0) / 10_000_000 }
             overview = item.overview
             genres = item.genres
             container = item.container
@@ -114,12 +103,26 @@ struct JellyfinInfoCommand: AsyncParsableCommand {
             var hashes: [String: String] = [:]
             for type in item.imageTags.keys { if let hash = item.blurHash(for: ImageType(rawValue: type)) { hashes[type] = hash } }
             blurHashes = hashes
-            played = item.userData?.played
-            favourite = item.userData?.isFavorite
-            positionSeconds = item.userData.map { Double($0.playbackPositionTicks) / 10_000_000 }
             playCount = item.userData?.playCount
             lastPlayed = item.userData?.lastPlayedDate
             parentId = item.parentId
+        }
+
+        /// One flat object: the row's keys, then these.
+        func encode(to encoder: any Encoder) throws {
+            try row.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(album, forKey: .album)
+            try container.encodeIfPresent(albumArtist, forKey: .albumArtist)
+            try container.encodeIfPresent(overview, forKey: .overview)
+            try container.encode(genres, forKey: .genres)
+            try container.encodeIfPresent(self.container, forKey: .container)
+            try container.encode(streams, forKey: .streams)
+            try container.encode(images, forKey: .images)
+            try container.encode(blurHashes, forKey: .blurHashes)
+            try container.encodeIfPresent(playCount, forKey: .playCount)
+            try container.encodeIfPresent(lastPlayed, forKey: .lastPlayed)
+            try container.encodeIfPresent(parentId, forKey: .parentId)
         }
     }
 

@@ -140,7 +140,6 @@ struct JellyfinTVCommand: AsyncParsableCommand {
         var channel: String
 
         @OptionGroup var player: MPVPlayerOptions
-        var duration: Double? { player.duration }
 
         func run() async throws {
             try await reportingFailures {
@@ -149,7 +148,7 @@ struct JellyfinTVCommand: AsyncParsableCommand {
                 let channel = try JellyfinTVCommand.channel(channel, in: try await session.liveTVChannels())
                 let item = try await session.item(channel.id)
                 let request = PlaybackRequest(profile: player.profile(decoders))
-                try await JellyfinPlayCommand.play([item], session: session, request: request, player: player, start: 0, duration: duration, global: global)
+                try await JellyfinPlayCommand.play([item], session: session, request: request, player: player, start: 0, duration: player.duration, global: global)
             }
         }
     }

@@ -41,8 +41,7 @@ struct VNCRecordCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
-            var configuration = RFBConnection.Configuration()
-            encodingOptions.apply(to: &configuration)
+            var configuration = encodingOptions.configuration()
             // Continuous updates would make the recording depend on timing; requests keep the
             // stream a plain sequence of updates.
             configuration.continuousUpdates = false
@@ -260,8 +259,7 @@ struct VNCWatchCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
-            var configuration = RFBConnection.Configuration()
-            encodingOptions.apply(to: &configuration)
+            var configuration = encodingOptions.configuration()
             let output = try audio.map { try VNCAudioOutput(try VNCAudioOutput.Destination($0)) }
             if output != nil { configuration.audio = VNCAudioOutput.format }
             let cpuBefore = cpuSeconds()

@@ -240,6 +240,13 @@ struct VNCEncodingOptions: ParsableArguments {
         if let compressLevel, !(0...9).contains(compressLevel) { throw ValidationError("--compress-level must be 0…9") }
     }
 
+    /// A session configuration asking for what these options say (the rest as the core's defaults).
+    func configuration() -> RFBConnection.Configuration {
+        var configuration = RFBConnection.Configuration()
+        apply(to: &configuration)
+        return configuration
+    }
+
     func apply(to configuration: inout RFBConnection.Configuration) {
         if let encoding { configuration.encodings = [encoding] }
         configuration.jpegQuality = quality
@@ -386,8 +393,7 @@ struct VNCScreenshotCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = global.makeLogger(label: "farcast.vnc")
             let endpoint = try connection.endpoint()
-            var configuration = RFBConnection.Configuration()
-            encodingOptions.apply(to: &configuration)
+            let configuration = encodingOptions.configuration()
             let started = ContinuousClock.now
             let client = try await connection.connect(endpoint, options: try connection.clientOptions(configuration), logger: logger)
             do {
