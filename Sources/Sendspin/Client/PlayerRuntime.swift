@@ -27,6 +27,8 @@ final class Runtime: Sendable {
         var outputFormat: OutputFormat?
         /// client/time exchanges waiting for their answer, by t1, each with its 1 s deadline.
         var pendingTimes: [Int64: PendingTime] = [:]
+        /// The connection's event loop: the exchanges' deadlines run on its timers.
+        var executor: EventLoopExecutor?
         /// nil while the connection lives.
         var ending: Ending?
         var exchanges = 0
@@ -130,9 +132,12 @@ final class Runtime: Sendable {
     var serverID: String? { state.withLock { $0.serverID } }
     func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
 
-    /// The connection is open: its frame queue.
-    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>) {
-        state.withLock { $0.frames = frames }
+    /// The connection is open: its frame queue and the executor its tasks run on.
+    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>, executor: EventLoopExecutor) {
+        state.withLock { s in
+            s.frames = frames
+            s.executor = executor
+        }
     }
 
     /// Runs `body` on the session and queues the frames it produced before the lock is let go
@@ -198,12 +203,12 @@ final class Runtime: Sendable {
     }
 
     /// Sends client/time and waits (≤ 1 s) for its answer and arrival time. The deadline is a
-    /// timer on `loop` (the connection's), cancelled by the answer: no task per exchange.
-    func exchangeTime(t1: Int64, now: Int64, deadlineOn loop: EventLoopExecutor) async -> (ServerTime, Int64)? {
+    /// timer on the connection's loop, cancelled by the answer: no task per exchange.
+    func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
         let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
             let actions = state.withLock { s -> [SendspinSession.Action]? in
                 guard s.ending == nil else { return nil }
-                let deadline = loop.schedule(after: .seconds(1)) { [weak self] in
+                let deadline = s.executor?.schedule(after: .seconds(1)) { [weak self] in
                     let late = self?.state.withLock { $0.pendingTimes.removeValue(forKey: t1) }
                     late?.continuation.resume(returning: nil)
                 }

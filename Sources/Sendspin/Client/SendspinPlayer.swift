@@ -493,7 +493,7 @@ public final class SendspinPlayer: Sendable {
                        started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true,
                        openDeadline: Int64? = nil) async throws {
         let frames = OrderedWriter<WebSocketOutboundWriter.OutboundFrame>()
-        runtime.attach(frames)
+        runtime.attach(frames, executor: executor)
         // The one writer: frames leave in the order they were encrypted, then the close. It is
         // not cancelled with the others, so a goodbye still goes out before the close.
         let writer = Task(executorPreference: executor) {
@@ -566,7 +566,7 @@ public final class SendspinPlayer: Sendable {
         while !runtime.isFinished && !Task.isCancelled {
             while schedule.wantsExchange {
                 let t1 = nowUs()
-                guard let answer = await runtime.exchangeTime(t1: t1, now: t1, deadlineOn: executor) else { break }
+                guard let answer = await runtime.exchangeTime(t1: t1, now: t1) else { break }
                 schedule.record(.init(t1: t1, t2: answer.0.serverReceived, t3: answer.0.serverTransmitted, t4: answer.1))
             }
             let (chosen, pauseMs) = schedule.endBurst()
