@@ -220,7 +220,10 @@ final class ALSADAC: AudioDAC {
                     outcome.withLock { $0.description = description }
                     try device?.prefillAndStart()
                     format = next
-                    loop = DelayLockedLoop(frameUs: 1e6 / Double(next.sampleRate))
+                    // The loop hears from the device once a granted period.
+                    let frameUs = 1e6 / Double(next.sampleRate)
+                    let periodUs = device.map { Double($0.periodFrames) * frameUs } ?? Double(sink.periodMicroseconds)
+                    loop = DelayLockedLoop(frameUs: frameUs, updateIntervalUs: periodUs)
                 }
                 guard let pcm = device, let current = format else { continue }
                 try pcm.wait(milliseconds: 100)

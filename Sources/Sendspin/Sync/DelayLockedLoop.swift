@@ -8,10 +8,14 @@ struct DelayLockedLoop {
     private var locked = false
     private var firstMeasurementUs = 0.0
     private let nominalFrameUs: Double
+    /// How often measurements come (s): once a device period — the period the device granted,
+    /// which need not be the one asked for, so the loop's bandwidth stays what it says in hertz.
+    private let intervalS: Double
 
-    init(frameUs: Double = 1e6 / 48000) {
+    init(frameUs: Double = 1e6 / 48000, updateIntervalUs: Double = 10_000) {
         self.frameUs = frameUs
         nominalFrameUs = frameUs
+        intervalS = updateIntervalUs / 1e6
     }
 
     /// Takes the measured departure of the next frame to be written, read at `atUs`.
@@ -29,7 +33,6 @@ struct DelayLockedLoop {
             return
         }
         let bandwidthHz = atUs - firstMeasurementUs < 5_000_000 ? 1.0 : 0.5
-        let intervalS = 0.01  // updates come about once a period
         let omega = 2 * Double.pi * bandwidthHz * intervalS
         nextDepartureUs += 2.0.squareRoot() * omega * error
         // Frequency: the error accumulated over about one update interval of frames.
