@@ -86,13 +86,13 @@ window, ours_ticks, theirs_ticks, hz = open(sys.argv[6]).read().split()
 window, hz = float(window), float(hz)
 ours_rate, theirs_rate = int(ours_ticks) / hz / window, int(theirs_ticks) / hz / window   # CPU s per s
 ours_startup, theirs_startup = max(0.0, ours - ours_rate * seconds), max(0.0, theirs - theirs_rate * seconds)
-per_hour = lambda startup, rate: startup + 3600 * rate
+ours_hour, theirs_hour = ours_startup + 3600 * ours_rate, theirs_startup + 3600 * theirs_rate
 row = {
     "seconds": seconds,
     "steady_window_s": window,
-    "farcast_cpu_s_per_hour": per_hour(ours_startup, ours_rate),
-    "snapclient_cpu_s_per_hour": per_hour(theirs_startup, theirs_rate),
-    "ratio": per_hour(ours_startup, ours_rate) / per_hour(theirs_startup, theirs_rate) if theirs_rate > 0 else None,
+    "farcast_cpu_s_per_hour": ours_hour,
+    "snapclient_cpu_s_per_hour": theirs_hour,
+    "ratio": ours_hour / theirs_hour if theirs_hour > 0 else None,
     "farcast_steady_cpu_ms_per_s": ours_rate * 1000,
     "snapclient_steady_cpu_ms_per_s": theirs_rate * 1000,
     "farcast_startup_cpu_s": ours_startup,
