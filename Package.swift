@@ -309,7 +309,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SendspinTests",
-            dependencies: ["Sendspin", "AudioCodecs", "FarcastSupport", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Sendspin", "AudioCodecs", "FarcastSupport", "FarcastNIO", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

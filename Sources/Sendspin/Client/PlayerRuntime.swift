@@ -12,6 +12,24 @@ import WSCore
 /// same locked step (`withSession`), so encryption order is send order from any thread; the
 /// connection's one writer task drains the queue.
 final class Runtime: Sendable {
+    /// A frame on its way to the writer. A client/time frame carries its exchange's key (the t1
+    /// sealed inside it): the writer says when the frame really left, and that moment, not the
+    /// earlier one sealed in the message, is the exchange's t1 (the wait for the writer's turn on
+    /// the loop is not network delay and would bias the clock filter's offset).
+    struct Outgoing: Sendable {
+        var frame: WebSocketOutboundWriter.OutboundFrame
+        var timeExchange: Int64?
+    }
+
+    /// One answered client/time exchange, as this side saw it (µs, this host's clock).
+    struct TimeAnswer: Sendable {
+        var server: ServerTime
+        /// When the request left: written to the connection (t1).
+        var sent: Int64
+        /// When the answer was read (t4).
+        var received: Int64
+    }
+
     /// How the connection ended.
     enum Ending: Sendable {
         /// Stopped by us, or closed by the server without an error.
@@ -21,7 +39,7 @@ final class Runtime: Sendable {
 
     struct State {
         var session: SendspinSession
-        var frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>?
+        var frames: OrderedWriter<Outgoing>?
         var decoder: (any AudioDecoder)?
         var streamFormat: StreamFormat?
         var outputFormat: OutputFormat?
@@ -48,14 +66,16 @@ final class Runtime: Sendable {
         var shownArtwork: Set<Int> = []
 
         /// Queues a frame behind every frame sealed before it (after the end nothing is sent).
-        func queue(_ frame: WebSocketOutboundWriter.OutboundFrame, bytes: Int) {
-            try? frames?.enqueue(frame, bytes: bytes)
+        func queue(_ frame: WebSocketOutboundWriter.OutboundFrame, bytes: Int, timeExchange: Int64? = nil) {
+            try? frames?.enqueue(Outgoing(frame: frame, timeExchange: timeExchange), bytes: bytes)
         }
     }
 
     struct PendingTime {
-        var continuation: CheckedContinuation<(ServerTime, Int64)?, Never>
+        var continuation: CheckedContinuation<TimeAnswer?, Never>
         var deadline: Scheduled<Void>?
+        /// When the writer handed the request to the connection (nil until then).
+        var sent: Int64?
     }
 
     /// Decides whether an activated connection may play (listening mode); nil admits it.
@@ -133,7 +153,7 @@ final class Runtime: Sendable {
     func setAdmitted(_ admitted: Bool) { state.withLock { $0.admitted = admitted } }
 
     /// The connection is open: its frame queue and the executor its tasks run on.
-    func attach(_ frames: OrderedWriter<WebSocketOutboundWriter.OutboundFrame>, executor: EventLoopExecutor) {
+    func attach(_ frames: OrderedWriter<Outgoing>, executor: EventLoopExecutor) {
         state.withLock { s in
             s.frames = frames
             s.executor = executor
@@ -147,12 +167,14 @@ final class Runtime: Sendable {
         state.withLock { s in Self.queueFrames(body(&s.session), in: &s) }
     }
 
-    private static func queueFrames(_ actions: [SendspinSession.Action], in s: inout State) -> [SendspinSession.Action] {
+    /// `timeExchange` tags the frames as a client/time request (see `Outgoing`).
+    private static func queueFrames(_ actions: [SendspinSession.Action], in s: inout State,
+                                    timeExchange: Int64? = nil) -> [SendspinSession.Action] {
         var rest: [SendspinSession.Action] = []
         for action in actions {
             switch action {
-            case .sendText(let text): s.queue(.text(text), bytes: text.utf8.count)
-            case .sendBinary(let bytes): s.queue(.binary(ByteBuffer(bytes: bytes)), bytes: bytes.count)
+            case .sendText(let text): s.queue(.text(text), bytes: text.utf8.count, timeExchange: timeExchange)
+            case .sendBinary(let bytes): s.queue(.binary(ByteBuffer(bytes: bytes)), bytes: bytes.count, timeExchange: timeExchange)
             default: rest.append(action)
             }
         }
@@ -202,10 +224,10 @@ final class Runtime: Sendable {
         }
     }
 
-    /// Sends client/time and waits (≤ 1 s) for its answer and arrival time. The deadline is a
-    /// timer on the connection's loop, cancelled by the answer: no task per exchange.
-    func exchangeTime(t1: Int64, now: Int64) async -> (ServerTime, Int64)? {
-        let answer: (ServerTime, Int64)? = await withCheckedContinuation { continuation in
+    /// Sends client/time stamped `t1` and waits (≤ 1 s) for its answer. The deadline is a timer
+    /// on the connection's loop, cancelled by the answer: no task per exchange.
+    func exchangeTime(t1: Int64, now: Int64) async -> TimeAnswer? {
+        await withCheckedContinuation { continuation in
             let actions = state.withLock { s -> [SendspinSession.Action]? in
                 guard s.ending == nil else { return nil }
                 let deadline = s.executor?.schedule(after: .seconds(1)) { [weak self] in
@@ -213,12 +235,16 @@ final class Runtime: Sendable {
                     late?.continuation.resume(returning: nil)
                 }
                 s.pendingTimes[t1] = PendingTime(continuation: continuation, deadline: deadline)
-                return Self.queueFrames(s.session.sendTime(at: t1), in: &s)
+                return Self.queueFrames(s.session.sendTime(at: t1), in: &s, timeExchange: t1)
             }
             guard let actions else { continuation.resume(returning: nil); return }
             perform(actions, now: now)
         }
-        return answer
+    }
+
+    /// The writer handed the client/time request `key` to the connection at `time`.
+    func timeRequestSent(_ key: Int64, at time: Int64) {
+        state.withLock { s in s.pendingTimes[key]?.sent = time }
     }
 
     /// Executes session actions: events into the player (frames were queued by `withSession`;
@@ -333,7 +359,9 @@ final class Runtime: Sendable {
         case .serverTime(let time, let receivedAt):
             let waiter = state.withLock { $0.pendingTimes.removeValue(forKey: time.clientTransmitted) }
             waiter?.deadline?.cancel()
-            waiter?.continuation.resume(returning: (time, receivedAt))
+            // Sent is always known by now (the writer notes it as the write returns); were it
+            // not, the time sealed in the request is the best there is.
+            waiter?.continuation.resume(returning: TimeAnswer(server: time, sent: waiter?.sent ?? time.clientTransmitted, received: receivedAt))
         case .streamStart(let format):
             guard let format, isAdmitted else { return }
             observer?.streamStart?(format)

@@ -492,12 +492,17 @@ public final class SendspinPlayer: Sendable {
     func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, executor: EventLoopExecutor, runtime: Runtime,
                        started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true,
                        openDeadline: Int64? = nil) async throws {
-        let frames = OrderedWriter<WebSocketOutboundWriter.OutboundFrame>()
+        let frames = OrderedWriter<Runtime.Outgoing>()
         runtime.attach(frames, executor: executor)
         // The one writer: frames leave in the order they were encrypted, then the close. It is
-        // not cancelled with the others, so a goodbye still goes out before the close.
+        // not cancelled with the others, so a goodbye still goes out before the close. On the
+        // loop a write reaches the socket before it returns: the moment after it is when a
+        // client/time request left.
         let writer = Task(executorPreference: executor) {
-            try await frames.run { try await outbound.write($0) }
+            try await frames.run { outgoing in
+                try await outbound.write(outgoing.frame)
+                if let key = outgoing.timeExchange { runtime.timeRequestSent(key, at: self.nowUs()) }
+            }
             try? await outbound.close(.normalClosure, reason: nil)
         }
         runtime.perform(runtime.withSession { $0.start() }, now: nowUs())
@@ -567,7 +572,7 @@ public final class SendspinPlayer: Sendable {
             while schedule.wantsExchange {
                 let t1 = nowUs()
                 guard let answer = await runtime.exchangeTime(t1: t1, now: t1) else { break }
-                schedule.record(.init(t1: t1, t2: answer.0.serverReceived, t3: answer.0.serverTransmitted, t4: answer.1))
+                schedule.record(.init(t1: answer.sent, t2: answer.server.serverReceived, t3: answer.server.serverTransmitted, t4: answer.received))
             }
             let (chosen, pauseMs) = schedule.endBurst()
             if let b = chosen, runtime.isAdmitted {
