@@ -27,8 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        // Minor-pinned: WebSocketListener and WebSocketDialer use WSCore's @_spi(WSInternal)
-        // entry point, which may change in any minor release.
+        // Jellyfin's live session dials with its WSClient (Sendspin runs its own WebSocketConnection).
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", .upToNextMinor(from: "1.6.2")),
         .package(url: "https://github.com/attaswift/BigInt.git", from: "6.0.1"),
         // Jellyfin: the generated client's runtime and transports (only the Jellyfin module uses them)
@@ -154,7 +153,6 @@ let package = Package(
                 .target(name: "CALSALoader", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
-                .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -310,7 +308,8 @@ let package = Package(
         .testTarget(
             name: "SendspinTests",
             dependencies: ["Sendspin", "AudioCodecs", "FarcastSupport", "FarcastNIO", "CFLAC", "COpus", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "NIOPosix", package: "swift-nio")],
+                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "NIOWebSocket", package: "swift-nio")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -101,7 +101,7 @@ final class SendspinMPRIS: Sendable {
             shown.volume = c.volume.map { Double($0) / 100 }
             shown.shuffle = c.shuffle
             shown.loop = switch c.repeat {
-            case "off": .none
+            case "off": MPRISState.Loop.none
             case "one": .track
             case "all": .playlist
             default: nil

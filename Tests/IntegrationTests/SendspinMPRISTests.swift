@@ -52,6 +52,7 @@ struct SendspinMPRISTests {
         // The controller state: the server's volume 100, every command offered.
         try waitUntil("the volume", timeout: 10) { (try? ctl("volume")) == "1.000000" }
         #expect(try ctl("status") == "Paused", "a stopped group with a track shows as paused")
+        #expect(try ctl("loop") == "None", "the server's repeat off shows as LoopStatus None")
 
         // Requests → controller commands, in order, as the server's group reports them.
         let requests: [[String]] = [["play-pause"], ["next"], ["previous"], ["volume", "0.4"], ["shuffle", "On"], ["loop", "Track"]]

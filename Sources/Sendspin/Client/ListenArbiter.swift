@@ -5,7 +5,6 @@ import Foundation
 import Logging
 import NIOCore
 import Synchronization
-import WSCore
 
 /// Listening mode's arbiter: one connection plays at a time, admitted by `AdmissionRule`; the
 /// arbiter keeps the holder, tells a displaced one goodbye and remembers the last server that

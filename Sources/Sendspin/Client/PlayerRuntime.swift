@@ -5,7 +5,6 @@ import Foundation
 import Logging
 import NIOCore
 import Synchronization
-import WSCore
 
 /// The player's live session state: the protocol core, the decoder, pending time exchanges
 /// and the outgoing frame queue, all behind one lock. A frame the core seals is queued in the
@@ -17,7 +16,7 @@ final class Runtime: Sendable {
     /// earlier one sealed in the message, is the exchange's t1 (the wait for the writer's turn on
     /// the loop is not network delay and would bias the clock filter's offset).
     struct Outgoing: Sendable {
-        var frame: WebSocketOutboundWriter.OutboundFrame
+        var message: WebSocketConnection.Message
         var timeExchange: Int64?
     }
 
@@ -66,8 +65,8 @@ final class Runtime: Sendable {
         var shownArtwork: Set<Int> = []
 
         /// Queues a frame behind every frame sealed before it (after the end nothing is sent).
-        func queue(_ frame: WebSocketOutboundWriter.OutboundFrame, bytes: Int, timeExchange: Int64? = nil) {
-            try? frames?.enqueue(Outgoing(frame: frame, timeExchange: timeExchange), bytes: bytes)
+        func queue(_ message: WebSocketConnection.Message, bytes: Int, timeExchange: Int64? = nil) {
+            try? frames?.enqueue(Outgoing(message: message, timeExchange: timeExchange), bytes: bytes)
         }
     }
 

@@ -5,7 +5,6 @@ import Foundation
 import Logging
 import NIOCore
 import Synchronization
-import WSCore
 
 /// A synchronized Sendspin player over a WebSocket it dials (client-initiated mode).
 ///
@@ -325,8 +324,8 @@ public final class SendspinPlayer: Sendable {
             let target = try WebSocketDialer.Target(parsing: url)
             if stopRequest.withLock({ $0 }) != nil { throw SendspinError.cancelled }
             try await WebSocketDialer.connect(to: target, openTimeout: options.openTimeout, abort: dialAbort,
-                                              logger: Logger(label: "farcast.websocket")) { inbound, outbound, executor in
-                try await self.runConnection(inbound: inbound, outbound: outbound, executor: executor, runtime: runtime,
+                                              logger: Logger(label: "farcast.websocket")) { connection in
+                try await self.runConnection(connection, runtime: runtime,
                                              started: started, telemetry: telemetry, openDeadline: openDeadline)
             }
         } catch SendspinError.cancelled {
@@ -401,7 +400,7 @@ public final class SendspinPlayer: Sendable {
         let stopReason = await withTaskExecutorPreference(executor) { () -> String in
             await withTaskGroup(of: String?.self) { group in
                 group.addTask {
-                    try? await listener.run(logger: logger) { inbound, outbound, peer, connectionExecutor in
+                    try? await listener.run(logger: logger) { connection, peer in
                         // Credentials are read per connection: a pairing on one is known to the next.
                         var perConnection = sessionConfiguration
                         perConnection.credentials = (try? store?.credentials()) ?? PairingCredentials()
@@ -424,7 +423,7 @@ public final class SendspinPlayer: Sendable {
                             provisional.cancel()
                             arbiter.closed(runtime)
                         }
-                        try await self.runConnection(inbound: inbound, outbound: outbound, executor: connectionExecutor, runtime: runtime,
+                        try await self.runConnection(connection, runtime: runtime,
                                                      started: started, telemetry: nil, supervised: false)
                         if let reason = runtime.failure { logger.info("connection from \(peer) ended: \(reason)") }
                     }
@@ -484,36 +483,47 @@ public final class SendspinPlayer: Sendable {
     }
 
     /// Runs one session over an open WebSocket, whoever dialled: the single writer, the receive
-    /// loop, clock synchronisation and supervision, until one of them ends it. All of it runs on
-    /// `executor`, the connection's event loop: a chunk that arrives is decrypted, decoded and
-    /// handed to the player on the thread that read it (arrival times, which feed the clock
-    /// filter, are taken there too, never delayed by a busy shared pool), and the periodic work
-    /// uses the loop's timers.
-    func runConnection(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, executor: EventLoopExecutor, runtime: Runtime,
+    /// side, clock synchronisation and supervision, until one of them ends it. All of it runs on
+    /// the connection's event loop: a message that arrives is decrypted, decoded and handed to
+    /// the player inside the read that brought it (its arrival is that read's time, which feeds
+    /// the clock filter as t4), and the periodic work uses the loop's timers.
+    func runConnection(_ connection: WebSocketConnection, runtime: Runtime,
                        started: Int64, telemetry: (@Sendable (Telemetry) -> Void)?, supervised: Bool = true,
                        openDeadline: Int64? = nil) async throws {
+        let executor = connection.executor
         let frames = OrderedWriter<Runtime.Outgoing>()
         runtime.attach(frames, executor: executor)
         // The one writer: frames leave in the order they were encrypted, then the close. It is
         // not cancelled with the others, so a goodbye still goes out before the close. On the
-        // loop a write reaches the socket before it returns: the moment after it is when a
-        // client/time request left.
+        // loop a write has reached the socket when `write` returns: that moment is when a
+        // client/time request left (t1).
         let writer = Task(executorPreference: executor) {
             try await frames.run { outgoing in
-                try await outbound.write(outgoing.frame)
+                let written = connection.write(outgoing.message)
                 if let key = outgoing.timeExchange { runtime.timeRequestSent(key, at: self.nowUs()) }
+                try await written.get()
             }
-            try? await outbound.close(.normalClosure, reason: nil)
+            await connection.close()
         }
         runtime.perform(runtime.withSession { $0.start() }, now: nowUs())
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await self.receiveLoop(inbound, runtime: runtime) }
+            group.addTask {
+                let ending = await connection.run { message, arrival in
+                    let inbound: SendspinSession.Inbound = switch message {
+                    case .text(let text): .text(text)
+                    case .binary(let buffer): .binary(Array(buffer.readableBytesView))
+                    }
+                    runtime.perform(runtime.withSession { $0.receive(inbound, at: arrival) }, now: arrival)
+                    return !runtime.isFinished
+                }
+                if ending == .closed { runtime.perform(runtime.withSession { $0.connectionClosed() }, now: self.nowUs()) }
+            }
             group.addTask { await self.timeSyncLoop(runtime, executor: executor) }
             if supervised {
                 group.addTask { await self.supervise(runtime, started: started, telemetry: telemetry, openDeadline: openDeadline, executor: executor) }
             }
             // Any of them ending ends the session (a close, our goodbye, an error). What it
-            // queued (a goodbye) is written and the close sent before the receive loop is
+            // queued (a goodbye) is written and the close sent before the receive side is
             // cancelled: cancelling it first could drop the connection under the writer (the
             // server then saw close code 1006 and no goodbye, once in a CI run).
             do {
@@ -538,30 +548,6 @@ public final class SendspinPlayer: Sendable {
         /// The server closed without answering client/init (a legacy-only server does).
         public var closedAwaitingServerInit = false
         public var description: String { error.description }
-    }
-
-    private func receiveLoop(_ inbound: WebSocketInboundStream, runtime: Runtime) async throws {
-        var iterator = inbound.messages(maxSize: 1 << 17).makeAsyncIterator()
-        while true {
-            let message: WebSocketMessage?
-            do { message = try await iterator.next() } catch {
-                runtime.perform(runtime.withSession { $0.connectionClosed() }, now: nowUs())
-                return
-            }
-            guard let message else {
-                runtime.perform(runtime.withSession { $0.connectionClosed() }, now: nowUs())
-                return
-            }
-            // Arrival time is taken before decryption, as the reference implementation does.
-            let arrival = nowUs()
-            let inboundMessage: SendspinSession.Inbound
-            switch message {
-            case .text(let text): inboundMessage = .text(text)
-            case .binary(let buffer): inboundMessage = .binary(Array(buffer.readableBytesView))
-            }
-            runtime.perform(runtime.withSession { $0.receive(inboundMessage, at: arrival) }, now: arrival)
-            if runtime.isFinished { return }
-        }
     }
 
     /// Bursts of client/time on `TimeSyncSchedule`'s rule (the best exchange of each feeds the filter).

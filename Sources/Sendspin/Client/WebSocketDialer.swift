@@ -7,20 +7,18 @@ import NIOPosix
 import NIOSSL
 import NIOWebSocket
 import Synchronization
-@_spi(WSInternal) import WSCore
 
-/// Dials a `ws://` or `wss://` URL and runs the WebSocket with the same inbound stream and
-/// outbound writer types as `WebSocketListener`, so one session runner serves both directions.
+/// Dials a `ws://` or `wss://` URL and runs the WebSocket as a `WebSocketConnection`, as
+/// `WebSocketListener` does, so one session runner serves both directions.
 ///
 /// Unlike swift-websocket's client it owns the channel from the first byte, so the whole opening
 /// (TCP, TLS, HTTP upgrade) is bounded by a deadline and ends at once when `abort` is called or
 /// the task is cancelled — a server that accepts and stays silent can no longer hold a player
 /// forever — and a refused upgrade reports the HTTP status the server answered with.
 public enum WebSocketDialer {
-    /// Runs the open WebSocket; it and the tasks it starts run on `executor`, the channel's
-    /// event loop (see `EventLoopExecutor`).
-    public typealias Handler = @Sendable (_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter,
-                                          _ executor: EventLoopExecutor) async throws -> Void
+    /// Runs the open WebSocket; it and the tasks it starts run on the connection's `executor`,
+    /// the channel's event loop (see `EventLoopExecutor`).
+    public typealias Handler = @Sendable (_ connection: WebSocketConnection) async throws -> Void
 
     /// A parsed WebSocket URL.
     public struct Target: Sendable, Equatable, CustomStringConvertible {
@@ -126,12 +124,8 @@ public enum WebSocketDialer {
     }
 
     enum Upgrade: Sendable {
-        case websocket(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>)
+        case websocket(WebSocketConnection)
         case refused
-    }
-
-    struct Context: WebSocketContext {
-        let logger: Logger
     }
 
     /// Opens the WebSocket within `openTimeout` (TCP connect, TLS, HTTP upgrade), then runs
@@ -207,17 +201,10 @@ public enum WebSocketDialer {
             }
             let hint = target.path == "/sendspin" ? "" : "; Sendspin servers answer on the path /sendspin (ws://HOST:PORT/sendspin)"
             throw SendspinError.connectFailed("\(target): the server refused the WebSocket upgrade with HTTP \(status)\(hint)")
-        case .websocket(let asyncChannel):
+        case .websocket(let connection):
             abort.opened()
-            let configuration = WebSocketHandler.Configuration(extensions: [], autoPing: .disabled, closeTimeout: .seconds(1),
-                                                               validateUTF8: false, maxFrameSize: 1 << 17)
-            let executor = EventLoopExecutor(channel.eventLoop)
-            _ = try await withTaskExecutorPreference(executor) {
-                try await WebSocketHandler.handle(type: .client, configuration: configuration, asyncChannel: asyncChannel,
-                                                  context: Context(logger: logger)) { inbound, outbound, _ in
-                    try await handler(inbound, outbound, executor)
-                }
-            }
+            defer { channel.close(promise: nil) }
+            try await withTaskExecutorPreference(connection.executor) { try await handler(connection) }
         }
     }
 
@@ -228,7 +215,7 @@ public enum WebSocketDialer {
                 channel.eventLoop.makeCompletedFuture {
                     // Upgraded: the tap has nothing more to learn.
                     channel.pipeline.syncOperations.removeHandler(tap, promise: nil)
-                    return .websocket(try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(wrappingChannelSynchronously: channel))
+                    return .websocket(try WebSocketConnection(upgraded: channel, role: .client, maxMessageSize: 1 << 17))
                 }
             }
         )

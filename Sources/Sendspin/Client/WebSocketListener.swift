@@ -4,27 +4,17 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
-@_spi(WSInternal) import WSCore
 
 /// A plain `ws://` listener for server-initiated Sendspin connections: accepts HTTP upgrades on
-/// one path and hands each WebSocket to `handler` with the same inbound stream and outbound
-/// writer types the dialling client uses, so one session runner serves both modes.
-///
-/// swift-websocket's client and hummingbird-websocket's server share WSCore's frame handling;
-/// its entry point for an upgraded channel is SPI, used here with the versions pinned in
-/// Package.swift.
+/// one path and hands each WebSocket to `handler` as a `WebSocketConnection`, as the dialling
+/// client does, so one session runner serves both modes.
 public final class WebSocketListener: Sendable {
-    /// Runs one accepted WebSocket; it and the tasks it starts run on `executor`, the
-    /// connection's event loop (see `EventLoopExecutor`).
-    public typealias Handler = @Sendable (_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter, _ peer: String,
-                                          _ executor: EventLoopExecutor) async throws -> Void
-
-    struct Context: WebSocketContext {
-        let logger: Logger
-    }
+    /// Runs one accepted WebSocket; it and the tasks it starts run on the connection's
+    /// `executor`, its event loop (see `EventLoopExecutor`).
+    public typealias Handler = @Sendable (_ connection: WebSocketConnection, _ peer: String) async throws -> Void
 
     enum Upgrade: Sendable {
-        case websocket(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, peer: String)
+        case websocket(WebSocketConnection, peer: String)
         case refused
     }
 
@@ -60,7 +50,7 @@ public final class WebSocketListener: Sendable {
                         },
                         upgradePipelineHandler: { channel, _ in
                             channel.eventLoop.makeCompletedFuture {
-                                .websocket(try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(wrappingChannelSynchronously: channel), peer: peer)
+                                .websocket(try WebSocketConnection(upgraded: channel, role: .server, maxMessageSize: 1 << 17), peer: peer)
                             }
                         }
                     )
@@ -79,22 +69,15 @@ public final class WebSocketListener: Sendable {
     /// Accepts connections until the listener is closed or the task is cancelled; each runs
     /// `handler` concurrently.
     public func run(logger: Logger, handler: @escaping Handler) async throws {
-        let configuration = WebSocketHandler.Configuration(extensions: [], autoPing: .disabled, closeTimeout: .seconds(3),
-                                                           validateUTF8: false, maxFrameSize: 1 << 17)
         try await withThrowingDiscardingTaskGroup { group in
             try await serverChannel.executeThenClose { inbound in
                 for try await upgrade in inbound {
                     group.addTask {
-                        guard case .websocket(let channel, let peer) = try? await upgrade.get() else { return }
+                        guard case .websocket(let connection, let peer) = try? await upgrade.get() else { return }
                         logger.debug("WebSocket connection", metadata: ["peer": "\(peer)"])
+                        defer { connection.channel.close(promise: nil) }
                         do {
-                            let executor = EventLoopExecutor(channel.channel.eventLoop)
-                            _ = try await withTaskExecutorPreference(executor) {
-                                try await WebSocketHandler.handle(type: .server, configuration: configuration, asyncChannel: channel,
-                                                                  context: Context(logger: logger)) { inbound, outbound, _ in
-                                    try await handler(inbound, outbound, peer, executor)
-                                }
-                            }
+                            try await withTaskExecutorPreference(connection.executor) { try await handler(connection, peer) }
                         } catch {
                             logger.debug("WebSocket connection ended", metadata: ["peer": "\(peer)", "error": "\(error)"])
                         }

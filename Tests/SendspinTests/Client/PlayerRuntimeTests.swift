@@ -14,15 +14,18 @@ struct PlayerRuntimeTests {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// An active legacy-wire runtime (its frames are clear JSON, so the test reads them) and its writer queue.
-    private func activeRuntime() -> (Runtime, OrderedWriter<Runtime.Outgoing>) {
+    /// Everything runs on the runtime's loop, as in a connection (a writer on the shared pool
+    /// could wait past the exchange's 1 s deadline while the other suites keep the pool busy).
+    private func activeRuntime() -> (Runtime, OrderedWriter<Runtime.Outgoing>, EventLoopExecutor) {
         let session = LegacySessionTests.session()
         let runtime = Runtime(session: session, core: PlayerCore(settings: .init()), logger: Logger(label: "test"),
                               visualization: VisualizationLedger())
         let frames = OrderedWriter<Runtime.Outgoing>()
-        runtime.attach(frames, executor: EventLoopExecutor(group.next()))
+        let executor = EventLoopExecutor(group.next())
+        runtime.attach(frames, executor: executor)
         runtime.perform(runtime.withSession { $0.start() }, now: 0)
         runtime.perform(runtime.withSession { $0.receive(.text(LegacySessionTests.hello), at: 10) }, now: 10)
-        return (runtime, frames)
+        return (runtime, frames, executor)
     }
 
     private static func answer(to t1: Int64, received t2: Int64, sent t3: Int64) -> String {
@@ -30,9 +33,9 @@ struct PlayerRuntimeTests {
     }
 
     @Test func theExchangeCountsFromWhenTheRequestLeftNotWhenItWasSealed() async throws {
-        let (runtime, frames) = activeRuntime()
+        let (runtime, frames, executor) = activeRuntime()
         let tagged = Mutex<[Int64]>([])
-        let writer = Task {
+        let writer = Task(executorPreference: executor) {
             try await frames.run { outgoing in
                 guard let key = outgoing.timeExchange else { return }
                 tagged.withLock { $0.append(key) }
@@ -42,7 +45,7 @@ struct PlayerRuntimeTests {
                                 now: key + 830)
             }
         }
-        let answer = try #require(await runtime.exchangeTime(t1: 1_000, now: 1_000))
+        let answer = try #require(await withTaskExecutorPreference(executor) { await runtime.exchangeTime(t1: 1_000, now: 1_000) })
         #expect(answer.server.clientTransmitted == 1_000)
         #expect(answer.sent == 1_700 && answer.received == 1_830)
         #expect(tagged.withLock { $0 } == [1_000])
@@ -55,8 +58,8 @@ struct PlayerRuntimeTests {
     }
 
     @Test func anAnswerBeforeTheWriteIsNotedFallsBackToTheSealedTime() async throws {
-        let (runtime, frames) = activeRuntime()
-        let writer = Task {
+        let (runtime, frames, executor) = activeRuntime()
+        let writer = Task(executorPreference: executor) {
             try await frames.run { outgoing in
                 guard let key = outgoing.timeExchange else { return }
                 runtime.perform(runtime.withSession { $0.receive(.text(Self.answer(to: key, received: key + 50, sent: key + 60)), at: key + 100) },
@@ -64,7 +67,7 @@ struct PlayerRuntimeTests {
                 runtime.timeRequestSent(key, at: key + 500)
             }
         }
-        let answer = try #require(await runtime.exchangeTime(t1: 2_000, now: 2_000))
+        let answer = try #require(await withTaskExecutorPreference(executor) { await runtime.exchangeTime(t1: 2_000, now: 2_000) })
         #expect(answer.sent == 2_000 && answer.received == 2_100)
         runtime.end(nil)
         try await writer.value
