@@ -12,9 +12,9 @@ import Synchronization
 /// connection's one writer task drains the queue.
 final class Runtime: Sendable {
     /// A frame on its way to the writer. A client/time frame carries its exchange's key (the t1
-    /// sealed inside it): the writer says when the frame really left, and that moment, not the
-    /// earlier one sealed in the message, is the exchange's t1 (the wait for the writer's turn on
-    /// the loop is not network delay and would bias the clock filter's offset).
+    /// sealed inside it): the writer notes the moment it hands the frame to the connection, and
+    /// that moment, not the earlier one sealed in the message, is the exchange's t1 (the wait
+    /// for the writer's turn on the loop is not network delay and would bias the filter's offset).
     struct Outgoing: Sendable {
         var message: WebSocketConnection.Message
         var timeExchange: Int64?
@@ -23,7 +23,7 @@ final class Runtime: Sendable {
     /// One answered client/time exchange, as this side saw it (µs, this host's clock).
     struct TimeAnswer: Sendable {
         var server: ServerTime
-        /// When the request left: written to the connection (t1).
+        /// When the request left: handed to the connection (t1).
         var sent: Int64
         /// When the answer was read (t4).
         var received: Int64
@@ -358,8 +358,8 @@ final class Runtime: Sendable {
         case .serverTime(let time, let receivedAt):
             let waiter = state.withLock { $0.pendingTimes.removeValue(forKey: time.clientTransmitted) }
             waiter?.deadline?.cancel()
-            // Sent is always known by now (the writer notes it as the write returns); were it
-            // not, the time sealed in the request is the best there is.
+            // Sent is always known by now (the writer notes it before writing); were it not,
+            // the time sealed in the request is the best there is.
             waiter?.continuation.resume(returning: TimeAnswer(server: time, sent: waiter?.sent ?? time.clientTransmitted, received: receivedAt))
         case .streamStart(let format):
             guard let format, isAdmitted else { return }

@@ -495,13 +495,14 @@ public final class SendspinPlayer: Sendable {
         runtime.attach(frames, executor: executor)
         // The one writer: frames leave in the order they were encrypted, then the close. It is
         // not cancelled with the others, so a goodbye still goes out before the close. On the
-        // loop a write has reached the socket when `write` returns: that moment is when a
-        // client/time request left (t1).
+        // loop `write` hands the frame to the socket before it returns, so a client/time
+        // request leaves (t1) a few microseconds after the moment read just before it. (The
+        // moment after would be later by however long the thread waits for a core again: on
+        // loopback the send wakes the server, which may take this core first.)
         let writer = Task(executorPreference: executor) {
             try await frames.run { outgoing in
-                let written = connection.write(outgoing.message)
                 if let key = outgoing.timeExchange { runtime.timeRequestSent(key, at: self.nowUs()) }
-                try await written.get()
+                try await connection.write(outgoing.message).get()
             }
             await connection.close()
         }
