@@ -213,10 +213,11 @@ private final class MessageHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     /// Our close: the frame, then the connection is closed when the peer answers or `timeout` passes.
+    /// The timeout is armed whatever else happens, so the wait in `close` is always bounded.
     func sendClose(code: WebSocketErrorCode, timeout: TimeAmount, channel: any Channel) {
-        guard let context, channel.isActive else { return }
-        sendCloseFrame(code, context: context)
+        guard channel.isActive else { return }
         channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        if let context { sendCloseFrame(code, context: context) }
     }
 
     /// A broken rule: close with `code` and end.
