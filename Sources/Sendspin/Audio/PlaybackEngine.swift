@@ -277,7 +277,7 @@ public struct PlaybackEngine: Sendable {
                     } else {
                         // Duplicate the chunk's first frame n times.
                         let copies = min(n, frameCount - filled)
-                        for k in 0..<copies { writeFrame(&out, at: filled + k, from: chunk, index: chunk.position, channels: channels) }
+                        for k in 0..<copies { copyFrames(&out, at: filled + k, from: chunk, index: chunk.position, count: 1, channels: channels) }
                         filled += copies
                         statistics.framesInserted += copies
                     }
@@ -298,7 +298,7 @@ public struct PlaybackEngine: Sendable {
                 }
             }
             let n = min(chunk.buffer.frameCount - chunk.position, frameCount - filled)
-            for k in 0..<n { writeFrame(&out, at: filled + k, from: chunk, index: chunk.position + k, channels: channels) }
+            copyFrames(&out, at: filled, from: chunk, index: chunk.position, count: n, channels: channels)
             chunk.position += n
             filled += n
             audible += n
@@ -320,16 +320,32 @@ public struct PlaybackEngine: Sendable {
 
     private func fillSilence(_ out: inout [Int32], from: Int, to: Int, channels: Int) {
         guard to > from else { return }
-        for i in (from * channels)..<(to * channels) { out[i] = 0 }
+        out.withUnsafeMutableBufferPointer { o in
+            UnsafeMutableBufferPointer(rebasing: o[(from * channels)..<(to * channels)]).update(repeating: 0)
+        }
     }
 
-    /// Copies one frame, scaled to full 32-bit range.
-    @inline(__always)
-    private func writeFrame(_ out: inout [Int32], at frame: Int, from chunk: Queued, index: Int, channels: Int) {
+    /// Copies `count` frames from the chunk's frame `index` to the block's frame `frame`, scaled
+    /// to the full 32-bit range; channels the chunk lacks are silent. The DAC's hot loop: one
+    /// pass over raw buffers (the ranges are checked once, here, not per sample).
+    private func copyFrames(_ out: inout [Int32], at frame: Int, from chunk: Queued, index: Int, count: Int, channels: Int) {
+        let sourceChannels = chunk.buffer.channels
+        precondition(count >= 0 && frame >= 0 && index >= 0 && (frame + count) * channels <= out.count
+                     && (index + count) * sourceChannels <= chunk.buffer.samples.count)
+        guard count > 0 else { return }
         let shift = Int32(32 - chunk.buffer.bitDepth)
-        let source = index * chunk.buffer.channels
-        for c in 0..<channels {
-            out[frame * channels + c] = c < chunk.buffer.channels ? chunk.buffer.samples[source + c] << shift : 0
+        out.withUnsafeMutableBufferPointer { o in
+            chunk.buffer.samples.withUnsafeBufferPointer { s in
+                let target = o.baseAddress! + frame * channels
+                let source = s.baseAddress! + index * sourceChannels
+                if sourceChannels == channels {
+                    for i in 0..<(count * channels) { target[i] = source[i] << shift }
+                } else {
+                    for f in 0..<count {
+                        for c in 0..<channels { target[f * channels + c] = c < sourceChannels ? source[f * sourceChannels + c] << shift : 0 }
+                    }
+                }
+            }
         }
     }
 
@@ -337,12 +353,18 @@ public struct PlaybackEngine: Sendable {
     private mutating func applyGain(_ out: inout [Int32], frames: Int, channels: Int) {
         if gain == 1.0 && targetGain == 1.0 { return }
         let step = 1.0 / 480.0
-        for f in 0..<frames {
-            if gain < targetGain { gain = min(targetGain, gain + step) } else if gain > targetGain { gain = max(targetGain, gain - step) }
-            for c in 0..<channels {
-                let i = f * channels + c
-                out[i] = Int32(clamping: Int64((Double(out[i]) * gain).rounded()))
+        precondition(frames * channels <= out.count)
+        var gain = self.gain
+        let target = targetGain
+        out.withUnsafeMutableBufferPointer { o in
+            for f in 0..<frames {
+                if gain < target { gain = min(target, gain + step) } else if gain > target { gain = max(target, gain - step) }
+                for c in 0..<channels {
+                    let i = f * channels + c
+                    o[i] = Int32(clamping: Int64((Double(o[i]) * gain).rounded()))
+                }
             }
         }
+        self.gain = gain
     }
 }
