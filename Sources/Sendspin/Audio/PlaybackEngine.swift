@@ -333,16 +333,16 @@ public struct PlaybackEngine: Sendable {
         precondition(count >= 0 && frame >= 0 && index >= 0 && (frame + count) * channels <= out.count
                      && (index + count) * sourceChannels <= chunk.buffer.samples.count)
         guard count > 0 else { return }
-        let shift = Int32(32 - chunk.buffer.bitDepth)
+        let shift = Int32(32 - chunk.buffer.bitDepth)      // 0...24 for the depths a stream may have
         out.withUnsafeMutableBufferPointer { o in
             chunk.buffer.samples.withUnsafeBufferPointer { s in
                 let target = o.baseAddress! + frame * channels
                 let source = s.baseAddress! + index * sourceChannels
                 if sourceChannels == channels {
-                    for i in 0..<(count * channels) { target[i] = source[i] << shift }
+                    for i in 0..<(count * channels) { target[i] = source[i] &<< shift }
                 } else {
                     for f in 0..<count {
-                        for c in 0..<channels { target[f * channels + c] = c < sourceChannels ? source[f * sourceChannels + c] << shift : 0 }
+                        for c in 0..<channels { target[f * channels + c] = c < sourceChannels ? source[f * sourceChannels + c] &<< shift : 0 }
                     }
                 }
             }

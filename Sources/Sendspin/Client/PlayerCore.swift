@@ -7,13 +7,24 @@ import Synchronization
 public final class PlayerCore: Sendable {
     struct State: Sendable {
         var engine: PlaybackEngine
-        var filter = TimeFilter()
+        /// Set through `setFilter`, which keeps `mapping` in step.
+        private(set) var filter = TimeFilter()
+        /// The filter's mapping, made once per filter change rather than per render (making one
+        /// copies the filter into a closure: an allocation the DAC would pay on every wake).
+        private(set) var mapping = PlayerCore.mapping(TimeFilter())
         var volume = 100
         var muted = false
         /// Why the hardware volume stopped working (the samples are scaled again since).
         var hardwareFailure: String?
         /// Filter offsets sampled once a second: (client time µs, offset µs).
         var offsetSamples: [(Int64, Double)] = []
+
+        init(engine: PlaybackEngine) { self.engine = engine }
+
+        mutating func setFilter(_ change: (inout TimeFilter) -> Void) {
+            change(&filter)
+            mapping = PlayerCore.mapping(filter)
+        }
     }
 
     private let state: Mutex<State>
@@ -36,9 +47,8 @@ public final class PlayerCore: Sendable {
     /// Fills a DAC block; returns true when the block stopped at a format change.
     func render(into block: inout [Int32], frames: Int, format: OutputFormat, departureUs: Double, frameDurationUs: Double) -> Bool {
         state.withLock { s in
-            let mapping = Self.mapping(s.filter)
             _ = s.engine.render(into: &block, frameCount: frames, format: format, departureUs: departureUs,
-                                frameDurationUs: frameDurationUs, mapping: mapping)
+                                frameDurationUs: frameDurationUs, mapping: s.mapping)
             if let next = s.engine.nextFormat { return next != format }
             return false
         }
@@ -47,12 +57,12 @@ public final class PlayerCore: Sendable {
     public func enqueue(timestamp: Int64, buffer: PCMBuffer, format: OutputFormat, compressedBytes: Int, arrival: Int64, now: Int64) {
         state.withLock { s in
             s.engine.enqueue(timestamp: timestamp, buffer: buffer, format: format, compressedBytes: compressedBytes, arrival: arrival,
-                             now: now, mapping: Self.mapping(s.filter), filterOffset: s.filter.offset, filterError: s.filter.error)
+                             now: now, mapping: s.mapping, filterOffset: s.filter.offset, filterError: s.filter.error)
         }
     }
 
     public func updateFilter(t1: Int64, t2: Int64, t3: Int64, t4: Int64) {
-        state.withLock { $0.filter.update(t1: t1, t2: t2, t3: t3, t4: t4) }
+        state.withLock { $0.setFilter { $0.update(t1: t1, t2: t2, t3: t3, t4: t4) } }
     }
 
     public var filter: TimeFilter { state.withLock { $0.filter } }
@@ -63,14 +73,14 @@ public final class PlayerCore: Sendable {
     public func playTime(forServerTime serverTime: Int64) -> Int64? {
         state.withLock { s in
             guard s.filter.isSynchronized else { return nil }
-            return s.engine.idealStart(serverTime, Self.mapping(s.filter))
+            return s.engine.idealStart(serverTime, s.mapping)
         }
     }
 
     /// Another server took over: its clock is unknown and nothing queued belongs to it.
     func resetForNewServer() {
         state.withLock { s in
-            s.filter = TimeFilter()
+            s.setFilter { $0 = TimeFilter() }
             s.engine.clear()
         }
     }
