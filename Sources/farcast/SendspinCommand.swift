@@ -24,7 +24,7 @@ struct SendspinPlayerOptions: ParsableArguments {
     @Option(help: "The name this player shows in the server's UI.")
     var name: String = defaultPlayerName()
 
-    @Option(help: ArgumentHelp("Where audio goes: alsa:DEVICE (e.g. alsa:default), null or wav:PATH.", valueName: "output"))
+    @Option(help: ArgumentHelp("Where audio goes: alsa:DEVICE (e.g. alsa:default); null (no sound: the clock, metadata, visualizer and timing record only, rendered 50 ms at a time); or wav:PATH (what a device would have played, rendered 10 ms at a time like the ALSA output).", valueName: "output"))
     var output: String = "null"
 
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))

@@ -196,7 +196,7 @@ public final class SendspinPlayer: Sendable {
     private let activeDAC = Mutex<(any AudioDAC)?>(nil)
 
     private func makeDAC(sink: any AudioSink, core: PlayerCore) -> any AudioDAC {
-        let dac = sink.makeDAC(core: core, clock: clock) ?? SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM)
+        let dac = sink.makeDAC(core: core, clock: clock) ?? SoftwareDAC(clock: clock, sink: sink, core: core, ppm: options.dacPPM, period: sink.softwarePeriod)
         activeDAC.withLock { $0 = dac }
         return dac
     }

@@ -13,10 +13,16 @@ public protocol AudioSink: AnyObject, Sendable {
     /// A sink with a clock of its own (a sound device) makes the DAC that drives it; nil (the
     /// default) means the software DAC paces the sink from the monotonic clock.
     func makeDAC(core: PlayerCore, clock: any MonotonicClock) -> (any AudioDAC)?
+    /// The period the software DAC works for this sink: how far ahead of their moment frames are
+    /// rendered, and so how often it wakes. A sink whose output is heard, or read as a recording
+    /// of what a device would have played, wants a device's 10 ms (the default); one whose audio
+    /// goes nowhere can take longer periods and wake less, its timing record as exact.
+    var softwarePeriod: Duration { get }
 }
 
 extension AudioSink {
     public func makeDAC(core: PlayerCore, clock: any MonotonicClock) -> (any AudioDAC)? { nil }
+    public var softwarePeriod: Duration { .milliseconds(10) }
 }
 
 /// What pulls frames from the playback engine in real time and hands them to a sink.
@@ -38,9 +44,15 @@ extension AudioDAC {
     public var deviceUnderruns: Int { 0 }
 }
 
-/// Discards audio: with the software DAC it is a timing-exact player with no sound device.
+/// Discards audio: with the software DAC it is a timing-exact player with no sound device —
+/// a display, an LED controller or a test that wants the clock, the metadata and the timing
+/// record but no sound. Nothing downstream needs a device's short period, so the DAC renders
+/// 50 ms at a time (as snapclient's file player does): a fifth of the wakes, the same record.
+/// The cost is the one a device with a 50 ms period has: a chunk must arrive 50 ms before its
+/// moment (servers send seconds ahead), and a stream/clear takes effect after what was rendered.
 public final class NullSink: AudioSink {
     public let name = "null"
+    public let softwarePeriod: Duration = .milliseconds(50)
     public init() {}
     public func start(format: OutputFormat) throws {}
     public func write(_ samples: UnsafeBufferPointer<Int32>, frames: Int) throws {}
