@@ -56,14 +56,22 @@ public struct NoiseCipherState: Sendable {
         guard nonce < UInt64.max else { throw .nonceExhausted }
         let n = nonceBytes()
         nonce += 1
+        // As in decrypt: Data in and out, one copy each way (the sealed box's combined form is
+        // nonce ‖ ciphertext ‖ tag; the wire carries all but the nonce).
+        let message = Data(plaintext), authenticated = associatedData.isEmpty ? Data() : Data(associatedData)
+        let combined: Data
         do {
             switch suite {
             case .chaChaPoly:
-                let box = try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(data: n), authenticating: associatedData)
-                return Array(box.ciphertext) + Array(box.tag)
+                combined = try ChaChaPoly.seal(message, using: key, nonce: ChaChaPoly.Nonce(data: n), authenticating: authenticated).combined
             case .aesGCM:
-                let box = try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: n), authenticating: associatedData)
-                return Array(box.ciphertext) + Array(box.tag)
+                guard let sealed = try AES.GCM.seal(message, using: key, nonce: AES.GCM.Nonce(data: n), authenticating: authenticated).combined else {
+                    throw NoiseError.malformedMessage("AES-GCM gave no combined form")
+                }
+                combined = sealed
+            }
+            return [UInt8](unsafeUninitializedCapacity: combined.count - 12) { buffer, count in
+                count = combined.copyBytes(to: buffer, from: (combined.startIndex + 12)...)
             }
         } catch {
             throw .malformedMessage("encryption failed: \(error)")

@@ -412,11 +412,15 @@ struct EncryptedSessionCore: SendspinSessionCore {
     /// re-handshake answer and the server's first message under the new keys (the server
     /// switches keys on our answer and would fail to decrypt a message sealed with the old ones).
     private mutating func sendIfOpen<T: Encodable>(type: String, payload: T) -> [Action] {
+        sendIfOpen(json: WireJSON.encode(type: type, payload: payload))
+    }
+
+    private mutating func sendIfOpen(json text: String) -> [Action] {
         guard case .established(var transport, let phase) = state, phase != .awaitingHello, !transport.isRekeying else { return [] }
         state = .modifying
         var actions: [Action] = []
         do throws(SendspinError) {
-            try send(type: type, payload: payload, &transport, &actions)
+            for frame in try transport.seal(json: text) { actions.append(.sendBinary(frame)) }
         } catch {
             state = .closed(unansweredClientInit: false)
             return [.close(error)]
@@ -427,7 +431,7 @@ struct EncryptedSessionCore: SendspinSessionCore {
 
     mutating func sendTime(at clientTime: Int64) -> [Action] {
         guard isActive, !isPairing else { return [] }
-        return sendIfOpen(type: "client/time", payload: ClientTime(clientTransmitted: clientTime))
+        return sendIfOpen(json: WireJSON.clientTime(clientTime))
     }
 
     mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {

@@ -168,7 +168,7 @@ struct LegacySessionCore: SendspinSessionCore {
     }
 
     mutating func sendTime(at clientTime: Int64) -> [Action] {
-        sendIfActive(type: "client/time", payload: ClientTime(clientTransmitted: clientTime))
+        state == .active ? [.sendText(WireJSON.clientTime(clientTime))] : []
     }
 
     mutating func sendState(available: Bool, player: PlayerStateReport?) -> [Action] {

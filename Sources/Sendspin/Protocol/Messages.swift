@@ -501,6 +501,12 @@ enum WireJSON {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// A `client/time` request, written directly: a player sends several a second, and the
+    /// encoder's generic path costs far more than the text (the document it would make).
+    static func clientTime(_ clientTransmitted: Int64) -> String {
+        #"{"type":"client/time","payload":{"client_transmitted":\#(clientTransmitted)}}"#
+    }
+
     static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(SendspinError) -> T {
         if T.self == ServerTime.self, let time = ServerTimeReader.read(bytes) as? T { return time }
         do {

@@ -84,3 +84,17 @@ struct ServerTimeReaderTests {
         #expect(accepted > 100, "accepted \(accepted) of 20,000 edited documents")
     }
 }
+
+/// The hand-written client/time request is the document the encoder makes for the same value
+/// (the encoder's key order varies from run to run, so the documents are compared, not the text).
+struct ClientTimeTextTests {
+    @Test(arguments: [Int64(0), 1, -1, 42, 1_000_000, Int64.max, Int64.min])
+    func isTheEncodersDocument(_ value: Int64) throws {
+        func document(_ text: String) throws -> NSDictionary {
+            try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary)
+        }
+        let ours = try document(WireJSON.clientTime(value))
+        #expect(ours == (try document(WireJSON.encode(type: "client/time", payload: ClientTime(clientTransmitted: value)))))
+        #expect(ours["type"] as? String == "client/time")
+    }
+}
