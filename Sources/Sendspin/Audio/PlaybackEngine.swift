@@ -157,6 +157,14 @@ public struct PlaybackEngine: Sendable {
                                      outputErrorUs: nil, filterOffsetUs: filterOffset, filterErrorUs: filterError, outcome: "queued"))
             trace = traces.count - 1
         }
+        // A chunk with no frames has nothing to play and no first frame to place: it is dropped
+        // (a server may send one; queued, a correction that repeats its first frame would read
+        // a frame that is not there).
+        guard buffer.frameCount > 0 else {
+            statistics.chunksDropped += 1
+            if let trace { traces[trace].outcome = "dropped" }
+            return
+        }
         let duration = Double(buffer.frameCount) * 1e6 / Double(format.sampleRate)
         // A chunk whose end has already passed can never be heard.
         if mapping.synchronized && Double(predicted) + duration < Double(now) {

@@ -112,6 +112,22 @@ import Testing
         #expect(engine.nextFormat == nil)
     }
 
+    /// An empty chunk (a zero-byte PCM payload decodes to no frames) arriving just ahead of its
+    /// moment mid-stream: queued, the gentle correction would repeat its first frame, which does
+    /// not exist. It is dropped on arrival and the stream plays on.
+    @Test func aChunkWithNoFramesIsDroppedAndPlaybackGoesOn() {
+        var engine = PlaybackEngine()
+        enqueue(&engine, chunks: 0..<2, start: 50_000)                  // 50–100 ms
+        engine.enqueue(timestamp: 100_500, buffer: PCMBuffer(samples: [], channels: 1, bitDepth: 16), format: Self.format,
+                       compressedBytes: 0, arrival: 0, now: 0, mapping: Self.identity, filterOffset: 0, filterError: 10)
+        enqueue(&engine, chunks: 3..<4, start: 50_000)                  // 125–150 ms
+        var dac = DAC(departure: 0)
+        dac.run(&engine, milliseconds: 200)
+        #expect(engine.statistics.chunksDropped == 1)
+        #expect(engine.statistics.chunksPlayed == 3)
+        #expect(dac.output[6_000] == 3 * 1200 + 1, "chunk 3 starts at 125 ms")
+    }
+
     @Test func bufferCapacityIsEnforced() {
         var settings = PlaybackEngine.Settings()
         settings.bufferCapacity = 10_000
