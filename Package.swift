@@ -60,7 +60,8 @@ let package = Package(
         // decoder is made (CFFmpegLoader), not linked: no pkgConfig; its headers are in the default path.
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
         .target(name: "CFFmpegLoader", dependencies: ["CLazyLibrary"]),
-        // libcrypto's EVP AEADs for the punktfunk data plane (Linux; Apple platforms use CryptoKit).
+        // libcrypto's EVP AEADs for the punktfunk data plane and Sendspin's Noise transport, the SSH
+        // packet ciphers and RFB's anonymous TLS (Linux; Apple platforms use CryptoKit).
         // On Linux opened with dlopen on first use (COpenSSLLoader), not linked: no pkgConfig (it
         // only added -lcrypto), the headers are in /usr/include.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
@@ -151,6 +152,9 @@ let package = Package(
             dependencies: [
                 "FarcastSupport", "FarcastNIO", "Discovery", "AudioCodecs", "COpus", "CFLAC", .target(name: "CALSA", condition: .when(platforms: [.linux])),
                 .target(name: "CALSALoader", condition: .when(platforms: [.linux])),
+                // The Noise transport's AEAD with one keyed context (NoiseAEAD); swift-crypto elsewhere.
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .target(name: "COpenSSLLoader", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
                 .product(name: "NIOCore", package: "swift-nio"),

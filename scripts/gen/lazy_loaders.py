@@ -74,8 +74,8 @@ GROUPS = [
         "target": "COpenSSLLoader",
         "load": "farcast_openssl_load",
         "what": "OpenSSL",
-        "why": "so the commands that need neither anonymous TLS (RFB), SSH packet encryption (Hosts)\n"
-               "// nor the punktfunk data plane's AEADs do not load libssl and libcrypto",
+        "why": "so the commands that need neither anonymous TLS (RFB), SSH packet encryption (Hosts),\n"
+               "// the punktfunk data plane's AEADs nor Sendspin's Noise transport do not load libssl and libcrypto",
         "prelude": ['#include "../COpenSSL/shim.h"'],
         "probe": ['#include "%s/Sources/COpenSSL/shim.h"' % ROOT],
         "prefix": r"(?:EVP|SSL|BIO|ERR|TLS|OPENSSL)_\w+",

@@ -2,7 +2,7 @@
 // scripts/gen/lazy_loaders.py).
 #pragma once
 
-/// Opens libssl and libcrypto and resolves every function RFB, Hosts and Punktfunk call. NULL
+/// Opens libssl and libcrypto and resolves every function RFB, Hosts, Punktfunk and Sendspin call. NULL
 /// when they are ready (also on every later call); otherwise why not (a library is missing, or
 /// lacks a function). Thread-safe.
 const char *farcast_openssl_load(void);

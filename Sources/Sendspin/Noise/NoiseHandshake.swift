@@ -33,79 +33,33 @@ public enum NoiseError: Error, Equatable, Sendable, CustomStringConvertible {
 /// counter, little-endian for ChaChaPoly and big-endian for AES-GCM (as the Noise spec says).
 public struct NoiseCipherState: Sendable {
     let suite: NoiseSuite
-    var key: SymmetricKey?
+    /// The keyed cipher (nil before the handshake has a key: messages then pass in the clear).
+    private var aead: NoiseAEAD?
     public private(set) var nonce: UInt64 = 0
 
     init(suite: NoiseSuite, key: SymmetricKey? = nil) {
         self.suite = suite
-        self.key = key
+        aead = key.map { NoiseAEAD(suite: suite, key: $0) }
     }
 
-    var hasKey: Bool { key != nil }
-
-    private func nonceBytes() -> [UInt8] {
-        var w = ByteWriter(capacity: 12)
-        w.writeZeros(4)
-        w.writeInteger(nonce, endianness: suite == .chaChaPoly ? .little : .big)
-        return w.bytes
-    }
+    var hasKey: Bool { aead != nil }
 
     /// Encrypts with associated data; passes plaintext through before a key exists (Noise rule).
     public mutating func encrypt(_ plaintext: [UInt8], associatedData: [UInt8] = []) throws(NoiseError) -> [UInt8] {
-        guard let key else { return plaintext }
+        guard let aead else { return plaintext }
         guard nonce < UInt64.max else { throw .nonceExhausted }
-        let n = nonceBytes()
+        let sealed = try aead.seal(plaintext, nonce: nonce, associatedData: associatedData)
         nonce += 1
-        // As in decrypt: Data in and out, one copy each way (the sealed box's combined form is
-        // nonce ‖ ciphertext ‖ tag; the wire carries all but the nonce).
-        let message = Data(plaintext), authenticated = associatedData.isEmpty ? Data() : Data(associatedData)
-        let combined: Data
-        do {
-            switch suite {
-            case .chaChaPoly:
-                combined = try ChaChaPoly.seal(message, using: key, nonce: ChaChaPoly.Nonce(data: n), authenticating: authenticated).combined
-            case .aesGCM:
-                guard let sealed = try AES.GCM.seal(message, using: key, nonce: AES.GCM.Nonce(data: n), authenticating: authenticated).combined else {
-                    throw NoiseError.malformedMessage("AES-GCM gave no combined form")
-                }
-                combined = sealed
-            }
-            return [UInt8](unsafeUninitializedCapacity: combined.count - 12) { buffer, count in
-                count = combined.copyBytes(to: buffer, from: (combined.startIndex + 12)...)
-            }
-        } catch {
-            throw .malformedMessage("encryption failed: \(error)")
-        }
+        return sealed
     }
 
     /// Decrypts and authenticates; a failure consumes no nonce.
-    ///
-    /// Every audio chunk passes here, so the message is copied once, into the sealed box's
-    /// combined form (nonce ‖ ciphertext ‖ tag) as `Data`, and the plaintext once, out of the
-    /// `Data` the AEAD returns: swift-crypto's generic paths over arrays and slices (a `Data`
-    /// assembled by generic appends, witness-table lookups per call) cost several times the
-    /// cipher itself on a 20 KB chunk.
     public mutating func decrypt(_ ciphertext: [UInt8], associatedData: [UInt8] = []) throws(NoiseError) -> [UInt8] {
-        guard let key else { return ciphertext }
-        guard ciphertext.count >= 16 else { throw .malformedMessage("ciphertext shorter than its 16-byte tag") }
+        guard let aead else { return ciphertext }
         guard nonce < UInt64.max else { throw .nonceExhausted }
-        var combined = Data(capacity: 12 + ciphertext.count)
-        nonceBytes().withUnsafeBufferPointer { combined.append($0) }
-        ciphertext.withUnsafeBufferPointer { combined.append($0) }
-        let authenticated = associatedData.isEmpty ? Data() : Data(associatedData)
-        let opened: Data
-        do {
-            switch suite {
-            case .chaChaPoly:
-                opened = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: key, authenticating: authenticated)
-            case .aesGCM:
-                opened = try AES.GCM.open(AES.GCM.SealedBox(combined: combined), using: key, authenticating: authenticated)
-            }
-        } catch {
-            throw .decryptionFailed
-        }
+        let opened = try aead.open(ciphertext, nonce: nonce, associatedData: associatedData)
         nonce += 1
-        return [UInt8](unsafeUninitializedCapacity: opened.count) { buffer, count in count = opened.copyBytes(to: buffer) }
+        return opened
     }
 }
 
