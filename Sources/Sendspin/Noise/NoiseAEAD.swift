@@ -32,7 +32,7 @@ final class NoiseAEAD: Sendable {
         self.suite = suite
         self.key = key
         #if canImport(COpenSSL)
-        context = portable ? nil : EVPContext(suite: suite, key: key)
+        context = portable ? nil : EVPContext.make(suite: suite, key: key)
         #endif
     }
 
@@ -144,7 +144,7 @@ private final class EVPContext: @unchecked Sendable {
     private let lock = Mutex(())
 
     /// Nil when libcrypto cannot be loaded or refuses the key.
-    init?(suite: NoiseSuite, key: SymmetricKey) {
+    static func make(suite: NoiseSuite, key: SymmetricKey) -> EVPContext? {
         guard farcast_openssl_load() == nil, let context = EVP_CIPHER_CTX_new() else { return nil }
         let cipher = suite == .chaChaPoly ? EVP_chacha20_poly1305() : EVP_aes_256_gcm()
         let keyed = key.withUnsafeBytes { key in
@@ -154,8 +154,12 @@ private final class EVPContext: @unchecked Sendable {
             EVP_CIPHER_CTX_free(context)
             return nil
         }
-        self.context = context
+        return EVPContext(context)
     }
+
+    // Not a failable initializer: Swift 6.3's optimizer crashes on one that returns nil after
+    // the lock is initialized (CopyPropagation, "Found outside of lifetime use").
+    private init(_ context: OpaquePointer) { self.context = context }
 
     deinit { EVP_CIPHER_CTX_free(context) }
 
