@@ -139,9 +139,10 @@ final class NoiseAEAD: Sendable {
 /// One EVP cipher context keyed for a suite. Each call sets the nonce and the direction, so the
 /// only state kept between calls is the key; the lock keeps two calls from using it at once (a
 /// cipher state serves one session at a time, so it is never contended).
-private final class EVPContext: @unchecked Sendable {
-    private let context: OpaquePointer
-    private let lock = Mutex(())
+private final class EVPContext: Sendable {
+    /// The context, reached only under the lock.
+    private struct Handle: @unchecked Sendable { let pointer: OpaquePointer }
+    private let context: Mutex<Handle>
 
     /// Nil when libcrypto cannot be loaded or refuses the key.
     static func make(suite: NoiseSuite, key: SymmetricKey) -> EVPContext? {
@@ -157,21 +158,21 @@ private final class EVPContext: @unchecked Sendable {
         return EVPContext(context)
     }
 
-    // Not a failable initializer: Swift 6.3's optimizer crashes on one that returns nil after
-    // the lock is initialized (CopyPropagation, "Found outside of lifetime use").
-    private init(_ context: OpaquePointer) { self.context = context }
+    // Not a failable initializer: Swift 6.3's optimizer crashes on one that returns nil after a
+    // Mutex is initialized (CopyPropagation, "Found outside of lifetime use").
+    private init(_ context: OpaquePointer) { self.context = Mutex(Handle(pointer: context)) }
 
-    deinit { EVP_CIPHER_CTX_free(context) }
+    deinit { context.withLock { EVP_CIPHER_CTX_free($0.pointer) } }
 
     func seal(_ input: UnsafeBufferPointer<UInt8>, iv: UnsafeBufferPointer<UInt8>, associatedData: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        lock.withLock { _ in sealLocked(input, iv: iv, associatedData: associatedData) }
+        context.withLock { Self.seal(in: $0.pointer, input, iv: iv, associatedData: associatedData) }
     }
 
     func open(_ input: UnsafeBufferPointer<UInt8>, iv: UnsafeBufferPointer<UInt8>, associatedData: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        lock.withLock { _ in openLocked(input, iv: iv, associatedData: associatedData) }
+        context.withLock { Self.open(in: $0.pointer, input, iv: iv, associatedData: associatedData) }
     }
 
-    private func sealLocked(_ input: UnsafeBufferPointer<UInt8>, iv: UnsafeBufferPointer<UInt8>, associatedData: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    private static func seal(in context: OpaquePointer, _ input: UnsafeBufferPointer<UInt8>, iv: UnsafeBufferPointer<UInt8>, associatedData: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let length = input.count
         var ok = true
         let output = [UInt8](unsafeUninitializedCapacity: length + NoiseAEAD.tagBytes) { out, count in
@@ -192,7 +193,7 @@ private final class EVPContext: @unchecked Sendable {
         return ok ? output : nil
     }
 
-    private func openLocked(_ input: UnsafeBufferPointer<UInt8>, iv: UnsafeBufferPointer<UInt8>, associatedData: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    private static func open(in context: OpaquePointer, _ input: UnsafeBufferPointer<UInt8>, iv: UnsafeBufferPointer<UInt8>, associatedData: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let length = input.count - NoiseAEAD.tagBytes
         var ok = true
         let output = [UInt8](unsafeUninitializedCapacity: max(length, 1)) { out, count in
