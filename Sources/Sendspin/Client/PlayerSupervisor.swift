@@ -2,8 +2,8 @@
 /// session has run for the duration the user asked, when an opening has waited too long, when a
 /// stop request or a failed output device ends it, and when the once-a-second work is due
 /// (offset sampling after the first ten seconds, telemetry). It reads no clock: the player calls
-/// `check` with the time and what it sees, and sleeps until `nextCheck` says (a stop request
-/// wakes it sooner).
+/// `check` with the time and what it sees, and sleeps until `nextCheck` says (a stop request or
+/// a failing output wakes it sooner).
 public struct PlayerSupervisor: Sendable {
     public enum Action: Sendable, Equatable {
         /// Record the clock offset for the report (due once a second after the first 10 s).
@@ -26,8 +26,9 @@ public struct PlayerSupervisor: Sendable {
     /// How often the player calls `check` while the session is opening (what it waits for is
     /// not announced).
     public static let pollInterval: Duration = .milliseconds(50)
-    /// The longest sleep between checks once open: a failed output device is noticed by looking.
-    public static let longestSleepUs: Int64 = 250_000
+    /// The longest sleep between checks once open. Nothing needs looking at sooner than the
+    /// once-a-second work: a stop request and a failing output wake the player's supervisor.
+    public static let longestSleepUs: Int64 = 1_000_000
     /// Offsets sampled for the report before this (µs) are the filter still converging.
     public static let sampleOffsetsAfterUs: Int64 = 10_000_000
 

@@ -254,7 +254,8 @@ public final class SendspinPlayer: Sendable {
         dialAbort.abort()
     }
 
-    /// Wakes the supervisor from its sleep when `stop` is called.
+    /// Wakes the supervisor from its sleep when `stop` is called or the output fails (both end
+    /// the run, so the latch is opened for good).
     private let stopWake = WakeLatch()
 
     /// Ends a dial in progress when `stop` is called (the server may be silent).
@@ -316,7 +317,7 @@ public final class SendspinPlayer: Sendable {
         defer { running.withLock { $0 = nil } }
         let dac = makeDAC(sink: sink, core: core)
         let started = nowUs()
-        dac.start()
+        dac.start(onFailure: { [stopWake] in stopWake.open() })
         defer { _ = dac.stop() }
 
         let openDeadline = nowUs() + Int64(options.openTimeout.components.seconds) * 1_000_000 + options.openTimeout.components.attoseconds / 1_000_000_000_000
@@ -384,7 +385,7 @@ public final class SendspinPlayer: Sendable {
         }
         let dac = makeDAC(sink: sink, core: core)
         let started = nowUs()
-        dac.start()
+        dac.start(onFailure: { [stopWake] in stopWake.open() })
         defer { _ = dac.stop() }
 
         let listener: WebSocketListener

@@ -176,9 +176,9 @@ final class ALSADAC: AudioDAC {
     var deviceUnderruns: Int { outcome.withLock { $0.underruns } }
     var failure: String? { outcome.withLock { $0.error } }
 
-    func start() {
+    func start(onFailure: @escaping @Sendable () -> Void) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in self.run(onFailure: onFailure) }
         thread.name = "farcast-alsa"
         thread.qualityOfService = .userInteractive
         started.store(true, ordering: .releasing)
@@ -194,7 +194,7 @@ final class ALSADAC: AudioDAC {
 
     private func nowUs() -> Double { Double(clock.now().nanoseconds) / 1000 }
 
-    private func run() {
+    private func run(onFailure: @Sendable () -> Void) {
         var device: ALSADevice?
         var failure: String?
         var format: OutputFormat?
@@ -251,6 +251,7 @@ final class ALSADAC: AudioDAC {
                 failure = "\(sink.name): \(error)"
                 outcome.withLock { $0.error = failure }
                 running.store(false, ordering: .releasing)
+                onFailure()
             }
         }
         device?.close()

@@ -28,7 +28,9 @@ extension AudioSink {
 /// What pulls frames from the playback engine in real time and hands them to a sink.
 public protocol AudioDAC: AnyObject, Sendable {
     var sinkName: String { get }
-    func start()
+    /// Starts the output; `onFailure` is called (on the output's thread) once, after `failure`
+    /// is set, if the output stops with an error.
+    func start(onFailure: @escaping @Sendable () -> Void)
     /// Stops and finishes the sink; returns the output's error, if one occurred.
     @discardableResult func stop() -> String?
     /// The error that stopped the output while running, if any.
@@ -40,6 +42,8 @@ public protocol AudioDAC: AnyObject, Sendable {
 }
 
 extension AudioDAC {
+    /// Starts the output; a failure is only seen by reading `failure`.
+    public func start() { start(onFailure: {}) }
     public var deviceDescription: String? { nil }
     public var deviceUnderruns: Int { 0 }
 }

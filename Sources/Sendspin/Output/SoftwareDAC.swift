@@ -34,9 +34,9 @@ public final class SoftwareDAC: AudioDAC {
     public var sinkName: String { sink.name }
     public var failure: String? { finished.withLock { $0.error } }
 
-    public func start() {
+    public func start(onFailure: @escaping @Sendable () -> Void) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let t = Thread { [self] in self.run() }
+        let t = Thread { [self] in self.run(onFailure: onFailure) }
         t.name = "farcast-dac"
         t.qualityOfService = .userInteractive
         started.store(true, ordering: .releasing)
@@ -53,7 +53,7 @@ public final class SoftwareDAC: AudioDAC {
 
     private func nowMicroseconds() -> Double { Double(clock.now().nanoseconds) / 1000 }
 
-    private func run() {
+    private func run(onFailure: @Sendable () -> Void) {
         var format: OutputFormat?
         var anchor = 0.0
         var framesOut = 0
@@ -110,6 +110,7 @@ public final class SoftwareDAC: AudioDAC {
         }
         do { try sink.finish() } catch { failure = failure ?? "\(sink.name): \(error)" }
         finished.withLock { $0 = (true, failure) }
+        if failure != nil { onFailure() }
     }
 
     private func frameDuration(forRate rate: Int) -> Double {
