@@ -14,9 +14,11 @@ public struct AudioChunk: Sendable, Equatable {
     /// Parses the 13-byte header (type 4, int64 BE timestamp, uint32 BE send-ahead).
     static func parse(_ body: ArraySlice<UInt8>, arrival: Int64) -> AudioChunk? {
         guard body.count >= 12 else { return nil }
-        var reader = ByteReader(Array(body))
-        guard let timestamp = try? reader.readInteger(as: Int64.self),
-              let sendAhead = try? reader.readInteger(as: UInt32.self) else { return nil }
+        // The header read in place: the payload is copied once, into the chunk.
+        let (timestamp, sendAhead) = body.withUnsafeBytes { header in
+            (Int64(bigEndian: header.loadUnaligned(fromByteOffset: 0, as: Int64.self)),
+             UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+        }
         return AudioChunk(timestamp: timestamp, sendAhead: sendAhead, payload: Array(body.dropFirst(12)), arrival: arrival)
     }
 }
