@@ -150,7 +150,7 @@ public final class FLACDecoder: AudioDecoder {
         decoder = d
         state = FLACCallbackState()
         let status = FLAC__stream_decoder_init_stream(
-            d, flacRead, nil, nil, nil, nil, flacWrite, flacMetadata, flacError,
+            d, flacRead, nil, flacTell, nil, nil, flacWrite, flacMetadata, flacError,
             Unmanaged.passUnretained(state).toOpaque())
         // From here every stored property is set, so a throw runs deinit, which frees the
         // decoder: no manual delete on these paths.
@@ -174,11 +174,14 @@ public final class FLACDecoder: AudioDecoder {
     public func decode(_ payload: [UInt8]) throws(AudioDecodeError) -> PCMBuffer {
         guard !payload.isEmpty else { throw .badChunk("an empty FLAC chunk") }
         state.input = payload[...]
-        state.output.removeAll(keepingCapacity: true)
+        state.outputCount = 0
         state.failure = nil
+        // libFLAC reads ahead: a chunk of several frames is taken in whole by the first frame's
+        // read, so the chunk is done when libFLAC has decoded every byte it was handed, not
+        // when it has been handed every byte.
         var guardCount = 0
-        while !state.input.isEmpty {
-            let before = state.input.count
+        while !state.input.isEmpty || undecodedBytes() > 0 {
+            let before = (state.input.count, undecodedBytes(), state.outputCount)
             let ok = FLAC__stream_decoder_process_single(decoder) != 0
             guardCount += 1
             if !ok || state.failure != nil || guardCount > 10_000 {
@@ -187,13 +190,20 @@ public final class FLACDecoder: AudioDecoder {
                 state.input = []
                 throw .badChunk("libFLAC: \(detail)")
             }
-            if state.input.count == before && state.output.isEmpty { break }
+            if (state.input.count, undecodedBytes(), state.outputCount) == before { break }
         }
         if state.failure != nil {
             FLAC__stream_decoder_flush(decoder)
             throw .badChunk("libFLAC: \(state.failure!)")
         }
-        return PCMBuffer(samples: state.output, channels: format.channels, bitDepth: state.streamInfo?.bitsPerSample ?? format.bitDepth ?? 16)
+        return PCMBuffer(samples: Array(state.output[0..<state.outputCount]), channels: format.channels, bitDepth: state.streamInfo?.bitsPerSample ?? format.bitDepth ?? 16)
+    }
+
+    /// Bytes libFLAC has read but not yet decoded (its decode position against what it was handed).
+    private func undecodedBytes() -> UInt64 {
+        var position: UInt64 = 0
+        guard FLAC__stream_decoder_get_decode_position(decoder, &position) != 0 else { return 0 }
+        return state.handedOut > position ? state.handedOut - position : 0
     }
 }
 
@@ -201,7 +211,13 @@ public final class FLACDecoder: AudioDecoder {
 final class FLACCallbackState {
     struct StreamInfo { var sampleRate: Int; var channels: Int; var bitsPerSample: Int }
     var input: ArraySlice<UInt8> = []
+    /// Bytes handed to libFLAC so far: the stream position its tell callback reports.
+    var handedOut: UInt64 = 0
+    /// The chunk's frames so far, interleaved: `output[0..<outputCount]`. The array is kept
+    /// from chunk to chunk (it only grows), so a frame is written once into memory already
+    /// there, and the chunk's samples copied out once at its end.
     var output: [Int32] = []
+    var outputCount = 0
     var streamInfo: StreamInfo?
     var failure: String?
 }
@@ -222,16 +238,25 @@ private let flacRead: FLAC__StreamDecoderReadCallback = { _, buffer, bytes, clie
     }
     state.input.withUnsafeBufferPointer { src in buffer.update(from: src.baseAddress!, count: n) }
     state.input = state.input.dropFirst(n)
+    state.handedOut += UInt64(n)
     bytes.pointee = n
     return FLAC__STREAM_DECODER_READ_STATUS_CONTINUE
+}
+
+private let flacTell: FLAC__StreamDecoderTellCallback = { _, position, clientData in
+    position?.pointee = callbackState(clientData).handedOut
+    return FLAC__STREAM_DECODER_TELL_STATUS_OK
 }
 
 private let flacWrite: FLAC__StreamDecoderWriteCallback = { _, frame, buffers, clientData in
     let state = callbackState(clientData)
     guard let frame, let buffers else { return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT }
     let channels = Int(frame.pointee.header.channels), blocksize = Int(frame.pointee.header.blocksize)
-    let start = state.output.count
-    state.output.append(contentsOf: repeatElement(0, count: channels * blocksize))
+    let start = state.outputCount
+    state.outputCount += channels * blocksize
+    if state.output.count < state.outputCount {
+        state.output.append(contentsOf: repeatElement(0, count: state.outputCount - state.output.count))
+    }
     state.output.withUnsafeMutableBufferPointer { out in
         for c in 0..<channels {
             guard let channel = buffers[c] else { continue }

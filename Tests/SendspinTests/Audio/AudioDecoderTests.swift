@@ -89,6 +89,15 @@ import Testing
         }
         let identical = decoded == samples
         #expect(identical, "decoded \(decoded.count) samples, expected \(samples.count)")
+
+        // Chunks of three frames, one, then two: a shorter chunk after a longer one carries
+        // only its own samples (the decoder reuses its output memory from chunk to chunk).
+        let regrouped = [chunks[0...2].flatMap { $0 }, chunks[3], chunks[4...5].flatMap { $0 }]
+        let again = try makeAudioDecoder(for: format)
+        let buffers = try regrouped.map { try again.decode($0) }
+        #expect(buffers.map(\.frameCount) == [1152 * 3, 1152, 1152 * 2])
+        let regroupedIdentical = buffers.flatMap(\.samples) == samples
+        #expect(regroupedIdentical)
     }
 
     @Test func flacRefusesBadHeadersAndSurvivesBadChunks() throws {
